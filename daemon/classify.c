@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* classify: sysfs (and debugfs) → DeviceFacts + classes. Reads only; the
+ * kernel's own facts beat names, names only for parentless virtual disks. */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "classify.h"
+#include "util.h"
+
+int scheduler_list_parse(const char *s, DeviceFacts *f) {
+        const char *p = s;
+
+        f->n_schedulers = 0;
+        f->scheduler[0] = 0;
+        for (;;) {
+                char word[SCHED_NAME_MAX + 2];
+                size_t n;
+                bool current;
+
+                p += strspn(p, " \t\n");
+                if (!*p)
+                        return 0;
+                n = strcspn(p, " \t\n");
+                if (n >= sizeof(word) || f->n_schedulers >= SCHED_LIST_MAX)
+                        return -EBADMSG;
+                memcpy(word, p, n);
+                word[n] = 0;
+                p += n;
+                current = n > 2 && word[0] == '[' && word[n - 1] == ']';
+                if (current) {
+                        word[n - 1] = 0;
+                        memmove(word, word + 1, n - 1);
+                }
+                if (strscpy(f->schedulers[f->n_schedulers++], SCHED_NAME_MAX, word) < 0)
+                        return -EBADMSG;
+                if (current)
+                        (void) strscpy(f->scheduler, sizeof(f->scheduler), word);
+        }
+}
+
+static int read_block_attr(const Roots *r, const char *name, const char *rel, char *buf, size_t size) {
+        char path[PATH_MAX];
+        int k = block_path(path, sizeof(path), r, name, rel);
+
+        return k < 0 ? k : sysfs_read(path, buf, size);
+}
+
+static unsigned count_hw_queues(const Roots *r, const char *name) {
+        _cleanup_closedir_ DIR *d = NULL;
+        char path[PATH_MAX];
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (block_path(path, sizeof(path), r, name, "mq") < 0)
+                return 0;
+        d = opendir(path);
+        if (!d)
+                return 0;
+        while ((de = readdir(d)))
+                if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+                        n++;
+        return n;
+}
+
+/* null_blk and NVMe may add poll queues: they only serve polled I/O, so a
+ * device with one default queue plus a poll queue schedules like a
+ * single-queue one. Only debugfs tells a hctx's type. */
+static unsigned count_poll_queues(const Roots *r, const char *name, unsigned hw_queues) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < hw_queues; i++) {
+                char path[PATH_MAX], type[32];
+
+                snprintf(path, sizeof(path), "%s/block/%s/hctx%u/type", r->debugfs, name, i);
+                if (sysfs_read(path, type, sizeof(type)) == 0 && streq(type, "poll"))
+                        n++;
+        }
+        return n;
+}
+
+static const struct {
+        const char *prefix;
+        const char *driver;
+        DeviceClass class;
+} parentless[] = {
+        { "ublkb", "ublk_drv", CLASS_UBLK },
+        { "nullb", "null_blk", CLASS_NULL_BLK },
+        { "loop", "loop", CLASS_LOOP },
+        { "nbd", "nbd", CLASS_NBD },
+        { "zram", "zram", _CLASS_MAX },
+        { "dm-", "device-mapper", _CLASS_MAX },
+        { "md", "md", _CLASS_MAX },
+        { "ram", "brd", _CLASS_MAX },
+};
+
+static void classify_driver(const Roots *r, const char *name, DeviceFacts *f) {
+        char path[PATH_MAX];
+
+        if (block_path(path, sizeof(path), r, name, "device") == 0 && sysfs_exists(path)) {
+                (void) read_block_attr(r, name, "device/model", f->model, sizeof(f->model));
+                (void) strscpy(f->model, sizeof(f->model), strstrip(f->model));
+                (void) block_path(path, sizeof(path), r, name, "device/subsystem");
+                (void) sysfs_read_link_name(path, f->subsystem, sizeof(f->subsystem));
+                /* NVMe namespaces hang off the controller, whose parent has the driver */
+                (void) block_path(path, sizeof(path), r, name, "device/driver");
+                if (sysfs_read_link_name(path, f->driver, sizeof(f->driver)) < 0) {
+                        (void) block_path(path, sizeof(path), r, name, "device/device/driver");
+                        (void) sysfs_read_link_name(path, f->driver, sizeof(f->driver));
+                }
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(parentless); i++)
+                if (startswith(name, parentless[i].prefix)) {
+                        (void) strscpy(f->driver, sizeof(f->driver), parentless[i].driver);
+                        if (parentless[i].class != _CLASS_MAX)
+                                f->classes |= CLASS_BIT(parentless[i].class);
+                        return;
+                }
+}
+
+static void classify_bus(DeviceFacts *f) {
+        if (streq(f->subsystem, "virtio") || streq(f->driver, "virtio_blk"))
+                f->classes |= CLASS_BIT(CLASS_VIRTIO);
+        else if (streq(f->subsystem, "nvme") || streq(f->subsystem, "nvme-subsystem") ||
+                 streq(f->driver, "nvme"))
+                f->classes |= CLASS_BIT(CLASS_NVME);
+        else if (streq(f->subsystem, "scsi"))
+                f->classes |= CLASS_BIT(CLASS_SCSI);
+        else if (streq(f->subsystem, "mmc"))
+                f->classes |= CLASS_BIT(CLASS_MMC);
+}
+
+/* Drivers of virtual disks whose rotational flag says nothing about a
+ * spinning medium: virtio-blk reports rotational=1 on every kernel seen. */
+static bool is_virtual(const DeviceFacts *f) {
+        return f->classes & (CLASS_BIT(CLASS_VIRTIO) | CLASS_BIT(CLASS_LOOP) | CLASS_BIT(CLASS_NULL_BLK) |
+                             CLASS_BIT(CLASS_NBD) | CLASS_BIT(CLASS_UBLK));
+}
+
+static void classify_queue(const Roots *r, const char *name, DeviceFacts *f) {
+        char buf[256];
+        unsigned long long v;
+
+        if (read_block_attr(r, name, "queue/scheduler", buf, sizeof(buf)) == 0)
+                (void) scheduler_list_parse(buf, f);
+        if (read_block_attr(r, name, "queue/nr_requests", buf, sizeof(buf)) == 0 &&
+            sscanf(buf, "%llu", &v) == 1 && v <= UINT_MAX)
+                f->nr_requests = (unsigned) v;
+        if (read_block_attr(r, name, "queue/rotational", buf, sizeof(buf)) == 0)
+                f->rotational = streq(buf, "1");
+        if (read_block_attr(r, name, "queue/zoned", buf, sizeof(buf)) == 0 && zoned_from_string(buf) > 0)
+                f->zoned = (ZonedModel) zoned_from_string(buf);
+        f->hw_queues = count_hw_queues(r, name);
+        if (f->hw_queues > 1)
+                f->poll_queues = count_poll_queues(r, name, f->hw_queues);
+}
+
+int classify_device(const Roots *r, const char *name, DeviceFacts *f) {
+        char buf[64], path[PATH_MAX];
+        int k;
+
+        *f = (DeviceFacts) {};
+        k = strscpy(f->name, sizeof(f->name), name);
+        if (k < 0)
+                return k;
+        k = read_block_attr(r, name, "dev", buf, sizeof(buf));
+        if (k < 0)
+                return k == -ENOENT ? -ENODEV : k;
+        if (sscanf(buf, "%u:%u", &f->major, &f->minor) != 2)
+                return -EBADMSG;
+        if (block_path(path, sizeof(path), r, name, "partition") == 0 && sysfs_exists(path))
+                return -ENOTBLK;
+        if (read_block_attr(r, name, "diskseq", buf, sizeof(buf)) == 0)
+                (void) sscanf(buf, "%" SCNu64, &f->diskseq);
+        if (read_block_attr(r, name, "hidden", buf, sizeof(buf)) == 0)
+                f->hidden = streq(buf, "1");
+
+        classify_driver(r, name, f);
+        classify_bus(f);
+        classify_queue(r, name, f);
+
+        if (f->hw_queues == 0)
+                f->classes |= CLASS_BIT(CLASS_BIO_BASED);
+        else if (f->hw_queues - f->poll_queues <= 1)
+                f->classes |= CLASS_BIT(CLASS_SINGLE_QUEUE);
+        else
+                f->classes |= CLASS_BIT(CLASS_MULTI_QUEUE);
+        if (f->rotational && !is_virtual(f))
+                f->classes |= CLASS_BIT(CLASS_ROTATIONAL);
+        if (f->zoned != ZONED_NONE)
+                f->classes |= CLASS_BIT(CLASS_ZONED);
+        return 0;
+}
+
+int kernel_caps_read(const Roots *r, KernelCaps *caps) {
+        char path[PATH_MAX];
+        int k;
+
+        *caps = (KernelCaps) { .dispatch_direct = TRISTATE_UNKNOWN };
+        snprintf(path, sizeof(path), "%s/sys/kernel/osrelease", r->proc);
+        k = sysfs_read(path, caps->release, sizeof(caps->release));
+        if (k < 0)
+                return k;
+        return kernel_version_parse(caps->release, caps->version);
+}
+
+bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const DeviceFacts *f) {
+        char path[PATH_MAX];
+        Tristate t;
+
+        if (!streq(f->scheduler, "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
+                return false;
+        if (block_path(path, sizeof(path), r, f->name, "queue/iosched/dispatch_direct") < 0)
+                return false;
+        t = sysfs_exists(path) ? TRISTATE_YES : TRISTATE_NO;
+        if (t == caps->dispatch_direct)
+                return false;
+        caps->dispatch_direct = t;
+        return true;
+}

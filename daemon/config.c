@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ini.h>
+
+#include "blkpolicyd-paths.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+typedef struct ConfigParse {
+        Config *config;
+        const char *path;
+        FILE *file;
+        unsigned line;
+        int errors;
+        bool oom;
+} ConfigParse;
+
+static int set_string(char **dst, const char *value) {
+        char *s = strdup(value);
+
+        if (!s)
+                return -ENOMEM;
+        free(*dst);
+        *dst = s;
+        return 0;
+}
+
+int config_init_defaults(Config *c) {
+        *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1 };
+        if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
+            set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
+            strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
+            strv_push(&c->policy_dirs, POLICY_DIR_ADMIN) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+void config_done(Config *c) {
+        if (!c)
+                return;
+        c->exclude = strv_free(c->exclude);
+        c->policy_dirs = strv_free(c->policy_dirs);
+        free(c->state_dir);
+        free(c->socket_path);
+        c->state_dir = c->socket_path = NULL;
+}
+
+static int config_set(Config *c, const char *key, const char *value, const char **error) {
+        long long v;
+        int r;
+
+        if (streq(key, "tick_interval_ms")) {
+                if (parse_ll(value, 10, 3600000, &v) < 0) {
+                        *error = "expected milliseconds between 10 and 3600000";
+                        return -EINVAL;
+                }
+                c->tick_interval_ms = (unsigned) v;
+                return 0;
+        }
+        if (streq(key, "exclude")) {
+                c->exclude = strv_free(c->exclude);
+                return strv_split(value, &c->exclude);
+        }
+        if (streq(key, "policy_dirs")) {
+                c->policy_dirs = strv_free(c->policy_dirs);
+                return strv_split(value, &c->policy_dirs);
+        }
+        if (streq(key, "restore_on_exit")) {
+                r = parse_boolean(value);
+                if (r < 0) {
+                        *error = "expected yes or no";
+                        return -EINVAL;
+                }
+                c->restore_on_exit = r;
+                return 0;
+        }
+        if (streq(key, "log_level")) {
+                r = log_parse_level(value);
+                if (r < 0) {
+                        *error = "expected err, warning, notice, info or debug";
+                        return -EINVAL;
+                }
+                c->log_level = r;
+                return 0;
+        }
+        if (streq(key, "state_dir") || streq(key, "socket")) {
+                if (value[0] != '/') {
+                        *error = "expected an absolute path";
+                        return -EINVAL;
+                }
+                return set_string(streq(key, "state_dir") ? &c->state_dir : &c->socket_path, value);
+        }
+        *error = "unknown key";
+        return -EINVAL;
+}
+
+static int config_handler(void *user, const char *section, const char *key, const char *value) {
+        ConfigParse *p = user;
+        const char *error = "unknown section";
+        int r = -EINVAL;
+
+        if (streq(section, "Daemon"))
+                r = config_set(p->config, key, value, &error);
+        if (r == -ENOMEM)
+                p->oom = true;
+        else if (r < 0) {
+                log_error("%s:%u: [%s] %s=%s: %s", p->path, p->line, section, key, value, error);
+                p->errors++;
+        }
+        return 1;
+}
+
+static char *config_reader(char *str, int num, void *stream) {
+        ConfigParse *p = stream;
+        char *r = fgets(str, num, p->file);
+
+        if (r)
+                p->line++;
+        return r;
+}
+
+int config_load(Config *c, const char *path, bool required) {
+        _cleanup_fclose_ FILE *f = NULL;
+        ConfigParse p = { .config = c, .path = path };
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT && !required)
+                        return 0;
+                return log_error_errno(errno, "%s: cannot open: %m", path);
+        }
+        p.file = f;
+        r = ini_parse_stream(config_reader, &p, config_handler, &p);
+        if (p.oom)
+                return log_oom();
+        if (r > 0 && p.errors == 0) {
+                log_error("%s:%d: syntax error (expected [Section] or key = value)", path, r);
+                p.errors++;
+        }
+        return p.errors > 0 ? -EINVAL : 0;
+}

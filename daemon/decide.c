@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* decide: Facts + KernelCaps + PolicySet → Plan. Pure: no I/O, no clock,
+ * no allocation; the unit tests and the daemon run the same code. */
+#include <fnmatch.h>
+
+#include "plan.h"
+#include "util.h"
+
+/* Before 6.10 zoned block devices relied on mq-deadline's zone write
+ * locking to keep writes in order; 6.10 moved that into the block layer
+ * (zone write plugging), so any scheduler is safe from there on. */
+static const unsigned ZONE_WRITE_PLUGGING_VERSION[3] = { 6, 10, 0 };
+
+static const char *const result_names[_RESULT_MAX] = {
+        [RESULT_PLANNED] = "planned",
+        [RESULT_UNCHANGED] = "unchanged",
+        [RESULT_APPLIED] = "applied",
+        [RESULT_FAILED] = "failed",
+        [RESULT_UNSUPPORTED] = "unsupported",
+        [RESULT_RETRY] = "retry",
+};
+
+const char *item_result_to_string(ItemResult r) {
+        return r < _RESULT_MAX ? result_names[r] : NULL;
+}
+
+static bool kernel_cond_holds(const KernelCond *c, const KernelCaps *caps) {
+        int cmp = kernel_version_compare(caps->version, c->version);
+
+        switch (c->op) {
+        case KOP_LT: return cmp < 0;
+        case KOP_LE: return cmp <= 0;
+        case KOP_EQ: return cmp == 0;
+        case KOP_GE: return cmp >= 0;
+        case KOP_GT: return cmp > 0;
+        }
+        return false;
+}
+
+static bool property_matches(char *const *props, const char *cond) {
+        const char *eq = strchr(cond, '=');
+        size_t klen = (size_t) (eq - cond);
+
+        for (char *const *p = props; p && *p; p++)
+                if (strncmp(*p, cond, klen) == 0 && (*p)[klen] == '=' &&
+                    fnmatch(eq + 1, *p + klen + 1, 0) == 0)
+                        return true;
+        return false;
+}
+
+static bool driver_matches(char *const *drivers, const char *driver) {
+        for (char *const *d = drivers; *d; d++)
+                if (streq(*d, driver))
+                        return true;
+        return false;
+}
+
+bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
+        const PolicyMatch *m = &p->match;
+        const char *why = NULL;
+
+        if ((f->classes & m->classes_required) != m->classes_required)
+                why = "class";
+        else if (f->classes & m->classes_excluded)
+                why = "class (excluded)";
+        else if (m->names && !strv_fnmatch(m->names, f->name))
+                why = "name";
+        else if (m->drivers && !driver_matches(m->drivers, f->driver))
+                why = "driver";
+        else if (m->models && !strv_fnmatch(m->models, f->model))
+                why = "model";
+        else if (m->rotational >= 0 && m->rotational != f->rotational)
+                why = "rotational";
+        else if (m->hidden >= 0 && m->hidden != f->hidden)
+                why = "hidden";
+        else if (m->zoned_mask && !(m->zoned_mask & (1u << f->zoned)))
+                why = "zoned";
+        else if (f->hw_queues < m->hwq_min || f->hw_queues > m->hwq_max)
+                why = "hw_queues";
+        for (unsigned i = 0; !why && i < m->n_kernel; i++)
+                if (!kernel_cond_holds(&m->kernel[i], caps))
+                        why = "kernel";
+        for (char *const *c = m->properties; !why && c && *c; c++)
+                if (!property_matches(f->properties, *c))
+                        why = "property";
+        if (why_not)
+                *why_not = why;
+        return !why;
+}
+
+static bool sched_choice_usable(const SchedChoice *c, const DeviceFacts *f, const KernelCaps *caps,
+                                bool zone_locking) {
+        if (!device_facts_has_scheduler(f, c->name))
+                return false;
+        if (c->dispatch_direct && caps->dispatch_direct != TRISTATE_YES)
+                return false;
+        return !zone_locking || streq(c->name, "mq-deadline");
+}
+
+static bool needs_zone_write_locking(const DeviceFacts *f, const KernelCaps *caps) {
+        return f->zoned != ZONED_NONE &&
+               kernel_version_compare(caps->version, ZONE_WRITE_PLUGGING_VERSION) < 0;
+}
+
+static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, unsigned n,
+                           const char *source, PlanItem *item, const char **effective, Plan *plan) {
+        bool locking = needs_zone_write_locking(in->facts, in->caps);
+        unsigned k = 0;
+
+        *item = (PlanItem) { .tunable = TUNABLE_SCHEDULER, .source = source };
+        for (unsigned i = 0; i < n; i++) {
+                if (!sched_choice_usable(&choices[i], in->facts, in->caps, locking))
+                        continue;
+                if (k == 0)
+                        (void) sched_choice_format(&choices[i], item->target, sizeof(item->target));
+                else
+                        item->fallbacks[item->n_fallbacks++] = choices[i];
+                k++;
+        }
+        if (k == 0 && locking && device_facts_has_scheduler(in->facts, "mq-deadline")) {
+                (void) strscpy(item->target, sizeof(item->target), "mq-deadline");
+                plan->reason = "zoned device on a kernel before 6.10: mq-deadline keeps zone writes in order";
+                k = 1;
+        }
+        if (k == 0) {
+                (void) sched_choice_format(&choices[0], item->target, sizeof(item->target));
+                item->result = RESULT_UNSUPPORTED;
+                (void) strscpy(item->error, sizeof(item->error), "no scheduler of the list is usable on this device");
+                return;
+        }
+        *effective = item->target;
+}
+
+void decide(const DecideInput *in, Plan *plan) {
+        const DeviceFacts *f = in->facts;
+        const char *values[TUNABLES_MAX] = {}, *sources[TUNABLES_MAX] = {};
+        const Policy *sched_policy = NULL;
+        const char *effective = f->scheduler;
+        char effective_buf[SCHED_NAME_MAX];
+
+        *plan = (Plan) { .managed = false };
+        if (in->excluded) {
+                plan->reason = "excluded by the daemon configuration";
+                return;
+        }
+        if (f->classes & CLASS_BIT(CLASS_BIO_BASED)) {
+                plan->reason = "bio-based: the device has no I/O scheduler";
+                return;
+        }
+        plan->managed = true;
+
+        /* Later files override earlier ones setting by setting, as sysctl.d does. */
+        for (size_t i = 0; in->policies && i < in->policies->n_policies; i++) {
+                const Policy *p = in->policies->policies[i];
+
+                if (!policy_matches(p, f, in->caps, NULL))
+                        continue;
+                if (plan->n_matched < MATCHED_MAX)
+                        plan->matched[plan->n_matched++] = p->name;
+                plan->policy = p->name;
+                if (p->n_sched > 0)
+                        sched_policy = p;
+                for (size_t t = 1; t < n_tunables; t++)
+                        if (p->values[t]) {
+                                values[t] = p->values[t];
+                                sources[t] = p->name;
+                        }
+        }
+        if (!plan->policy) {
+                plan->reason = "no policy matches: left as the kernel set it";
+                return;
+        }
+
+        if (sched_policy) {
+                PlanItem *item = &plan->items[plan->n_items++];
+
+                plan_scheduler(in, sched_policy->sched, sched_policy->n_sched, sched_policy->name,
+                               item, &effective, plan);
+                /* "mq-deadline+dispatch_direct" sets the tunable unless a policy did. */
+                if (item->result != RESULT_UNSUPPORTED && strchr(item->target, '+')) {
+                        int dd = tunable_find("mq-deadline", "dispatch_direct");
+                        if (!values[dd]) {
+                                values[dd] = "1";
+                                sources[dd] = sched_policy->name;
+                        }
+                        *strchr(item->target, '+') = 0;
+                }
+                (void) strscpy(effective_buf, sizeof(effective_buf), effective);
+                effective = effective_buf;
+        }
+
+        for (size_t t = 1; t < n_tunables; t++) {
+                PlanItem *item;
+
+                if (!values[t])
+                        continue;
+                item = &plan->items[plan->n_items++];
+                *item = (PlanItem) { .tunable = (unsigned) t, .source = sources[t] };
+                (void) strscpy(item->target, sizeof(item->target), values[t]);
+                if (tunables[t].scheduler && !streq(tunables[t].scheduler, effective)) {
+                        item->result = RESULT_UNSUPPORTED;
+                        snprintf(item->error, sizeof(item->error), "belongs to %s, the device runs %s",
+                                 tunables[t].scheduler, *effective ? effective : "no scheduler");
+                }
+        }
+}
+
+PlanItem *plan_find(Plan *p, unsigned tunable) {
+        for (unsigned i = 0; i < p->n_items; i++)
+                if (p->items[i].tunable == tunable)
+                        return &p->items[i];
+        return NULL;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "log.h"
+
+static int max_level = LOG_INFO;
+static int stderr_is_journal = -1;
+
+/* systemd sets JOURNAL_STREAM=dev:ino when stderr is connected to journald;
+ * only then is the "<N>" priority prefix understood rather than noise. */
+static bool detect_journal_stream(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+                return false;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return st.st_dev == dev && st.st_ino == ino;
+}
+
+void log_set_max_level(int level) {
+        max_level = level;
+}
+
+int log_get_max_level(void) {
+        return max_level;
+}
+
+int log_parse_level(const char *s) {
+        static const char *const names[] = {
+                [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+                [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (names[i] && strcasecmp(names[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+int log_internal(int level, int error, const char *fmt, ...) {
+        int saved = errno;
+        va_list ap;
+
+        if (error < 0)
+                error = -error;
+        if (level <= max_level) {
+                if (stderr_is_journal < 0)
+                        stderr_is_journal = detect_journal_stream();
+                if (stderr_is_journal)
+                        fprintf(stderr, "<%d>", level);
+                va_start(ap, fmt);
+                errno = error;  /* so %m in fmt prints this error */
+                vfprintf(stderr, fmt, ap);
+                va_end(ap);
+                fputc('\n', stderr);
+        }
+        errno = saved;
+        return -error;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* blkpolicyd: command line, then one of three drivers of the same stages:
+ * --check-config, --once, or the daemon's event loop. */
+#include <getopt.h>
+
+#include "blkpolicyd-paths.h"
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "Gives every block device the I/O scheduler and queue settings its policy asks for.\n\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "     --config=FILE        Daemon configuration (default %s)\n"
+               "     --policy-dir=DIR     Policy directory; repeat, later ones mask earlier ones\n"
+               "                          (default %s %s)\n"
+               "     --sysfs-root=DIR     Where sysfs is (default /sys)\n"
+               "     --debugfs-root=DIR   Where debugfs is (default /sys/kernel/debug)\n"
+               "     --proc-root=DIR      Where procfs is (default /proc)\n"
+               "     --state-dir=DIR      Where original settings are recorded (default /run/blkpolicyd)\n"
+               "     --socket=PATH        Control socket (default /run/blkpolicyd/control.sock)\n"
+               "     --device=GLOB        Only consider whole disks whose kernel name matches; repeatable\n"
+               "     --dry-run            Decide and report, write nothing\n"
+               "     --once               One pass over all devices, print a JSON report, exit\n"
+               "     --check-config       Validate the configuration and policies, exit non-zero on error\n"
+               "     --log-level=LEVEL    err, warning, notice, info or debug\n",
+               program_invocation_short_name, CONFIG_PATH, POLICY_DIR_VENDOR, POLICY_DIR_ADMIN);
+}
+
+enum {
+        ARG_VERSION = 0x100,
+        ARG_CONFIG,
+        ARG_POLICY_DIR,
+        ARG_SYSFS_ROOT,
+        ARG_DEBUGFS_ROOT,
+        ARG_PROC_ROOT,
+        ARG_STATE_DIR,
+        ARG_SOCKET,
+        ARG_DEVICE,
+        ARG_DRY_RUN,
+        ARG_ONCE,
+        ARG_CHECK_CONFIG,
+        ARG_LOG_LEVEL,
+};
+
+static const struct option long_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "config", required_argument, NULL, ARG_CONFIG },
+        { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+        { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "debugfs-root", required_argument, NULL, ARG_DEBUGFS_ROOT },
+        { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
+        { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+        { "socket", required_argument, NULL, ARG_SOCKET },
+        { "device", required_argument, NULL, ARG_DEVICE },
+        { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+        { "once", no_argument, NULL, ARG_ONCE },
+        { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        {}
+};
+
+/* Returns 1 to go on, 0 to exit successfully, <0 on error. */
+static int parse_argv(int argc, char *argv[], Options *o) {
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", long_options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        puts(PACKAGE_VERSION);
+                        return 0;
+                case ARG_CONFIG:
+                        o->config_path = optarg;
+                        o->config_required = true;
+                        break;
+                case ARG_POLICY_DIR:
+                        if (strv_push(&o->policy_dirs, optarg) < 0)
+                                return log_oom();
+                        break;
+                case ARG_SYSFS_ROOT:
+                        o->roots.sysfs = optarg;
+                        break;
+                case ARG_DEBUGFS_ROOT:
+                        o->roots.debugfs = optarg;
+                        break;
+                case ARG_PROC_ROOT:
+                        o->roots.proc = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        o->state_dir = optarg;
+                        break;
+                case ARG_SOCKET:
+                        o->socket_path = optarg;
+                        break;
+                case ARG_DEVICE:
+                        if (strv_push(&o->device_globs, optarg) < 0)
+                                return log_oom();
+                        break;
+                case ARG_DRY_RUN:
+                        o->dry_run = true;
+                        break;
+                case ARG_ONCE:
+                        o->once = true;
+                        break;
+                case ARG_CHECK_CONFIG:
+                        o->check_config = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = log_parse_level(optarg);
+                        if (r < 0)
+                                return log_error_errno(r, "Unknown log level: %s", optarg);
+                        log_set_max_level(r);
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc)
+                return log_error_errno(EINVAL, "%s takes no arguments.", program_invocation_short_name);
+        return 1;
+}
+
+static int check_config(Manager *m) {
+        size_t n = m->policies->n_errors;
+
+        printf("%zu policies loaded, %zu rejected\n", m->policies->n_policies, n);
+        for (size_t i = 0; i < m->policies->n_policies; i++)
+                printf("  %s\n", m->policies->policies[i]->path);
+        return n > 0 ? -EINVAL : 0;
+}
+
+static int run(int argc, char *argv[]) {
+        Options o = { .config_path = CONFIG_PATH, .roots = ROOTS_DEFAULT };
+        Manager *m = NULL;
+        int r;
+
+        r = parse_argv(argc, argv, &o);
+        if (r <= 0)
+                goto out;
+        r = manager_new(&o, &m);
+        if (r < 0)
+                goto out;
+        if (o.check_config)
+                r = check_config(m);
+        else if (o.once) {
+                r = manager_scan(m);
+                if (r >= 0)
+                        r = manager_print_report(m);
+        } else
+                r = manager_run(m);
+out:
+        manager_free(m);
+        strv_free(o.policy_dirs);
+        strv_free(o.device_globs);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Manager: one event loop, one device table. Per-device failures are
+ * logged "…, ignoring" and the daemon goes on; only -ENOMEM is fatal. */
+#include <signal.h>
+#include <sys/sysmacros.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "apply.h"
+#include "classify.h"
+#include "log.h"
+#include "manager.h"
+#include "report.h"
+#include "util.h"
+
+/* ENOENT while add_disk() finishes: 10, 20, 40 ... 640 ms, then give up. */
+#define RETRY_MAX 7
+#define RETRY_BASE_USEC 10000ULL
+
+static void device_process(Manager *m, Device *d);
+
+static const char *state_dir(const Manager *m) {
+        return m->options->state_dir ?: m->config.state_dir;
+}
+
+static bool device_excluded(const Manager *m, const Device *d) {
+        return strv_fnmatch(m->config.exclude, d->name);
+}
+
+static void device_set_error(Device *d, int error, const char *what) {
+        if (error == 0)
+                d->error[0] = 0;
+        else
+                snprintf(d->error, sizeof(d->error), "%s: %s", what, strerror(error < 0 ? -error : error));
+}
+
+static void classes_format(ClassSet classes, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        for (int c = 0; c < _CLASS_MAX && n < size; c++)
+                if (classes & CLASS_BIT(c))
+                        n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", class_to_string(c));
+}
+
+static void log_plan(const Device *d, bool dry_run) {
+        char classes[256];
+
+        classes_format(d->facts.classes, classes, sizeof(classes));
+        if (!d->plan.managed || !d->plan.policy) {
+                log_info("%s: [%s] %s", d->name, classes, d->plan.reason);
+                return;
+        }
+        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan.policy,
+                 d->plan.reason ? "; " : "", d->plan.reason ?: "");
+        for (unsigned i = 0; i < d->plan.n_items; i++) {
+                const PlanItem *it = &d->plan.items[i];
+                const char *attr = tunables[it->tunable].attr;
+
+                switch (it->result) {
+                case RESULT_APPLIED:
+                        log_info("%s: %s set to %s (%s)", d->name, attr, it->current, it->source);
+                        break;
+                case RESULT_PLANNED:
+                        log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr, it->current, it->target,
+                                 it->source, dry_run ? ", dry run" : "");
+                        break;
+                case RESULT_UNCHANGED:
+                        log_debug("%s: %s already %s", d->name, attr, it->current);
+                        break;
+                case RESULT_RETRY:
+                        log_info("%s: %s -> %s: %s, will retry", d->name, attr, it->target, it->error);
+                        break;
+                default:
+                        log_warning("%s: %s -> %s %s: %s, ignoring", d->name, attr, it->target,
+                                    item_result_to_string(it->result), it->error);
+                }
+        }
+}
+
+static int device_classify(Manager *m, Device *d) {
+        char **props = NULL;
+        int r;
+
+        device_facts_done(&d->facts);
+        r = classify_device(&m->roots, d->name, &d->facts);
+        if (r < 0)
+                return r;
+        r = discover_properties(m->discover, d->name, &props);
+        if (r < 0)
+                return r;
+        d->facts.properties = props;
+        return 0;
+}
+
+static void device_forget(Manager *m, Device *d, bool drop_state) {
+        log_debug("%s: forgotten", d->name);
+        if (drop_state && !m->options->dry_run)
+                (void) originals_remove(state_dir(m), d->name);
+        device_table_remove(&m->devices, d);
+        device_free(d);
+}
+
+static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        Device *d = userdata;
+
+        d->retry_source = sd_event_source_disable_unref(d->retry_source);
+        device_process(d->manager, d);
+        return 0;
+}
+
+static void device_schedule_retry(Manager *m, Device *d) {
+        uint64_t delay = RETRY_BASE_USEC << d->retries;
+        int r;
+
+        if (++d->retries > RETRY_MAX) {
+                snprintf(d->error, sizeof(d->error), "gave up after %d retries", RETRY_MAX);
+                log_warning("%s: %s, ignoring", d->name, d->error);
+                return;
+        }
+        if (!m->event) {
+                /* --once has no loop: wait here, bounded by RETRY_MAX */
+                struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
+                (void) nanosleep(&ts, NULL);
+                device_process(m, d);
+                return;
+        }
+        if (d->retry_source)
+                return;
+        r = sd_event_add_time_relative(m->event, &d->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, d);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot schedule a retry, ignoring: %m", d->name);
+}
+
+static void device_persist_originals(Manager *m, Device *d) {
+        int r = originals_save(state_dir(m), d->name, &d->originals);
+
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot save original settings under %s, ignoring: %m", d->name,
+                                  state_dir(m));
+}
+
+static void device_learn_caps(Manager *m, const Device *d);
+
+/* decide + apply for one device. */
+static void device_process(Manager *m, Device *d) {
+        DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
+                           .excluded = device_excluded(m, d) };
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .dry_run = m->options->dry_run,
+                             .originals = &d->originals };
+        bool changed = false;
+        int r;
+
+        decide(&in, &d->plan);
+        if (!d->plan.managed) {
+                log_plan(d, req.dry_run);
+                return;
+        }
+        r = apply_plan(&req, &d->plan, &changed);
+        if (changed)
+                device_persist_originals(m, d);
+        if (r == -ENODEV) {
+                log_info("%s: gone while being set up", d->name);
+                device_forget(m, d, true);
+                return;
+        }
+        if (r == -ENOMEM) {
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+                return;
+        }
+        log_plan(d, req.dry_run);
+        if (r == -EAGAIN) {
+                device_schedule_retry(m, d);
+                return;
+        }
+        d->retries = 0;
+        device_learn_caps(m, d);
+}
+
+/* A device that now runs mq-deadline shows whether the kernel has
+ * dispatch_direct; when that news arrives, decisions that wanted it change. */
+static void device_learn_caps(Manager *m, const Device *d) {
+        DeviceFacts probe = { .zoned = ZONED_NONE };
+        const PlanItem *s = NULL;
+
+        for (unsigned i = 0; i < d->plan.n_items; i++)
+                if (d->plan.items[i].tunable == TUNABLE_SCHEDULER)
+                        s = &d->plan.items[i];
+        if (!s || s->result != RESULT_APPLIED)
+                return;
+        (void) strscpy(probe.name, sizeof(probe.name), d->name);
+        (void) strscpy(probe.scheduler, sizeof(probe.scheduler), s->current);
+        if (!kernel_caps_learn(&m->caps, &m->roots, &probe))
+                return;
+        log_info("mq-deadline dispatch_direct: %s (seen on %s)",
+                 m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", d->name);
+        if (m->caps.dispatch_direct == TRISTATE_YES)
+                m->redecide = true;
+}
+
+static int manager_process_all(Manager *m) {
+        _cleanup_free_ Device **sorted = NULL;
+        int n;
+
+        /* processing a device may forget it, never another one, so the
+         * sorted snapshot stays valid */
+        n = device_table_sorted(&m->devices, &sorted);
+        if (n < 0)
+                return log_oom();
+        for (int i = 0; i < n; i++)
+                device_process(m, sorted[i]);
+        return 0;
+}
+
+/* New kernel capabilities change decisions: take them all again, once. */
+static int manager_redecide(Manager *m) {
+        if (!m->redecide)
+                return 0;
+        m->redecide = false;
+        return manager_process_all(m);
+}
+
+static int device_new(Manager *m, const char *name, Device **ret) {
+        Device *d = calloc(1, sizeof(Device));
+        int r;
+
+        if (!d)
+                return -ENOMEM;
+        d->manager = m;
+        (void) strscpy(d->name, sizeof(d->name), name);
+        r = device_classify(m, d);
+        if (r < 0) {
+                device_free(d);
+                return r;
+        }
+        d->devnum = makedev(d->facts.major, d->facts.minor);
+        r = originals_load(state_dir(m), d->name, &d->originals);
+        if (r == -ENOMEM || device_table_put(&m->devices, d) < 0) {
+                device_free(d);
+                return -ENOMEM;
+        }
+        if (r >= 0 && !originals_empty(&d->originals))
+                log_info("%s: found original settings recorded by an earlier run", d->name);
+        *ret = d;
+        return 0;
+}
+
+/* Classifies a disk that appeared or changed; returns NULL for partitions,
+ * vanished devices and per-device errors (logged). */
+static Device *manager_refresh(Manager *m, const char *name, int *error) {
+        Device *d = device_table_find_name(&m->devices, name);
+        int r;
+
+        *error = 0;
+        if (d) {
+                r = device_classify(m, d);
+                if (r == -ENODEV) {
+                        device_forget(m, d, true);
+                        return NULL;
+                }
+        } else
+                r = device_new(m, name, &d);
+        if (r == -ENOMEM) {
+                *error = r;
+                return NULL;
+        }
+        if (r == -ENOTBLK || r == -ENODEV)
+                return NULL;
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot read its sysfs attributes, ignoring: %m", name);
+                if (d)
+                        device_set_error(d, r, "classify");
+                return NULL;
+        }
+        device_set_error(d, 0, NULL);
+        if (kernel_caps_learn(&m->caps, &m->roots, &d->facts))
+                log_debug("mq-deadline dispatch_direct %s (seen on %s)",
+                          m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
+        return d;
+}
+
+static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
+        Manager *m = userdata;
+        Device *d;
+        int r;
+
+        switch (action) {
+        case UEVENT_ADD:
+        case UEVENT_CHANGE:
+                log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
+                d = manager_refresh(m, name, &r);
+                if (r == -ENOMEM) {
+                        log_oom();
+                        sd_event_exit(m->event, r);
+                } else if (d) {
+                        d->retries = 0;
+                        device_process(m, d);
+                        if (manager_redecide(m) < 0)
+                                sd_event_exit(m->event, -ENOMEM);
+                }
+                break;
+        case UEVENT_REMOVE:
+                d = device_table_get(&m->devices, devnum);
+                if (d) {
+                        log_info("%s: removed", d->name);
+                        device_forget(m, d, true);
+                }
+                break;
+        default:
+                break;
+        }
+}
+
+int manager_scan(Manager *m) {
+        _cleanup_strv_free_ char **names = NULL;
+        int r;
+
+        r = discover_enumerate(m->discover, &names);
+        if (r < 0)
+                return log_error_errno(r, "Cannot enumerate block devices: %m");
+        DEVICE_TABLE_FOREACH(d, &m->devices)
+                d->seen = false;
+        /* classify everything first: one device running mq-deadline tells
+         * what the kernel can do before any decision is taken */
+        for (char **name = names; name && *name; name++) {
+                Device *d = manager_refresh(m, *name, &r);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (d)
+                        d->seen = true;
+        }
+        DEVICE_TABLE_FOREACH(d, &m->devices)
+                if (!d->seen)
+                        device_forget(m, d, true);
+        r = manager_process_all(m);
+        if (r < 0)
+                return r;
+        return manager_redecide(m);
+}
+
+static void on_overflow(void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_scan(m) == -ENOMEM)
+                sd_event_exit(m->event, -ENOMEM);
+}
+
+int manager_print_report(Manager *m) {
+        _cleanup_free_ ReportDevice *rd = NULL;
+        _cleanup_free_ Device **sorted = NULL;
+        _cleanup_free_ char *text = NULL;
+        cJSON *j;
+        int n;
+
+        n = device_table_sorted(&m->devices, &sorted);
+        if (n < 0)
+                return log_oom();
+        rd = calloc((size_t) n + 1, sizeof(ReportDevice));
+        if (!rd)
+                return log_oom();
+        for (int i = 0; i < n; i++)
+                rd[i] = (ReportDevice) { &sorted[i]->facts, &sorted[i]->plan, sorted[i]->error[0] ? sorted[i]->error : NULL };
+        j = report_build(&m->caps, rd, (size_t) n);
+        text = j ? cJSON_Print(j) : NULL;
+        cJSON_Delete(j);
+        if (!text)
+                return log_oom();
+        puts(text);
+        return fflush(stdout) == 0 ? 0 : -errno;
+}
+
+void manager_restore_all(Manager *m) {
+        DEVICE_TABLE_FOREACH(d, &m->devices) {
+                int r;
+
+                if (originals_empty(&d->originals))
+                        continue;
+                r = restore_originals(&m->roots, d->name, &d->originals, m->options->dry_run);
+                if (r < 0 && r != -ENODEV) {
+                        log_warning_errno(r, "%s: restoring original settings failed, ignoring: %m", d->name);
+                        continue;
+                }
+                if (r > 0)
+                        log_info("%s: restored %d original setting(s)", d->name, r);
+                (void) originals_remove(state_dir(m), d->name);
+        }
+}
+
+static int load_policies(Manager *m) {
+        char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
+        int r;
+
+        r = policy_set_load(dirs, &m->policies);
+        if (r < 0)
+                return log_oom();
+        for (size_t i = 0; i < m->policies->n_errors; i++) {
+                const PolicyError *e = &m->policies->errors[i];
+                if (e->line > 0)
+                        log_error("%s:%u: %s", e->path, e->line, e->message);
+                else
+                        log_error("%s: %s", e->path, e->message);
+        }
+        log_debug("Loaded %zu policies (%zu errors)", m->policies->n_policies, m->policies->n_errors);
+        return 0;
+}
+
+static void manager_freep(Manager **m) {
+        manager_free(*m);
+}
+
+int manager_new(const Options *o, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
+        int r;
+
+        if (!m)
+                return log_oom();
+        m->options = o;
+        m->roots = o->roots;
+        r = config_init_defaults(&m->config);
+        if (r < 0)
+                return log_oom();
+        r = config_load(&m->config, o->config_path, o->config_required);
+        if (r < 0)
+                return r;
+        if (m->config.log_level >= 0 && log_get_max_level() == LOG_INFO)
+                log_set_max_level(m->config.log_level);
+        r = load_policies(m);
+        if (r < 0)
+                return r;
+        r = kernel_caps_read(&m->roots, &m->caps);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the kernel release under %s, version conditions see 0.0.0: %m",
+                                  m->roots.proc);
+        r = discover_new(&m->roots, o->device_globs, &m->discover);
+        if (r < 0)
+                return log_oom();
+        *ret = m;
+        m = NULL;
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        device_table_done(&m->devices);
+        discover_free(m->discover);
+        policy_set_free(m->policies);
+        config_done(&m->config);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+static int manager_setup_loop(Manager *m) {
+        DiscoverCallbacks cb = { .device = on_device, .overflow = on_overflow, .userdata = m };
+        sigset_t mask;
+        int r;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "sigprocmask: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch signals: %m");
+        /* monitor before the scan: a device added during the scan is not lost */
+        r = discover_start_monitor(m->discover, m->event, &cb);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch for block devices: %m");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        r = manager_setup_loop(m);
+        if (r < 0)
+                return r;
+        r = manager_scan(m);
+        if (r < 0)
+                return r;
+        log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
+                 m->options->dry_run ? " (dry run: nothing is written)" : "", discover_monitor_kind(m->discover));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+        r = sd_event_loop(m->event);
+        (void) sd_notify(false, "STOPPING=1");
+        if (m->config.restore_on_exit && !m->options->dry_run)
+                manager_restore_all(m);
+        return r;
+}

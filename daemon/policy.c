@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Policy files: parse (inih) and load drop-in directories. Pure apart from
+ * reading the files themselves: no sysfs, no global state. */
+#include <fnmatch.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "policy.h"
+#include "util.h"
+
+typedef struct ParseState {
+        const char *path;
+        FILE *file;
+        unsigned line;
+        bool line_too_long;
+        PolicySet *set;
+        Policy *policy;
+        int n_errors;
+        bool oom;
+} ParseState;
+
+Policy *policy_free(Policy *p) {
+        if (!p)
+                return NULL;
+        free(p->name);
+        free(p->path);
+        strv_free(p->match.names);
+        strv_free(p->match.drivers);
+        strv_free(p->match.models);
+        strv_free(p->match.properties);
+        for (size_t i = 0; i < TUNABLES_MAX; i++)
+                free(p->values[i]);
+        free(p);
+        return NULL;
+}
+
+PolicySet *policy_set_free(PolicySet *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_policies; i++)
+                policy_free(s->policies[i]);
+        free(s->policies);
+        for (size_t i = 0; i < s->n_errors; i++) {
+                free(s->errors[i].path);
+                free(s->errors[i].message);
+        }
+        free(s->errors);
+        free(s);
+        return NULL;
+}
+
+static int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
+        _printf_(4, 5);
+
+static int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const char *fmt, ...) {
+        PolicyError *n;
+        char *msg;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        n = realloc(set->errors, sizeof(PolicyError) * (set->n_errors + 1));
+        if (!n) {
+                free(msg);
+                return -ENOMEM;
+        }
+        set->errors = n;
+        n[set->n_errors] = (PolicyError) { .path = strdup(path), .line = line, .message = msg };
+        if (!n[set->n_errors].path) {
+                free(msg);
+                return -ENOMEM;
+        }
+        set->n_errors++;
+        return 0;
+}
+
+int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error) {
+        _cleanup_strv_free_ char **words = NULL;
+        unsigned k = 0;
+
+        if (strv_split(value, &words) < 0 || !words || !words[0]) {
+                *error = "expected one or more scheduler names";
+                return -EINVAL;
+        }
+        for (char **w = words; *w; w++) {
+                char *plus = strchr(*w, '+');
+                SchedChoice c = {};
+
+                if (k >= SCHED_CHOICES_MAX) {
+                        *error = "too many scheduler alternatives";
+                        return -EINVAL;
+                }
+                if (plus) {
+                        *plus = 0;
+                        if (!streq(plus + 1, "dispatch_direct") || !streq(*w, "mq-deadline")) {
+                                *error = "the only feature is mq-deadline+dispatch_direct";
+                                return -EINVAL;
+                        }
+                        c.dispatch_direct = true;
+                }
+                if (!**w || strscpy(c.name, sizeof(c.name), *w) < 0 ||
+                    strspn(*w, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(*w)) {
+                        *error = "invalid scheduler name";
+                        return -EINVAL;
+                }
+                choices[k++] = c;
+        }
+        *n = k;
+        return 0;
+}
+
+int sched_choice_format(const SchedChoice *c, char *buf, size_t size) {
+        int r = snprintf(buf, size, "%s%s", c->name, c->dispatch_direct ? "+dispatch_direct" : "");
+        return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
+}
+
+static int parse_classes(PolicyMatch *m, const char *value, const char **error) {
+        _cleanup_strv_free_ char **words = NULL;
+
+        if (strv_split(value, &words) < 0 || !words) {
+                *error = "expected class names";
+                return -EINVAL;
+        }
+        for (char **w = words; *w; w++) {
+                bool neg = **w == '!';
+                int c = class_from_string(*w + neg);
+
+                if (c < 0) {
+                        *error = "unknown device class";
+                        return -EINVAL;
+                }
+                if (neg)
+                        m->classes_excluded |= CLASS_BIT(c);
+                else
+                        m->classes_required |= CLASS_BIT(c);
+        }
+        return 0;
+}
+
+static int parse_kernel_conds(PolicyMatch *m, const char *value, const char **error) {
+        static const struct { const char *s; KernelOp op; } ops[] = {
+                { "<=", KOP_LE }, { ">=", KOP_GE }, { "<", KOP_LT }, { ">", KOP_GT }, { "=", KOP_EQ },
+        };
+        _cleanup_strv_free_ char **words = NULL;
+
+        if (strv_split(value, &words) < 0 || !words) {
+                *error = "expected version conditions such as <6.10";
+                return -EINVAL;
+        }
+        for (char **w = words; *w; w++) {
+                KernelCond c = { .op = KOP_EQ };
+                const char *v = *w;
+
+                for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                        if (startswith(v, ops[i].s)) {
+                                c.op = ops[i].op;
+                                v += strlen(ops[i].s);
+                                break;
+                        }
+                if (m->n_kernel >= KERNEL_CONDS_MAX || kernel_version_parse(v, c.version) < 0 ||
+                    strspn(v, "0123456789.") != strlen(v)) {
+                        *error = "invalid kernel version condition (use e.g. <6.10 or >=6.1.0)";
+                        return -EINVAL;
+                }
+                m->kernel[m->n_kernel++] = c;
+        }
+        return 0;
+}
+
+static int parse_range(const char *value, long long *lo, long long *hi) {
+        char buf[64], *dash;
+
+        if (strscpy(buf, sizeof(buf), value) < 0)
+                return -EINVAL;
+        dash = strchr(buf, '-');
+        if (!dash) {
+                if (parse_ll(buf, 0, UINT_MAX, lo) < 0)
+                        return -EINVAL;
+                *hi = *lo;
+                return 0;
+        }
+        *dash = 0;
+        if (!*buf && !dash[1])
+                return -EINVAL;
+        if (*buf && parse_ll(buf, 0, UINT_MAX, lo) < 0)
+                return -EINVAL;
+        if (dash[1] && parse_ll(dash + 1, 0, UINT_MAX, hi) < 0)
+                return -EINVAL;
+        return *lo <= *hi ? 0 : -EINVAL;
+}
+
+static int parse_hw_queues(PolicyMatch *m, const char *value, const char **error) {
+        long long lo = 0, hi = UINT_MAX;
+
+        if (parse_range(value, &lo, &hi) < 0) {
+                *error = "invalid hw queue range (use N, N-M, N- or -M)";
+                return -EINVAL;
+        }
+        m->hwq_min = (unsigned) lo;
+        m->hwq_max = (unsigned) hi;
+        return 0;
+}
+
+static int parse_zoned(PolicyMatch *m, const char *value, const char **error) {
+        _cleanup_strv_free_ char **words = NULL;
+
+        if (strv_split(value, &words) < 0 || !words) {
+                *error = "expected none, host-aware or host-managed";
+                return -EINVAL;
+        }
+        for (char **w = words; *w; w++) {
+                int z = zoned_from_string(*w);
+                if (z < 0) {
+                        *error = "expected none, host-aware or host-managed";
+                        return -EINVAL;
+                }
+                m->zoned_mask |= 1u << z;
+        }
+        return 0;
+}
+
+static int append_words(char ***l, const char *value, const char **error) {
+        _cleanup_strv_free_ char **words = NULL;
+
+        if (strv_split(value, &words) < 0 || !words) {
+                *error = "expected one or more values";
+                return -EINVAL;
+        }
+        for (char **w = words; *w; w++)
+                if (strv_push(l, *w) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static int parse_match_key(PolicyMatch *m, const char *key, const char *value, const char **error) {
+        int b;
+
+        if (streq(key, "class"))
+                return parse_classes(m, value, error);
+        if (streq(key, "name"))
+                return append_words(&m->names, value, error);
+        if (streq(key, "driver"))
+                return append_words(&m->drivers, value, error);
+        if (streq(key, "model"))
+                /* models contain spaces: one glob per line */
+                return strv_push(&m->models, value);
+        if (streq(key, "property")) {
+                if (!strchr(value, '=') || *value == '=') {
+                        *error = "expected KEY=GLOB";
+                        return -EINVAL;
+                }
+                return strv_push(&m->properties, value);
+        }
+        if (streq(key, "kernel"))
+                return parse_kernel_conds(m, value, error);
+        if (streq(key, "hw_queues"))
+                return parse_hw_queues(m, value, error);
+        if (streq(key, "zoned"))
+                return parse_zoned(m, value, error);
+        if (streq(key, "rotational") || streq(key, "hidden")) {
+                b = parse_boolean(value);
+                if (b < 0) {
+                        *error = "expected yes or no";
+                        return -EINVAL;
+                }
+                *(streq(key, "rotational") ? &m->rotational : &m->hidden) = b;
+                return 0;
+        }
+        *error = "unknown key in [Match]";
+        return -EINVAL;
+}
+
+static int parse_setting(Policy *p, const char *section, const char *key, const char *value,
+                         const char **error) {
+        char buf[64];
+        int t = tunable_find(section, key);
+
+        if (t < 0) {
+                *error = "unknown key";
+                return -EINVAL;
+        }
+        if (t == TUNABLE_SCHEDULER)
+                return sched_choices_parse(value, p->sched, &p->n_sched, error);
+        if (tunable_parse_value((size_t) t, value, buf, sizeof(buf)) < 0) {
+                *error = "invalid value";
+                return -EINVAL;
+        }
+        free(p->values[t]);
+        p->values[t] = strdup(buf);
+        return p->values[t] ? 0 : -ENOMEM;
+}
+
+static bool section_known(const char *section) {
+        if (streq(section, "Match"))
+                return true;
+        for (size_t i = 0; i < n_tunables; i++)
+                if (streq(tunables[i].section, section))
+                        return true;
+        return false;
+}
+
+static int policy_ini_handler(void *user, const char *section, const char *key, const char *value) {
+        ParseState *s = user;
+        const char *error = NULL;
+        int r = 0;
+
+        if (!section_known(section))
+                error = "unknown section";
+        else if (!*value)
+                error = "empty value";
+        else if (streq(section, "Match"))
+                r = parse_match_key(&s->policy->match, key, value, &error);
+        else
+                r = parse_setting(s->policy, section, key, value, &error);
+
+        if (!error && r == -ENOMEM)
+                s->oom = true;
+        if (!error)
+                return 1;
+        s->n_errors++;
+        if (policy_set_add_error(s->set, s->path, s->line, "[%s] %s=%s: %s", section, key, value, error) < 0)
+                s->oom = true;
+        return 1;  /* keep going: report every error of the file at once */
+}
+
+/* inih's reader callback, wrapped to count lines: the handler for a line
+ * runs right after its read, so s->line is that line's number. */
+static char *counting_reader(char *str, int num, void *stream) {
+        ParseState *s = stream;
+        char *r = fgets(str, num, s->file);
+        size_t n;
+
+        if (!r)
+                return NULL;
+        n = strlen(r);
+        if (n > 0 && r[n - 1] == '\n')
+                s->line++;
+        else if (!feof(s->file))
+                s->line_too_long = true;
+        else
+                s->line++;
+        return r;
+}
+
+int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        Policy *p;
+        ParseState s = { .path = path, .set = set };
+        int r;
+
+        *ret = NULL;
+        f = fopen(path, "re");
+        if (!f)
+                return policy_set_add_error(set, path, 0, "cannot open: %s", strerror(errno)) < 0 ? -ENOMEM : -EINVAL;
+
+        p = calloc(1, sizeof(Policy));
+        if (!p)
+                return -ENOMEM;
+        p->match.rotational = p->match.hidden = -1;
+        p->match.hwq_max = UINT_MAX;
+        p->name = strdup(name);
+        p->path = strdup(path);
+        s.policy = p;
+        s.file = f;
+        if (!p->name || !p->path) {
+                policy_free(p);
+                return -ENOMEM;
+        }
+
+        r = ini_parse_stream(counting_reader, &s, policy_ini_handler, &s);
+        if (s.oom) {
+                policy_free(p);
+                return -ENOMEM;
+        }
+        if (s.line_too_long) {
+                s.n_errors++;
+                if (policy_set_add_error(set, path, 0, "a line is longer than %d characters", INI_MAX_LINE - 2) < 0)
+                        return policy_free(p), -ENOMEM;
+        } else if (r > 0 && s.n_errors == 0) {
+                /* a syntax error inih found itself (e.g. a line with no '=') */
+                s.n_errors++;
+                if (policy_set_add_error(set, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
+                        return policy_free(p), -ENOMEM;
+        }
+        if (s.n_errors > 0) {
+                policy_free(p);
+                return -EINVAL;
+        }
+        *ret = p;
+        return 0;
+}
+
+typedef struct Candidate {
+        char *name;
+        char *path;
+} Candidate;
+
+static int candidate_compare(const void *a, const void *b) {
+        return strcmp(((const Candidate *) a)->name, ((const Candidate *) b)->name);
+}
+
+static void candidates_free(Candidate *c, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(c[i].name);
+                free(c[i].path);
+        }
+        free(c);
+}
+
+/* Adds or replaces (masks) the candidate of the same name. */
+static int candidates_put(Candidate **c, size_t *n, const char *dir, const char *name) {
+        char *path;
+        Candidate *nc;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*c)[i].name, name)) {
+                        free((*c)[i].path);
+                        (*c)[i].path = path;
+                        return 0;
+                }
+        nc = realloc(*c, sizeof(Candidate) * (*n + 1));
+        if (!nc) {
+                free(path);
+                return -ENOMEM;
+        }
+        *c = nc;
+        nc[*n] = (Candidate) { .name = strdup(name), .path = path };
+        if (!nc[*n].name) {
+                free(path);
+                return -ENOMEM;
+        }
+        (*n)++;
+        return 0;
+}
+
+static bool name_is_policy(const char *name) {
+        size_t n = strlen(name);
+        return name[0] != '.' && n > 7 && streq(name + n - 7, ".policy");
+}
+
+static int collect_dir(const char *dir, Candidate **c, size_t *n, PolicySet *set) {
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+
+        if (!d) {
+                if (errno == ENOENT)
+                        return 0;
+                return policy_set_add_error(set, dir, 0, "cannot read directory: %s", strerror(errno)) < 0 ? -ENOMEM : 0;
+        }
+        while ((de = readdir(d)))
+                if (name_is_policy(de->d_name) && candidates_put(c, n, dir, de->d_name) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* systemd's convention: an empty file or a link to /dev/null masks. */
+static bool path_is_mask(const char *path) {
+        struct stat st;
+
+        if (stat(path, &st) < 0)
+                return false;
+        return S_ISCHR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size == 0);
+}
+
+static int policy_set_append(PolicySet *set, Policy *p) {
+        Policy **np = realloc(set->policies, sizeof(Policy *) * (set->n_policies + 1));
+
+        if (!np)
+                return -ENOMEM;
+        set->policies = np;
+        np[set->n_policies++] = p;
+        return 0;
+}
+
+int policy_set_load(char *const *dirs, PolicySet **ret) {
+        PolicySet *set;
+        Candidate *c = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        set = calloc(1, sizeof(PolicySet));
+        if (!set)
+                return -ENOMEM;
+        for (char *const *d = dirs; d && *d && r >= 0; d++)
+                r = collect_dir(*d, &c, &n, set);
+        if (r >= 0 && n > 0)
+                qsort(c, n, sizeof(Candidate), candidate_compare);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                Policy *p;
+
+                if (path_is_mask(c[i].path))
+                        continue;
+                r = policy_parse_file(c[i].path, c[i].name, set, &p);
+                if (r == -EINVAL)
+                        r = 0;  /* rejected whole, already listed in errors */
+                else if (r >= 0 && policy_set_append(set, p) < 0) {
+                        policy_free(p);
+                        r = -ENOMEM;
+                }
+        }
+        candidates_free(c, n);
+        if (r < 0) {
+                policy_set_free(set);
+                return r;
+        }
+        *ret = set;
+        return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "report.h"
+#include "util.h"
+
+/* cJSON returns NULL on allocation failure and its Add* functions accept
+ * NULL, so building goes on and one check at the end suffices. */
+
+static cJSON *add_string_or_null(cJSON *o, const char *key, const char *s) {
+        return s && *s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *report_classes(ClassSet classes) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (int c = 0; c < _CLASS_MAX; c++)
+                if (classes & CLASS_BIT(c))
+                        cJSON_AddItemToArray(a, cJSON_CreateString(class_to_string(c)));
+        return a;
+}
+
+static cJSON *report_facts(const DeviceFacts *f) {
+        cJSON *o = cJSON_CreateObject(), *s;
+        char dev[32];
+
+        snprintf(dev, sizeof(dev), "%u:%u", f->major, f->minor);
+        cJSON_AddStringToObject(o, "dev", dev);
+        cJSON_AddNumberToObject(o, "diskseq", (double) f->diskseq);
+        add_string_or_null(o, "driver", f->driver);
+        add_string_or_null(o, "subsystem", f->subsystem);
+        add_string_or_null(o, "model", f->model);
+        cJSON_AddNumberToObject(o, "hw_queues", f->hw_queues);
+        cJSON_AddNumberToObject(o, "poll_queues", f->poll_queues);
+        cJSON_AddNumberToObject(o, "nr_requests", f->nr_requests);
+        cJSON_AddBoolToObject(o, "rotational", f->rotational);
+        cJSON_AddBoolToObject(o, "hidden", f->hidden);
+        cJSON_AddStringToObject(o, "zoned", zoned_to_string(f->zoned));
+        s = cJSON_AddArrayToObject(o, "schedulers");
+        for (unsigned i = 0; i < f->n_schedulers; i++)
+                cJSON_AddItemToArray(s, cJSON_CreateString(f->schedulers[i]));
+        add_string_or_null(o, "scheduler", f->scheduler);
+        return o;
+}
+
+static cJSON *report_settings(const Plan *p) {
+        cJSON *o = cJSON_CreateObject();
+
+        for (unsigned i = 0; i < p->n_items; i++) {
+                const PlanItem *item = &p->items[i];
+                cJSON *s = cJSON_AddObjectToObject(o, tunables[item->tunable].attr);
+
+                add_string_or_null(s, "current", item->current);
+                cJSON_AddStringToObject(s, "target", item->target);
+                cJSON_AddStringToObject(s, "result", item_result_to_string(item->result));
+                add_string_or_null(s, "source", item->source);
+                add_string_or_null(s, "error", item->error);
+        }
+        return o;
+}
+
+cJSON *report_device(const ReportDevice *d) {
+        cJSON *o = cJSON_CreateObject(), *m;
+
+        cJSON_AddStringToObject(o, "name", d->facts->name);
+        cJSON_AddItemToObject(o, "classes", report_classes(d->facts->classes));
+        add_string_or_null(o, "policy", d->plan->policy);
+        m = cJSON_AddArrayToObject(o, "matched");
+        for (unsigned i = 0; i < d->plan->n_matched; i++)
+                cJSON_AddItemToArray(m, cJSON_CreateString(d->plan->matched[i]));
+        cJSON_AddBoolToObject(o, "managed", d->plan->managed);
+        add_string_or_null(o, "reason", d->plan->reason);
+        cJSON_AddItemToObject(o, "facts", report_facts(d->facts));
+        cJSON_AddItemToObject(o, "settings", report_settings(d->plan));
+        add_string_or_null(o, "error", d->error);
+        return o;
+}
+
+cJSON *report_kernel(const KernelCaps *caps) {
+        static const char *const tri[] = { "unknown", "no", "yes" };
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "release", caps->release);
+        cJSON_AddStringToObject(o, "dispatch_direct", tri[caps->dispatch_direct + 1]);
+        return o;
+}
+
+cJSON *report_build(const KernelCaps *caps, const ReportDevice *devices, size_t n) {
+        cJSON *o = cJSON_CreateObject(), *a;
+
+        cJSON_AddStringToObject(o, "kernel", caps->release);
+        cJSON_AddItemToObject(o, "capabilities", report_kernel(caps));
+        a = cJSON_AddArrayToObject(o, "devices");
+        for (size_t i = 0; i < n; i++)
+                cJSON_AddItemToArray(a, report_device(&devices[i]));
+        return o;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "sysfs.h"
+#include "util.h"
+
+bool roots_are_live(const Roots *r) {
+        return streq(r->sysfs, "/sys");
+}
+
+int sysfs_read(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n >= size)
+                return -EFBIG;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                n--;
+        buf[n] = 0;
+        return 0;
+}
+
+int sysfs_write(const char *path, const char *value) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        n = write(fd, value, len);
+        if (n < 0)
+                return -errno;
+        return (size_t) n == len ? 0 : -EIO;
+}
+
+bool sysfs_exists(const char *path) {
+        return access(path, F_OK) == 0;
+}
+
+int sysfs_read_link_name(const char *path, char *buf, size_t size) {
+        char target[PATH_MAX];
+        ssize_t n;
+        const char *base;
+
+        n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+                return -errno;
+        target[n] = 0;
+        base = strrchr(target, '/');
+        return strscpy(buf, size, base ? base + 1 : target);
+}
+
+int block_path(char *buf, size_t size, const Roots *r, const char *dev, const char *rel) {
+        int n;
+
+        /* device names come from the kernel or from uevents: refuse anything
+         * that could walk out of the tree */
+        if (!*dev || strchr(dev, '/') || streq(dev, ".") || streq(dev, ".."))
+                return -EINVAL;
+        n = snprintf(buf, size, "%s/block/%s%s%s", r->sysfs, dev, *rel ? "/" : "", rel);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size) {
+        char path[PATH_MAX], rel[128];
+        int k;
+
+        snprintf(rel, sizeof(rel), "queue/%s", attr);
+        k = block_path(path, sizeof(path), r, dev, rel);
+        return k < 0 ? k : sysfs_read(path, buf, size);
+}
+
+int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value) {
+        char path[PATH_MAX], rel[128];
+        int k;
+
+        snprintf(rel, sizeof(rel), "queue/%s", attr);
+        k = block_path(path, sizeof(path), r, dev, rel);
+        return k < 0 ? k : sysfs_write(path, value);
+}
+
+static int strv_compare(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int sysfs_list_disks(const Roots *r, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        char path[PATH_MAX];
+        struct dirent *de;
+
+        snprintf(path, sizeof(path), "%s/block", r->sysfs);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
+                        return -ENOMEM;
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), strv_compare);
+        *ret = l;
+        l = NULL;
+        return 0;
+}

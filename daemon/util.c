@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <strings.h>
+
+#include "util.h"
+
+char **strv_free(char **l) {
+        if (!l)
+                return NULL;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l) {
+        size_t n = 0;
+
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+int strv_push(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char **nl, *c;
+
+        c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        nl = realloc(*l, sizeof(char *) * (n + 2));
+        if (!nl) {
+                free(c);
+                return -ENOMEM;
+        }
+        nl[n] = c;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
+bool strv_fnmatch(char *const *patterns, const char *s) {
+        if (!patterns)
+                return false;
+        for (char *const *p = patterns; *p; p++)
+                if (fnmatch(*p, s, 0) == 0)
+                        return true;
+        return false;
+}
+
+int strv_split(const char *s, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        const char *p = s;
+
+        for (;;) {
+                char word[256];
+                size_t n;
+
+                p += strspn(p, " \t\n");
+                if (!*p)
+                        break;
+                n = strcspn(p, " \t\n");
+                if (n >= sizeof(word))
+                        return -ENAMETOOLONG;
+                memcpy(word, p, n);
+                word[n] = 0;
+                if (strv_push(&l, word) < 0)
+                        return -ENOMEM;
+                p += n;
+        }
+        *ret = l;
+        l = NULL;
+        return 0;
+}
+
+int parse_boolean(const char *s) {
+        static const char *const yes[] = { "1", "yes", "y", "true", "on" };
+        static const char *const no[] = { "0", "no", "n", "false", "off" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        }
+        return -EINVAL;
+}
+
+int parse_ll(const char *s, long long min, long long max, long long *ret) {
+        char *end;
+        long long v;
+
+        if (!*s || isspace((unsigned char) *s))
+                return -EINVAL;
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (*end)
+                return -EINVAL;
+        if (errno == ERANGE || v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+char *strstrip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = 0;
+        return s;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "facts.h"
+#include "sysfs.h"
+
+/* Reads the facts of one whole disk. -ENODEV: gone (or never there);
+ * -ENOTBLK: a partition, which blkpolicyd ignores. Does not touch
+ * f->properties (udev's, filled in by discover.c). */
+int classify_device(const Roots *r, const char *name, DeviceFacts *f);
+
+/* "none [mq-deadline] kyber" → list and current; "" current when no brackets. */
+int scheduler_list_parse(const char *s, DeviceFacts *f);
+
+int kernel_caps_read(const Roots *r, KernelCaps *caps);
+/* Learns dispatch_direct from a device that runs mq-deadline: its iosched/
+ * directory shows whether the tunable exists. Returns true if caps changed. */
+bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const DeviceFacts *f);

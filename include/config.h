@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The daemon's own configuration: blkpolicyd.conf, section [Daemon].
+ * Command-line options override it. */
+
+#include <stdbool.h>
+
+typedef struct Config {
+        unsigned tick_interval_ms;
+        char **exclude;         /* kernel name globs never touched */
+        bool restore_on_exit;
+        char *state_dir;
+        char *socket_path;
+        char **policy_dirs;     /* increasing priority */
+        int log_level;          /* -1: not set */
+} Config;
+
+int config_init_defaults(Config *c);
+void config_done(Config *c);
+/* Missing file: defaults stand, returns 0 (unless required). Errors are
+ * logged as file:line and make it return -EINVAL; -ENOMEM fatal. */
+int config_load(Config *c, const char *path, bool required);

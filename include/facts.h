@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Facts: what classify.c learns about one whole-disk block device from
+ * sysfs (and debugfs), and what the kernel can do. decide.c reads only these. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum DeviceClass {
+        CLASS_SINGLE_QUEUE,
+        CLASS_MULTI_QUEUE,
+        CLASS_UBLK,
+        CLASS_VIRTIO,
+        CLASS_NVME,
+        CLASS_SCSI,
+        CLASS_MMC,
+        CLASS_LOOP,
+        CLASS_NULL_BLK,
+        CLASS_NBD,
+        CLASS_ROTATIONAL,
+        CLASS_ZONED,
+        CLASS_BIO_BASED,
+        _CLASS_MAX,
+} DeviceClass;
+
+typedef uint32_t ClassSet;
+#define CLASS_BIT(c) ((ClassSet) 1u << (c))
+
+const char *class_to_string(DeviceClass c);
+int class_from_string(const char *s);
+
+typedef enum ZonedModel {
+        ZONED_NONE,
+        ZONED_HOST_AWARE,
+        ZONED_HOST_MANAGED,
+        _ZONED_MAX,
+} ZonedModel;
+
+const char *zoned_to_string(ZonedModel z);
+int zoned_from_string(const char *s);
+
+#define NAME_MAX_LEN 32
+#define SCHED_NAME_MAX 24
+#define SCHED_LIST_MAX 8
+
+typedef struct DeviceFacts {
+        char name[NAME_MAX_LEN];
+        unsigned major, minor;
+        uint64_t diskseq;
+        char driver[32];      /* kernel module/driver name, "" if unknown */
+        char subsystem[32];   /* bus of the parent device, "" if parentless */
+        char model[64];       /* device/model, trimmed, "" if none */
+        unsigned hw_queues;   /* entries of mq/; 0 means bio-based */
+        unsigned poll_queues; /* hctxs of type "poll" per debugfs; 0 if unknown */
+        unsigned nr_requests;
+        bool rotational;      /* raw queue/rotational */
+        bool hidden;          /* e.g. NVMe multipath path device nvmeXcYnZ */
+        ZonedModel zoned;
+        char schedulers[SCHED_LIST_MAX][SCHED_NAME_MAX];
+        unsigned n_schedulers;
+        char scheduler[SCHED_NAME_MAX]; /* current; "" when the queue has none to offer */
+        ClassSet classes;
+        char **properties;    /* udev "KEY=VALUE" pairs where udev provides them */
+} DeviceFacts;
+
+void device_facts_done(DeviceFacts *f);
+bool device_facts_has_scheduler(const DeviceFacts *f, const char *name);
+
+typedef enum Tristate {
+        TRISTATE_UNKNOWN = -1,
+        TRISTATE_NO = 0,
+        TRISTATE_YES = 1,
+} Tristate;
+
+typedef struct KernelCaps {
+        char release[64];
+        unsigned version[3];    /* major, minor, patch of release */
+        /* mq-deadline's dispatch_direct (proposed, seed 002): visible only in the
+         * iosched/ directory of a queue that runs mq-deadline, so it stays
+         * unknown until some device does. */
+        Tristate dispatch_direct;
+} KernelCaps;
+
+int kernel_version_parse(const char *release, unsigned version[3]);
+/* <0, 0, >0 like strcmp, comparing major.minor.patch. */
+int kernel_version_compare(const unsigned a[3], const unsigned b[3]);

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <syslog.h>
+
+#include "util.h"
+
+/* Log levels are syslog priorities. Messages go to stderr; the service
+ * unit hands stderr to journald. Returns -abs(error) so call sites can
+ * write "return log_error_errno(r, ...)". */
+void log_set_max_level(int level);
+int log_get_max_level(void);
+int log_parse_level(const char *s);
+int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+
+#define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)
+#define log_debug(...) log_internal(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...) log_internal(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...) log_internal(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...) log_internal(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...) log_internal(LOG_ERR, 0, __VA_ARGS__)
+#define log_debug_errno(e, ...) log_internal(LOG_DEBUG, e, __VA_ARGS__)
+#define log_warning_errno(e, ...) log_internal(LOG_WARNING, e, __VA_ARGS__)
+#define log_error_errno(e, ...) log_internal(LOG_ERR, e, __VA_ARGS__)
+#define log_oom() log_internal(LOG_ERR, ENOMEM, "Out of memory.")

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The Manager owns the event loop, its sources, the loaded policies, the
+ * kernel capabilities and the device table. Nothing else is global but the
+ * parsed command line (Options). */
+
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "discover.h"
+#include "facts.h"
+#include "plan.h"
+#include "policy.h"
+#include "state.h"
+#include "sysfs.h"
+
+typedef struct Options {
+        const char *config_path;
+        bool config_required;   /* given with --config */
+        char **policy_dirs;     /* --policy-dir, replaces the configured list */
+        Roots roots;
+        const char *state_dir;
+        const char *socket_path;
+        char **device_globs;
+        bool dry_run;
+        bool once;
+        bool check_config;
+} Options;
+
+typedef struct Manager Manager;
+
+typedef struct Device {
+        Manager *manager;
+        char name[NAME_MAX_LEN];
+        dev_t devnum;
+        DeviceFacts facts;
+        Plan plan;
+        char error[128];        /* last classify/apply error; "" when none */
+        Originals originals;
+        unsigned retries;
+        sd_event_source *retry_source;
+        bool seen;              /* marks survivors during a rescan */
+        struct Device *hash_next;
+} Device;
+
+typedef struct DeviceTable {
+        Device **buckets;
+        size_t n_buckets;
+        size_t n_devices;
+} DeviceTable;
+
+struct Manager {
+        const Options *options;
+        Config config;
+        Roots roots;
+        sd_event *event;
+        PolicySet *policies;
+        KernelCaps caps;
+        Discover *discover;
+        DeviceTable devices;
+        bool redecide;          /* kernel capabilities changed: decide all again */
+};
+
+/* device-table.c: O(1) lookup by major:minor */
+Device *device_table_get(const DeviceTable *t, dev_t devnum);
+Device *device_table_find_name(const DeviceTable *t, const char *name);
+int device_table_put(DeviceTable *t, Device *d);
+void device_table_remove(DeviceTable *t, Device *d);
+/* Sorted by name, for reports. Caller frees the array (not the devices). */
+int device_table_sorted(const DeviceTable *t, Device ***ret);
+void device_table_done(DeviceTable *t);
+#define DEVICE_TABLE_FOREACH(d, t)                                               \
+        for (size_t _b = 0; _b < (t)->n_buckets; _b++)                           \
+                for (Device *d = (t)->buckets[_b], *_n = d ? d->hash_next : NULL; d; \
+                     d = _n, _n = d ? d->hash_next : NULL)
+
+Device *device_free(Device *d);
+
+int manager_new(const Options *o, Manager **ret);
+Manager *manager_free(Manager *m);
+/* Discover all disks, classify them, then decide and apply for each. */
+int manager_scan(Manager *m);
+int manager_run(Manager *m);
+int manager_print_report(Manager *m);
+/* Puts back every recorded original (restore_on_exit). */
+void manager_restore_all(Manager *m);

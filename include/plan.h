@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Plan: what decide.c wants for one device, and (after apply.c) what
+ * happened. decide() is pure: Facts + KernelCaps + PolicySet → Plan. */
+
+#include <stdbool.h>
+
+#include "facts.h"
+#include "policy.h"
+
+typedef enum ItemResult {
+        RESULT_PLANNED,         /* dry run: a write would happen */
+        RESULT_UNCHANGED,       /* already at target: nothing written */
+        RESULT_APPLIED,         /* written and read back equal */
+        RESULT_FAILED,
+        RESULT_UNSUPPORTED,     /* the attribute or scheduler does not exist here */
+        RESULT_RETRY,           /* transient error: will try again */
+        _RESULT_MAX,
+} ItemResult;
+
+const char *item_result_to_string(ItemResult r);
+
+#define VALUE_MAX 64
+
+typedef struct PlanItem {
+        unsigned tunable;               /* index into tunables[] */
+        char target[VALUE_MAX];
+        const char *source;             /* policy file name that set it */
+        /* scheduler only: the candidates after target, tried on EINVAL */
+        SchedChoice fallbacks[SCHED_CHOICES_MAX];
+        unsigned n_fallbacks;
+        /* filled in by apply */
+        char current[VALUE_MAX];
+        ItemResult result;
+        char error[96];
+} PlanItem;
+
+#define MATCHED_MAX 16
+
+typedef struct Plan {
+        bool managed;                   /* false: the device is left alone */
+        const char *reason;             /* why not managed, or a safety note */
+        const char *policy;             /* highest-priority matching policy, NULL if none */
+        const char *matched[MATCHED_MAX];
+        unsigned n_matched;
+        PlanItem items[TUNABLES_MAX];
+        unsigned n_items;
+} Plan;
+
+typedef struct DecideInput {
+        const DeviceFacts *facts;
+        const KernelCaps *caps;
+        const PolicySet *policies;
+        bool excluded;                  /* by the daemon config's exclude= */
+} DecideInput;
+
+void decide(const DecideInput *in, Plan *ret);
+PlanItem *plan_find(Plan *p, unsigned tunable);

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Policy files: *.policy INI files in drop-in directories, parsed by
+ * policy.c into a PolicySet. See man/blkpolicyd.policy.5 for the language. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "facts.h"
+#include "tunables.h"
+
+#define SCHED_CHOICES_MAX 8
+#define KERNEL_CONDS_MAX 4
+
+typedef struct SchedChoice {
+        char name[SCHED_NAME_MAX];
+        bool dispatch_direct;   /* "mq-deadline+dispatch_direct": needs the kernel feature */
+} SchedChoice;
+
+typedef enum KernelOp { KOP_LT, KOP_LE, KOP_EQ, KOP_GE, KOP_GT } KernelOp;
+
+typedef struct KernelCond {
+        KernelOp op;
+        unsigned version[3];
+} KernelCond;
+
+typedef struct PolicyMatch {
+        ClassSet classes_required;
+        ClassSet classes_excluded;
+        char **names;           /* kernel name globs, any */
+        char **drivers;         /* driver names, any */
+        char **models;          /* device/model globs, any */
+        char **properties;      /* "KEY=GLOB", all must hold */
+        int rotational;         /* -1 any, else raw queue/rotational */
+        int hidden;             /* -1 any */
+        unsigned zoned_mask;    /* bit per ZonedModel, 0 any */
+        unsigned hwq_min, hwq_max;
+        KernelCond kernel[KERNEL_CONDS_MAX];
+        unsigned n_kernel;
+} PolicyMatch;
+
+typedef struct Policy {
+        char *name;             /* file name, e.g. "50-ublk.policy": what reports show */
+        char *path;
+        PolicyMatch match;
+        SchedChoice sched[SCHED_CHOICES_MAX];
+        unsigned n_sched;       /* 0: the policy does not choose a scheduler */
+        char *values[TUNABLES_MAX]; /* normalised, NULL when unset; [0] unused */
+} Policy;
+
+typedef struct PolicyError {
+        char *path;
+        unsigned line;          /* 0 when the error is about the whole file */
+        char *message;
+} PolicyError;
+
+typedef struct PolicySet {
+        Policy **policies;      /* sorted by file name */
+        size_t n_policies;
+        PolicyError *errors;
+        size_t n_errors;
+} PolicySet;
+
+Policy *policy_free(Policy *p);
+PolicySet *policy_set_free(PolicySet *s);
+
+/* Parses one file. Errors are appended to *set's error list with file:line;
+ * returns -EINVAL if the file had any (and then *ret is NULL), -ENOMEM fatal. */
+int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret);
+
+/* Loads "*.policy" from dirs, in order of increasing priority: a file in a
+ * later dir masks the file of the same name in an earlier one. A file that
+ * is empty or a symlink to /dev/null masks without contributing. Bad files
+ * are rejected whole and listed in errors; the others load. Only -ENOMEM fails. */
+int policy_set_load(char *const *dirs, PolicySet **ret);
+
+bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps,
+                    const char **why_not);
+
+int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
+int sched_choice_format(const SchedChoice *c, char *buf, size_t size);

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Originals: the value of every attribute blkpolicyd changed, as it was
+ * before the first change. Persisted per device under the state dir so a
+ * restarted daemon never takes its own values for the kernel's. */
+
+#include <stdbool.h>
+
+#include "tunables.h"
+
+typedef struct Originals {
+        char *values[TUNABLES_MAX];     /* indexed like tunables[], NULL: never changed */
+} Originals;
+
+void originals_done(Originals *o);
+bool originals_empty(const Originals *o);
+/* Records value for tunable t unless one is recorded already.
+ * Returns 1 if recorded, 0 if it was there, -ENOMEM. */
+int originals_record(Originals *o, unsigned t, const char *value);
+
+/* <state_dir>/devices/<dev>. Load merges into o without overwriting;
+ * -ENOENT when there is no file. Unknown or torn lines are skipped. */
+int originals_load(const char *state_dir, const char *dev, Originals *o);
+int originals_save(const char *state_dir, const char *dev, const Originals *o);
+int originals_remove(const char *state_dir, const char *dev);

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* sysfs.c is the only place that opens files below the roots. Everything
+ * else takes Roots, so fixture trees and fault injection plug in here. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct Roots {
+        const char *sysfs;      /* default /sys */
+        const char *debugfs;    /* default /sys/kernel/debug */
+        const char *proc;       /* default /proc */
+} Roots;
+
+#define ROOTS_DEFAULT ((Roots) { "/sys", "/sys/kernel/debug", "/proc" })
+
+bool roots_are_live(const Roots *r);
+
+/* Reads a small attribute file whole, trailing newline stripped.
+ * -ENOENT/-ENODEV/... from open/read; -EFBIG if it does not fit. */
+int sysfs_read(const char *path, char *buf, size_t size);
+/* One write() of value; returns the kernel's -errno. */
+int sysfs_write(const char *path, const char *value);
+bool sysfs_exists(const char *path);
+/* Basename of a symlink's target. */
+int sysfs_read_link_name(const char *path, char *buf, size_t size);
+
+/* "<sysfs>/block/<dev>/<rel>" */
+int block_path(char *buf, size_t size, const Roots *r, const char *dev, const char *rel);
+int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size);
+int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value);
+
+/* Names of whole disks below <sysfs>/block, sorted. */
+int sysfs_list_disks(const Roots *r, char ***ret);

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Small helpers shared by every stage: cleanup attributes, string lists,
+ * bounded string copies. Kept header-only so the pure stages need no .c. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+static inline bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return streq(a, b);
+}
+
+static inline bool startswith(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0)
+                (void) close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* Copies with truncation; returns -ENAMETOOLONG when it had to cut, so
+ * callers reading kernel values notice a value that does not fit. */
+static inline int strscpy(char *dst, size_t size, const char *src) {
+        size_t n = strlen(src);
+
+        if (size == 0)
+                return -ENAMETOOLONG;
+        if (n >= size) {
+                memcpy(dst, src, size - 1);
+                dst[size - 1] = 0;
+                return -ENAMETOOLONG;
+        }
+        memcpy(dst, src, n + 1);
+        return 0;
+}
+
+/* NULL-terminated string vectors, as in systemd's strv.h. */
+char **strv_free(char **l);
+int strv_push(char ***l, const char *s);      /* copies s */
+size_t strv_length(char *const *l);
+bool strv_fnmatch(char *const *patterns, const char *s);
+int strv_split(const char *s, char ***ret);   /* whitespace separated */
+static inline void strv_freep(char ***l) {
+        strv_free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* "yes"/"no"/"1"/"0"/"true"/"false"/"on"/"off" → 1/0, else -EINVAL. */
+int parse_boolean(const char *s);
+/* Whole-string signed integer in [min, max], else -EINVAL / -ERANGE. */
+int parse_ll(const char *s, long long min, long long max, long long *ret);
+/* Strips leading and trailing white space in place; returns s. */
+char *strstrip(char *s);
