@@ -130,20 +130,31 @@ static int apply_item(const ApplyRequest *req, PlanItem *item, bool *originals_c
 }
 
 int apply_plan(const ApplyRequest *req, Plan *plan, bool *originals_changed) {
-        bool retry = false;
+        bool retry = false, sched_planned = false;
 
         *originals_changed = false;
         for (unsigned i = 0; i < plan->n_items; i++) {
                 PlanItem *item = &plan->items[i];
                 int k;
 
-                if (item->result == RESULT_UNSUPPORTED)
-                        continue;   /* decided as such: nothing to read or write */
+                if (item->result == RESULT_UNSUPPORTED) {
+                        /* decided as such: nothing to write, but show what is there */
+                        (void) attr_read_current(req->roots, req->dev, item->tunable, item->current,
+                                                 sizeof(item->current));
+                        continue;
+                }
+                if (sched_planned && tunables[item->tunable].scheduler) {
+                        /* dry run: the scheduler whose tunables these are is not set yet */
+                        item->result = RESULT_PLANNED;
+                        continue;
+                }
                 k = apply_item(req, item, originals_changed);
                 if (k < 0)
                         return k;
                 if (item->result == RESULT_RETRY)
                         retry = true;
+                if (item->tunable == TUNABLE_SCHEDULER && item->result == RESULT_PLANNED)
+                        sched_planned = true;
         }
         return retry ? -EAGAIN : 0;
 }

@@ -62,7 +62,8 @@ static void log_plan(const Device *d, bool dry_run) {
                         log_info("%s: %s set to %s (%s)", d->name, attr, it->current, it->source);
                         break;
                 case RESULT_PLANNED:
-                        log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr, it->current, it->target,
+                        log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr,
+                                 *it->current ? it->current : "(with the new scheduler)", it->target,
                                  it->source, dry_run ? ", dry run" : "");
                         break;
                 case RESULT_UNCHANGED:

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "classify.h"
+#include "tests.h"
+#include "util.h"
+
+static Roots fixture(const char *machine, char bufs[3][PATH_MAX]) {
+        snprintf(bufs[0], PATH_MAX, "%s/%s/sys", FIXTURES_DIR, machine);
+        snprintf(bufs[1], PATH_MAX, "%s/%s/debug", FIXTURES_DIR, machine);
+        snprintf(bufs[2], PATH_MAX, "%s/%s/proc", FIXTURES_DIR, machine);
+        return (Roots) { bufs[0], bufs[1], bufs[2] };
+}
+
+TEST(scheduler_brackets_not_position) {
+        DeviceFacts f = {};
+
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq ", &f) == 0);
+        CHECK(f.n_schedulers == 4);
+        CHECK_STR(f.scheduler, "mq-deadline");
+        CHECK_STR(f.schedulers[0], "none");
+        CHECK(scheduler_list_parse("mq-deadline kyber [bfq] none", &f) == 0);
+        CHECK_STR(f.scheduler, "bfq");
+        CHECK(scheduler_list_parse("[none]", &f) == 0);
+        CHECK(f.n_schedulers == 1 && streq(f.scheduler, "none"));
+        /* bio-based queues on old kernels: "none" without brackets */
+        CHECK(scheduler_list_parse("none", &f) == 0);
+        CHECK(f.n_schedulers == 1 && streq(f.scheduler, ""));
+        CHECK(scheduler_list_parse("", &f) == 0 && f.n_schedulers == 0);
+        CHECK(scheduler_list_parse("a b c d e f g h i", &f) == -EBADMSG);
+}
+
+TEST(kernel_versions) {
+        unsigned v[3], w[3] = { 6, 10, 0 };
+
+        CHECK(kernel_version_parse("6.12.38+deb13-amd64", v) == 0 && v[0] == 6 && v[1] == 12 && v[2] == 38);
+        CHECK(kernel_version_compare(v, w) > 0);
+        CHECK(kernel_version_parse("6.1.0-40-amd64", v) == 0 && kernel_version_compare(v, w) < 0);
+        CHECK(kernel_version_parse("6.10", v) == 0 && kernel_version_compare(v, w) == 0);
+        CHECK(kernel_version_parse("7.0-rc1", v) == 0 && v[0] == 7 && v[1] == 0);
+        CHECK(kernel_version_parse("linux", v) < 0);
+        CHECK(kernel_version_parse("6", v) < 0);
+}
+
+TEST(virtio_is_not_a_hard_disk) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("kvm-6.18", b);
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "vda", &f) == 0);
+        CHECK(f.rotational);
+        CHECK(!(f.classes & CLASS_BIT(CLASS_ROTATIONAL)));
+        CHECK(f.classes & CLASS_BIT(CLASS_VIRTIO));
+        CHECK_STR(f.driver, "virtio_blk");
+        CHECK_STR(f.subsystem, "virtio");
+        CHECK(f.major == 254 && f.minor == 0 && f.diskseq > 0);
+}
+
+TEST(partitions_and_missing_devices) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("kvm-6.18", b), part = r;
+        char tmp[] = "/tmp/blkpolicyd-test-part-XXXXXX", blockdir[PATH_MAX], link[PATH_MAX + 8],
+             target[PATH_MAX + 64];
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "vdz", &f) == -ENODEV);
+        CHECK(classify_device(&r, "../etc", &f) < 0);
+        /* a root whose block/ lists a partition, as /sys/class/block does */
+        CHECK(mkdtemp(tmp) != NULL);
+        snprintf(blockdir, sizeof(blockdir), "%s/block", tmp);
+        CHECK(mkdir(blockdir, 0755) == 0);
+        snprintf(link, sizeof(link), "%s/vda1", blockdir);
+        snprintf(target, sizeof(target), "%s/devices/pci0000:00/0000:00:02.0/virtio1/block/vda/vda1", b[0]);
+        CHECK(symlink(target, link) == 0);
+        part.sysfs = tmp;
+        CHECK(classify_device(&part, "vda1", &f) == -ENOTBLK);
+        CHECK(unlink(link) == 0 && rmdir(blockdir) == 0 && rmdir(tmp) == 0);
+}
+
+TEST(bio_based_devices) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("kvm-6.18", b);
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "zram0", &f) == 0);
+        CHECK(f.classes == CLASS_BIT(CLASS_BIO_BASED) && f.hw_queues == 0 && f.n_schedulers == 0);
+        CHECK(classify_device(&r, "dm-0", &f) == 0);
+        CHECK(f.classes & CLASS_BIT(CLASS_BIO_BASED));
+}
+
+TEST(nvme_driver_through_the_controller) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("nvme-6.12", b);
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "nvme0n1", &f) == 0);
+        CHECK_STR(f.driver, "nvme");
+        CHECK(f.classes == (CLASS_BIT(CLASS_NVME) | CLASS_BIT(CLASS_MULTI_QUEUE)));
+        CHECK_STR(f.model, "QEMU NVMe Ctrl");
+        CHECK(classify_device(&r, "nvme1c1n1", &f) == 0);
+        CHECK(f.hidden);
+        CHECK(classify_device(&r, "nvme1n1", &f) == 0);
+        CHECK(!f.hidden && (f.classes & CLASS_BIT(CLASS_BIO_BASED)) && (f.classes & CLASS_BIT(CLASS_NVME)));
+        CHECK(classify_device(&r, "nvme2n1", &f) == 0);
+        CHECK(f.zoned == ZONED_HOST_MANAGED && (f.classes & CLASS_BIT(CLASS_ZONED)));
+}
+
+TEST(null_blk_poll_queue_is_single_queue) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("ublk-nullb-6.12", b), nodebug;
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "nullb1", &f) == 0);
+        CHECK(f.hw_queues == 2 && f.poll_queues == 1);
+        CHECK(f.classes & CLASS_BIT(CLASS_SINGLE_QUEUE));
+        CHECK(f.classes & CLASS_BIT(CLASS_NULL_BLK));
+        /* without debugfs the hctx types are unknown: two queues are two queues */
+        nodebug = r;
+        nodebug.debugfs = "/nonexistent";
+        CHECK(classify_device(&nodebug, "nullb1", &f) == 0);
+        CHECK(f.poll_queues == 0 && (f.classes & CLASS_BIT(CLASS_MULTI_QUEUE)));
+        CHECK(classify_device(&r, "ublkb0", &f) == 0);
+        CHECK(f.classes == (CLASS_BIT(CLASS_UBLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
+        CHECK_STR(f.driver, "ublk_drv");
+}
+
+TEST(scsi_rotational_and_smr) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("hdd-6.1", b);
+        DeviceFacts f;
+
+        CHECK(classify_device(&r, "sda", &f) == 0);
+        CHECK_STR(f.driver, "sd");
+        CHECK(f.classes == (CLASS_BIT(CLASS_SCSI) | CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_ROTATIONAL)));
+        CHECK(classify_device(&r, "sdb", &f) == 0);
+        CHECK(f.classes & CLASS_BIT(CLASS_ZONED));
+        CHECK(f.classes & CLASS_BIT(CLASS_ROTATIONAL));
+        CHECK(classify_device(&r, "sdc", &f) == 0);
+        CHECK_STR(f.model, "scsi_debug");
+        CHECK(classify_device(&r, "mmcblk0", &f) == 0);
+        CHECK(f.classes & CLASS_BIT(CLASS_MMC));
+}
+
+TEST(dispatch_direct_is_probed_not_assumed) {
+        char b[3][PATH_MAX];
+        Roots with = fixture("dispatch-direct-7.2", b);
+        char c[3][PATH_MAX];
+        Roots without = fixture("kvm-6.18", c);
+        KernelCaps caps;
+        DeviceFacts f;
+
+        CHECK(kernel_caps_read(&with, &caps) == 0);
+        CHECK(caps.dispatch_direct == TRISTATE_UNKNOWN && caps.version[0] == 7);
+        CHECK(classify_device(&with, "vdb", &f) == 0);   /* runs none: tells nothing */
+        CHECK(!kernel_caps_learn(&caps, &with, &f) && caps.dispatch_direct == TRISTATE_UNKNOWN);
+        CHECK(classify_device(&with, "vda", &f) == 0);
+        CHECK(kernel_caps_learn(&caps, &with, &f) && caps.dispatch_direct == TRISTATE_YES);
+
+        CHECK(kernel_caps_read(&without, &caps) == 0);
+        CHECK(classify_device(&without, "vda", &f) == 0);
+        CHECK(kernel_caps_learn(&caps, &without, &f) && caps.dispatch_direct == TRISTATE_NO);
+}

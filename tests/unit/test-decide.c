@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* decide() is pure: synthetic facts and policies in, a plan out. */
+#include "plan.h"
+#include "tests.h"
+#include "util.h"
+
+static DeviceFacts sq_virtio(void) {
+        DeviceFacts f = { .name = "vda", .major = 254, .hw_queues = 1, .rotational = true,
+                          .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_VIRTIO),
+                          .driver = "virtio_blk", .scheduler = "mq-deadline", .n_schedulers = 4,
+                          .schedulers = { "none", "mq-deadline", "kyber", "bfq" } };
+        return f;
+}
+
+static KernelCaps kernel(unsigned major, unsigned minor, Tristate dd) {
+        KernelCaps k = { .version = { major, minor, 0 }, .dispatch_direct = dd };
+        snprintf(k.release, sizeof(k.release), "%u.%u.0", major, minor);
+        return k;
+}
+
+static Policy *policy(const char *name, const char *sched) {
+        Policy *p = calloc(1, sizeof(Policy));
+        const char *error;
+
+        p->name = strdup(name);
+        p->match.rotational = p->match.hidden = -1;
+        p->match.hwq_max = ~0u;
+        if (sched)
+                CHECK(sched_choices_parse(sched, p->sched, &p->n_sched, &error) == 0);
+        return p;
+}
+
+static void set_value(Policy *p, const char *section, const char *key, const char *value) {
+        int t = tunable_find(section, key);
+        CHECK(t > 0);
+        p->values[t] = strdup(value);
+}
+
+static PolicySet *set_of(Policy *a, Policy *b) {
+        PolicySet *s = calloc(1, sizeof(PolicySet));
+
+        s->policies = calloc(2, sizeof(Policy *));
+        s->policies[s->n_policies++] = a;
+        if (b)
+                s->policies[s->n_policies++] = b;
+        return s;
+}
+
+static const PlanItem *item(Plan *p, const char *section, const char *key) {
+        int t = tunable_find(section, key);
+        return t < 0 ? NULL : plan_find(p, (unsigned) t);
+}
+
+static void run(const DeviceFacts *f, const KernelCaps *k, const PolicySet *s, Plan *plan) {
+        DecideInput in = { .facts = f, .caps = k, .policies = s };
+        decide(&in, plan);
+}
+
+TEST(fallback_without_dispatch_direct) {
+        DeviceFacts f = sq_virtio();
+        PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
+        Plan plan;
+
+        for (Tristate dd = TRISTATE_UNKNOWN; dd <= TRISTATE_NO; dd++) {
+                KernelCaps k = kernel(6, 18, dd);
+                run(&f, &k, s, &plan);
+                CHECK(plan.managed && plan.n_items == 1);
+                CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+                CHECK(item(&plan, "mq-deadline", "dispatch_direct") == NULL);
+        }
+        policy_set_free(s);
+}
+
+TEST(dispatch_direct_when_the_kernel_has_it) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(7, 2, TRISTATE_YES);
+        PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
+        Plan plan;
+        const PlanItem *sched, *dd;
+
+        run(&f, &k, s, &plan);
+        sched = item(&plan, "Queue", "scheduler");
+        dd = item(&plan, "mq-deadline", "dispatch_direct");
+        CHECK_STR(sched->target, "mq-deadline");
+        CHECK(sched->n_fallbacks == 1 && streq(sched->fallbacks[0].name, "none"));
+        CHECK(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
+        CHECK_STR(dd->source, "20-fast.policy");
+        /* scheduler first, its tunable after */
+        CHECK(plan.items[0].tunable == TUNABLE_SCHEDULER);
+        policy_set_free(s);
+}
+
+TEST(zoned_keeps_mq_deadline_before_6_10) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps old = kernel(6, 1, TRISTATE_NO), now = kernel(6, 12, TRISTATE_NO);
+        PolicySet *s = set_of(policy("20-fast.policy", "none"), NULL);
+        Plan plan;
+
+        f.zoned = ZONED_HOST_MANAGED;
+        f.classes |= CLASS_BIT(CLASS_ZONED);
+        run(&f, &old, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        CHECK(plan.reason && strstr(plan.reason, "6.10"));
+        run(&f, &now, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        f.zoned = ZONED_HOST_AWARE;
+        run(&f, &old, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        policy_set_free(s);
+}
+
+TEST(bio_based_and_excluded_are_left_alone) {
+        DeviceFacts f = { .name = "dm-0", .classes = CLASS_BIT(CLASS_BIO_BASED) };
+        DeviceFacts v = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        PolicySet *s = set_of(policy("00-all.policy", "none"), NULL);
+        DecideInput in = { .facts = &v, .caps = &k, .policies = s, .excluded = true };
+        Plan plan;
+
+        run(&f, &k, s, &plan);
+        CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
+        decide(&in, &plan);
+        CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "excluded"));
+        policy_set_free(s);
+}
+
+TEST(later_files_override_setting_by_setting) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *a = policy("20-vendor.policy", "bfq"), *b = policy("90-admin.policy", "kyber");
+        PolicySet *s;
+        Plan plan;
+
+        set_value(a, "Queue", "read_ahead_kb", "4096");
+        set_value(a, "Queue", "nr_requests", "64");
+        set_value(b, "Queue", "nr_requests", "32");
+        s = set_of(a, b);
+        run(&f, &k, s, &plan);
+        CHECK_STR(plan.policy, "90-admin.policy");
+        CHECK(plan.n_matched == 2);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
+        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "90-admin.policy");
+        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "32");
+        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->target, "4096");
+        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->source, "20-vendor.policy");
+        policy_set_free(s);
+}
+
+TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *a = policy("20-vendor.policy", "none"), *b = policy("90-admin.policy", NULL);
+        PolicySet *s;
+        Plan plan;
+
+        set_value(b, "Queue", "read_ahead_kb", "1024");
+        s = set_of(a, b);
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "20-vendor.policy");
+        CHECK_STR(plan.policy, "90-admin.policy");
+        policy_set_free(s);
+}
+
+TEST(no_match_leaves_the_kernel_choice) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *p = policy("10-nvme.policy", "none");
+        PolicySet *s;
+        Plan plan;
+
+        p->match.classes_required = CLASS_BIT(CLASS_NVME);
+        s = set_of(p, NULL);
+        run(&f, &k, s, &plan);
+        CHECK(plan.managed && plan.policy == NULL && plan.n_items == 0);
+        CHECK(strstr(plan.reason, "no policy"));
+        policy_set_free(s);
+}
+
+TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *p = policy("20-x.policy", "none");
+        PolicySet *s;
+        Plan plan;
+
+        set_value(p, "mq-deadline", "fifo_batch", "8");
+        set_value(p, "Queue", "nomerges", "1");
+        s = set_of(p, NULL);
+        run(&f, &k, s, &plan);
+        CHECK(item(&plan, "mq-deadline", "fifo_batch")->result == RESULT_UNSUPPORTED);
+        CHECK(strstr(item(&plan, "mq-deadline", "fifo_batch")->error, "runs none"));
+        CHECK(item(&plan, "Queue", "nomerges")->result == RESULT_PLANNED);
+        policy_set_free(s);
+}
+
+TEST(unavailable_schedulers_are_skipped) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        PolicySet *s = set_of(policy("20-x.policy", "bfq-mq kyber none"), NULL);
+        Plan plan;
+
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
+        f.n_schedulers = 1;   /* only "none" */
+        policy_set_free(s);
+        s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
+        run(&f, &k, s, &plan);
+        CHECK(item(&plan, "Queue", "scheduler")->result == RESULT_UNSUPPORTED);
+        policy_set_free(s);
+}
+
+static bool matches(const Policy *p, const DeviceFacts *f, const KernelCaps *k, const char *why) {
+        const char *w = NULL;
+        bool r = policy_matches(p, f, k, &w);
+
+        if (why && (!w || !streq(w, why)))
+                fprintf(stderr, "  expected to fail on %s, failed on %s\n", why, w ?: "nothing");
+        return r && !why ? true : (!r && why && w && streq(w, why));
+}
+
+TEST(match_conditions) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 12, TRISTATE_NO);
+        char *props[] = { "ID_MODEL=Samsung_SSD_870", "ID_SERIAL=S1", NULL };
+        Policy *p = policy("x.policy", NULL);
+        const char *error;
+
+        f.properties = props;
+        CHECK(matches(p, &f, &k, NULL));
+        p->match.classes_excluded = CLASS_BIT(CLASS_VIRTIO);
+        CHECK(matches(p, &f, &k, "class (excluded)"));
+        p->match.classes_excluded = 0;
+        CHECK(strv_push(&p->match.names, "sd*") == 0);
+        CHECK(matches(p, &f, &k, "name"));
+        CHECK(strv_push(&p->match.names, "vd[a-z]") == 0);
+        CHECK(matches(p, &f, &k, NULL));
+        CHECK(strv_push(&p->match.drivers, "nvme") == 0);
+        CHECK(matches(p, &f, &k, "driver"));
+        CHECK(strv_push(&p->match.drivers, "virtio_blk") == 0);
+        p->match.rotational = 0;
+        CHECK(matches(p, &f, &k, "rotational"));
+        p->match.rotational = 1;
+        p->match.hwq_min = 2;
+        CHECK(matches(p, &f, &k, "hw_queues"));
+        p->match.hwq_min = 1;
+        CHECK(strv_push(&p->match.properties, "ID_MODEL=Samsung*") == 0);
+        CHECK(matches(p, &f, &k, NULL));
+        CHECK(strv_push(&p->match.properties, "ID_WWN=*") == 0);
+        CHECK(matches(p, &f, &k, "property"));
+        p->match.properties = strv_free(p->match.properties);
+        p->match.zoned_mask = 1u << ZONED_HOST_MANAGED;
+        CHECK(matches(p, &f, &k, "zoned"));
+        p->match.zoned_mask = 0;
+        p->match.hidden = 1;
+        CHECK(matches(p, &f, &k, "hidden"));
+        p->match.hidden = -1;
+        p->match.kernel[0] = (KernelCond) { KOP_LT, { 6, 10, 0 } };
+        p->match.n_kernel = 1;
+        CHECK(matches(p, &f, &k, "kernel"));
+        p->match.kernel[0].op = KOP_GE;
+        CHECK(matches(p, &f, &k, NULL));
+        (void) error;
+        f.properties = NULL;
+        policy_free(p);
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "policy.h"
+#include "tests.h"
+#include "util.h"
+
+static char tmp[PATH_MAX];
+
+static void make_dir(const char *sub, char *out) {
+        CHECK(snprintf(out, PATH_MAX, "%s/%s", tmp, sub) < PATH_MAX);
+        mkdir(out, 0755);
+}
+
+static void put(const char *dir, const char *name, const char *text) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        CHECK(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int) sizeof(path));
+        f = fopen(path, "we");
+        fputs(text, f);
+        fclose(f);
+}
+
+static PolicySet *load(const char *d1, const char *d2) {
+        char *dirs[] = { (char *) d1, (char *) d2, NULL };
+        PolicySet *s = NULL;
+
+        CHECK(policy_set_load(dirs, &s) == 0);
+        return s;
+}
+
+static const Policy *find(const PolicySet *s, const char *name) {
+        for (size_t i = 0; i < s->n_policies; i++)
+                if (streq(s->policies[i]->name, name))
+                        return s->policies[i];
+        return NULL;
+}
+
+static void setup(void) {
+        snprintf(tmp, sizeof(tmp), "/tmp/blkpolicyd-test-policy-XXXXXX");
+        CHECK(mkdtemp(tmp) != NULL);
+}
+
+static void teardown(void) {
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+        CHECK(system(cmd) == 0);
+}
+
+static const char *GOOD =
+        "# a comment\n"
+        "[Match]\n"
+        "class = single-queue !rotational\n"
+        "name = vd* loop*\n"
+        "driver = virtio_blk\n"
+        "model = QEMU HARDDISK*\n"
+        "rotational = yes\n"
+        "hidden = no\n"
+        "zoned = none host-aware\n"
+        "hw_queues = 1-4\n"
+        "kernel = >=6.1 <6.10\n"
+        "property = ID_MODEL=Samsung*\n"
+        "\n"
+        "[Queue]\n"
+        "scheduler = mq-deadline+dispatch_direct kyber none\n"
+        "nr_requests = 64\n"
+        "add_random = no\n"
+        "wbt_lat_usec = -1\n"
+        "\n"
+        "[mq-deadline]\n"
+        "fifo_batch = 8\n"
+        "[bfq]\n"
+        "low_latency = off\n";
+
+TEST(parse_every_key) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-good.policy", GOOD);
+        s = load(d, NULL);
+        CHECK(s->n_errors == 0);
+        CHECK(s->n_policies == 1);
+        p = find(s, "10-good.policy");
+        CHECK(p != NULL);
+        if (p) {
+                CHECK(p->match.classes_required == CLASS_BIT(CLASS_SINGLE_QUEUE));
+                CHECK(p->match.classes_excluded == CLASS_BIT(CLASS_ROTATIONAL));
+                CHECK(strv_length(p->match.names) == 2);
+                CHECK_STR(p->match.models[0], "QEMU HARDDISK*");
+                CHECK(p->match.rotational == 1 && p->match.hidden == 0);
+                CHECK(p->match.zoned_mask == ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
+                CHECK(p->match.hwq_min == 1 && p->match.hwq_max == 4);
+                CHECK(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
+                      p->match.kernel[1].version[1] == 10);
+                CHECK(p->n_sched == 3 && p->sched[0].dispatch_direct && !p->sched[1].dispatch_direct);
+                CHECK_STR(p->sched[2].name, "none");
+                CHECK_STR(p->values[tunable_find("Queue", "nr_requests")], "64");
+                CHECK_STR(p->values[tunable_find("Queue", "add_random")], "0");
+                CHECK_STR(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
+                CHECK_STR(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
+                CHECK_STR(p->values[tunable_find("bfq", "low_latency")], "0");
+        }
+        policy_set_free(s);
+        teardown();
+}
+
+/* Every error class: the message names file:line, only that file is
+ * rejected, the good file next to it still loads. */
+static void check_bad(const char *text, unsigned line, const char *needle) {
+        char d[PATH_MAX], expect_path[PATH_MAX];
+        PolicySet *s;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-good.policy", GOOD);
+        put(d, "20-bad.policy", text);
+        s = load(d, NULL);
+        CHECK(snprintf(expect_path, sizeof(expect_path), "%s/20-bad.policy", d) < PATH_MAX);
+        CHECK(s->n_policies == 1 && find(s, "10-good.policy"));
+        CHECK(s->n_errors >= 1);
+        if (s->n_errors >= 1) {
+                CHECK_STR(s->errors[0].path, expect_path);
+                if (s->errors[0].line != line || !strstr(s->errors[0].message, needle)) {
+                        fprintf(stderr, "  got %u: %s, wanted %u: ...%s...\n", s->errors[0].line,
+                                s->errors[0].message, line, needle);
+                        test_failures++;
+                }
+        }
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(error_unknown_section) {
+        check_bad("[Match]\nclass = loop\n[Qeueu]\nscheduler = none\n", 4, "unknown section");
+}
+
+TEST(error_unknown_match_key) {
+        check_bad("[Match]\nclas = loop\n", 2, "unknown key in [Match]");
+}
+
+TEST(error_unknown_queue_key) {
+        check_bad("[Match]\nclass = loop\n\n[Queue]\nnr_request = 4\n", 5, "unknown key");
+}
+
+TEST(error_bad_number) {
+        check_bad("[Queue]\nnr_requests = lots\n", 2, "invalid value");
+}
+
+TEST(error_out_of_range) {
+        check_bad("[Queue]\nrq_affinity = 3\n", 2, "invalid value");
+}
+
+TEST(error_unknown_class) {
+        check_bad("[Match]\nclass = ssd\n", 2, "unknown device class");
+}
+
+TEST(error_bad_kernel_condition) {
+        check_bad("[Match]\nkernel = <six\n", 2, "kernel version");
+}
+
+TEST(error_bad_hw_queues) {
+        check_bad("[Match]\nhw_queues = 8-2\n", 2, "hw queue range");
+}
+
+TEST(error_bad_scheduler_feature) {
+        check_bad("[Queue]\nscheduler = bfq+dispatch_direct none\n", 2, "mq-deadline+dispatch_direct");
+}
+
+TEST(error_bad_boolean) {
+        check_bad("[Match]\nrotational = maybe\n", 2, "yes or no");
+}
+
+TEST(error_syntax) {
+        check_bad("[Match]\nclass = loop\nthis line has no equals sign\n", 3, "syntax error");
+}
+
+TEST(error_bad_zoned) {
+        check_bad("[Match]\nzoned = sometimes\n", 2, "host-managed");
+}
+
+TEST(error_empty_value) {
+        check_bad("[Queue]\nscheduler =\n", 2, "empty value");
+}
+
+TEST(all_errors_of_a_file_reported) {
+        char d[PATH_MAX];
+        PolicySet *s;
+
+        setup();
+        make_dir("a", d);
+        put(d, "20-bad.policy", "[Match]\nclass = nope\n[Queue]\nnr_requests = x\nfoo = 1\n");
+        s = load(d, NULL);
+        CHECK(s->n_policies == 0);
+        CHECK(s->n_errors == 3);
+        CHECK(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(etc_masks_usr_lib) {
+        char vendor[PATH_MAX], admin[PATH_MAX], path[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("lib", vendor);
+        make_dir("etc", admin);
+        put(vendor, "50-x.policy", "[Queue]\nscheduler = bfq\n");
+        put(admin, "50-x.policy", "[Queue]\nscheduler = none\n");
+        put(vendor, "60-emptied.policy", "[Queue]\nscheduler = kyber\n");
+        put(admin, "60-emptied.policy", "");
+        put(vendor, "70-nulled.policy", "[Queue]\nscheduler = kyber\n");
+        CHECK(snprintf(path, sizeof(path), "%s/70-nulled.policy", admin) < PATH_MAX);
+        CHECK(symlink("/dev/null", path) == 0);
+        put(vendor, "40-vendor-only.policy", "[Queue]\nnr_requests = 32\n");
+        put(admin, "45-admin-only.policy", "[Queue]\nnr_requests = 16\n");
+        put(admin, "README", "not a policy\n");
+        s = load(vendor, admin);
+        CHECK(s->n_errors == 0);
+        CHECK(s->n_policies == 3);
+        /* sorted by file name across both directories */
+        if (s->n_policies == 3) {
+                CHECK_STR(s->policies[0]->name, "40-vendor-only.policy");
+                CHECK_STR(s->policies[1]->name, "45-admin-only.policy");
+                CHECK_STR(s->policies[2]->name, "50-x.policy");
+        }
+        p = find(s, "50-x.policy");
+        CHECK(p && p->n_sched == 1 && streq(p->sched[0].name, "none"));
+        CHECK(snprintf(path, sizeof(path), "%s/50-x.policy", admin) < PATH_MAX);
+        CHECK(p && streq(p->path, path));
+        CHECK(!find(s, "60-emptied.policy") && !find(s, "70-nulled.policy"));
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(missing_dirs_are_fine) {
+        PolicySet *s = load("/nonexistent/blkpolicyd/a", "/nonexistent/blkpolicyd/b");
+
+        CHECK(s->n_policies == 0 && s->n_errors == 0);
+        policy_set_free(s);
+}
+
+TEST(line_too_long_rejects_file) {
+        char d[PATH_MAX], text[600];
+        PolicySet *s;
+
+        setup();
+        make_dir("a", d);
+        memset(text, 0, sizeof(text));
+        strcpy(text, "[Match]\nname = ");
+        memset(text + strlen(text), 'x', 400);
+        strcat(text, "\n");
+        put(d, "20-long.policy", text);
+        s = load(d, NULL);
+        CHECK(s->n_policies == 0 && s->n_errors == 1);
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(sched_choices) {
+        SchedChoice c[SCHED_CHOICES_MAX];
+        const char *error = NULL;
+        unsigned n = 0;
+        char buf[64];
+
+        CHECK(sched_choices_parse("mq-deadline+dispatch_direct none", c, &n, &error) == 0);
+        CHECK(n == 2 && c[0].dispatch_direct && streq(c[0].name, "mq-deadline") && streq(c[1].name, "none"));
+        CHECK(sched_choice_format(&c[0], buf, sizeof(buf)) == 0);
+        CHECK_STR(buf, "mq-deadline+dispatch_direct");
+        CHECK(sched_choices_parse("mq-deadline+fast", c, &n, &error) < 0);
+        CHECK(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
+        CHECK(sched_choices_parse("BFQ!", c, &n, &error) < 0);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+
+#include "state.h"
+#include "tests.h"
+#include "util.h"
+
+TEST(originals_round_trip_and_first_value_wins) {
+        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX", cmd[64], path[PATH_MAX];
+        Originals o = {}, back = {};
+        FILE *f;
+
+        CHECK(mkdtemp(dir) != NULL);
+        CHECK(originals_record(&o, TUNABLE_SCHEDULER, "mq-deadline") == 1);
+        CHECK(originals_record(&o, TUNABLE_SCHEDULER, "none") == 0);   /* our own value never overwrites */
+        CHECK(originals_record(&o, (unsigned) tunable_find("Queue", "nr_requests"), "256") == 1);
+        CHECK(originals_save(dir, "loop9", &o) == 0);
+        CHECK(originals_load(dir, "loop9", &back) == 0);
+        CHECK_STR(back.values[TUNABLE_SCHEDULER], "mq-deadline");
+        CHECK_STR(back.values[tunable_find("Queue", "nr_requests")], "256");
+
+        /* a torn or foreign line is skipped, the rest still loads */
+        snprintf(path, sizeof(path), "%s/devices/loop9", dir);
+        f = fopen(path, "ae");
+        fputs("garbage without equals\nunknown_attr=1\nread_ahead_kb=4", f);
+        fclose(f);
+        originals_done(&back);
+        CHECK(originals_load(dir, "loop9", &back) == 0);
+        CHECK_STR(back.values[TUNABLE_SCHEDULER], "mq-deadline");
+        CHECK_STR(back.values[tunable_find("Queue", "read_ahead_kb")], "4");
+
+        CHECK(originals_remove(dir, "loop9") == 0);
+        CHECK(originals_load(dir, "loop9", &back) == -ENOENT);
+        CHECK(originals_remove(dir, "loop9") == 0);
+        originals_done(&o);
+        originals_done(&back);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+}
