@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The daemon in the foreground on loop devices the test creates: devices
+added (LOOP_CTL_ADD: 'add') and attached (losetup: 'change') while it runs
+are set within 1 s; a removed device is forgotten; SIGTERM puts back every
+original setting. Readiness comes from sd_notify on a socket the test binds."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopdev import LoopDevices, Results, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
+
+require_root()
+blkpolicyd = sys.argv[1]
+loops = LoopDevices(base=400)
+res = Results()
+work = tempfile.mkdtemp(prefix="blkpolicyd-daemon-")
+state = os.path.join(work, "state")
+policies = os.path.join(work, "policies")
+os.mkdir(policies)
+glob = "loop4[0-9][0-9]"
+with open(os.path.join(policies, "50-test.policy"), "w") as f:
+    f.write(f"[Match]\nname = {glob}\n\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
+
+# one device present before the daemon starts
+first = loops.add()
+loops.attach(first)
+defaults = {"scheduler": scheduler(first), "read_ahead_kb": sysfs(first, "read_ahead_kb")}
+
+notify_path = os.path.join(work, "notify")
+notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+notify.bind(notify_path)
+log = open(os.path.join(work, "daemon.log"), "w+")
+daemon = subprocess.Popen([blkpolicyd, "--config", "/dev/null", "--policy-dir", policies,
+                           "--state-dir", state, "--device", glob, "--log-level", "debug"],
+                          stdout=log, stderr=subprocess.STDOUT,
+                          env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+
+
+def wait_notify(word, timeout=10):
+    notify.settimeout(timeout)
+    while True:
+        msg = notify.recv(4096).decode()
+        if word in msg.split("\n"):
+            return msg
+
+
+def daemon_log():
+    log.flush()
+    log.seek(0)
+    return log.read()
+
+
+try:
+    ready = wait_notify("READY=1")
+    res.check("READY=1 after the first pass", "STATUS=Managing 1 block devices" in ready, ready)
+    res.check("device present at start is set", scheduler(first) == "mq-deadline"
+              and sysfs(first, "read_ahead_kb") == "256")
+
+    # add event: LOOP_CTL_ADD
+    t0 = time.monotonic()
+    added = loops.add()
+    try:
+        t1 = wait_for(lambda: scheduler(added) == "mq-deadline", 1.0, f"{added} to get mq-deadline")
+        res.check(f"added device set within 1 s ({(t1 - t0) * 1000:.0f} ms)", True)
+    except AssertionError as e:
+        res.check("added device set within 1 s", False, str(e))
+
+    # change event: losetup attach re-classifies and re-applies
+    set_attr(added, "scheduler", "none")
+    t0 = time.monotonic()
+    loops.attach(added)
+    try:
+        t1 = wait_for(lambda: scheduler(added) == "mq-deadline" and sysfs(added, "read_ahead_kb") == "256",
+                      1.0, f"{added} to be set again after attach")
+        res.check(f"attached device set within 1 s ({(t1 - t0) * 1000:.0f} ms)", True)
+    except AssertionError as e:
+        res.check("attached device set within 1 s", False, str(e))
+
+    # remove event: the device and its recorded originals are forgotten
+    gone = loops.add()
+    wait_for(lambda: os.path.exists(os.path.join(state, "devices", gone)), 1.0, f"originals of {gone}")
+    loops.remove(gone)
+    try:
+        wait_for(lambda: not os.path.exists(os.path.join(state, "devices", gone)), 1.0,
+                 f"originals of {gone} to be dropped")
+        res.check("removed device forgotten", True)
+    except AssertionError as e:
+        res.check("removed device forgotten", False, str(e))
+
+    res.check("the daemon is still running", daemon.poll() is None, daemon_log())
+
+    # SIGTERM: everything back as the kernel had it
+    daemon.send_signal(signal.SIGTERM)
+    rc = daemon.wait(timeout=10)
+    res.check("exits 0 on SIGTERM", rc == 0, daemon_log())
+    for name in (first, added):
+        res.check(f"{name}: scheduler restored", scheduler(name) == defaults["scheduler"], scheduler(name))
+        res.check(f"{name}: read_ahead_kb restored", sysfs(name, "read_ahead_kb") == defaults["read_ahead_kb"])
+    left = os.listdir(os.path.join(state, "devices")) if os.path.isdir(os.path.join(state, "devices")) else []
+    res.check("no originals left after restoring", left == [], left)
+    res.check("every change is one log line", daemon_log().count(f"{first}: scheduler set to mq-deadline") == 1,
+              daemon_log())
+finally:
+    if daemon.poll() is None:
+        daemon.kill()
+        daemon.wait()
+    loops.remove_all()
+    subprocess.run(["rm", "-rf", work])
+
+res.finish()

@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs the Debian packages blkpolicyd needs to build (and, with --test,
+# to run its tests) that are not installed yet. Idempotent; apt-get only
+# runs when something is missing.
+set -euo pipefail
+
+build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3)
+test=(strace util-linux)
+
+want=("${build[@]}")
+[ "${1:-}" = "--test" ] && want+=("${test[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "Missing packages: ${missing[*]}" >&2
+        echo "Run as root (sudo) to install them, or: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+fi
+echo "Installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

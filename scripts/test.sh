@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs what is missing, builds blkpolicyd twice (warnings as errors;
+# ASan+UBSan) and runs every test in both builds. Privileged tests (loop
+# devices) need root: without it they skip with a message, except under
+# CI=true, where they fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh --test
+
+meson_setup() {
+        local dir=$1; shift
+        if [ -d "$dir" ]; then
+                meson setup --reconfigure "$dir" "$@" >/dev/null
+        else
+                meson setup "$dir" "$@" >/dev/null
+        fi
+}
+
+meson_setup build -Dwerror=true
+meson_setup build-sanitize -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dc_args=-fno-sanitize-recover=all -Dbuildtype=debug
+
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+status=0
+for dir in build build-sanitize; do
+        echo "=== $dir"
+        ninja -C "$dir"
+        meson test -C "$dir" --print-errorlogs || status=1
+done
+
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json <<'PY'
+import json, sys
+counts = {"passed": 0, "failed": 0, "skipped": 0}
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)["result"]
+        counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
+print(f"tests: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+PY
+exit $status

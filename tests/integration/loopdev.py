@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Loop devices that a test creates itself, and removes even on failure.
+
+Devices are made with LOOP_CTL_ADD at a fresh index (never one that existed
+before the test), so a test can only ever touch its own devices; policies
+and --device globs name exactly those."""
+import atexit
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+LOOP_CTL_ADD = 0x4C80
+LOOP_CTL_REMOVE = 0x4C81
+SKIP = 77
+
+
+def require_root():
+    """Skip without root outside CI; in CI (CI=true) missing root is a failure."""
+    if os.geteuid() == 0 and os.path.exists("/dev/loop-control"):
+        return
+    why = "needs root and /dev/loop-control to create loop devices"
+    if os.environ.get("CI") == "true":
+        print(f"FAIL: {why}, and CI=true requires privileged tests to run")
+        sys.exit(1)
+    print(f"SKIP: {why}; run the test command as root (sudo) to include these tests")
+    sys.exit(SKIP)
+
+
+def sysfs(name, attr):
+    with open(f"/sys/block/{name}/queue/{attr}") as f:
+        return f.read().strip()
+
+
+def scheduler(name):
+    text = sysfs(name, "scheduler")
+    return text[text.index("[") + 1:text.index("]")]
+
+
+def set_attr(name, attr, value):
+    with open(f"/sys/block/{name}/queue/{attr}", "w") as f:
+        f.write(value)
+
+
+def wait_for(predicate, timeout, what):
+    """Polls an observable condition until it holds or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.005)
+
+
+class LoopDevices:
+    """Creates loop devices at fresh indexes; remove_all() on exit or signal."""
+
+    def __init__(self, base):
+        self.base = base
+        self.indexes = []
+        self.attached = set()
+        self.tmp = tempfile.mkdtemp(prefix="blkpolicyd-loop-", dir="/dev/shm")
+        atexit.register(self.remove_all)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: sys.exit(1))
+
+    def add(self):
+        """LOOP_CTL_ADD at the first free index from base: an 'add' uevent."""
+        fd = os.open("/dev/loop-control", os.O_RDWR)
+        try:
+            for i in range(self.base, self.base + 1000):
+                if os.path.exists(f"/sys/block/loop{i}"):
+                    continue
+                try:
+                    fcntl.ioctl(fd, LOOP_CTL_ADD, i)
+                except OSError:
+                    continue
+                self.indexes.append(i)
+                return f"loop{i}"
+        finally:
+            os.close(fd)
+        raise RuntimeError("no free loop index")
+
+    def attach(self, name, size_mb=16):
+        """Attaches a backing file: a 'change' uevent, not 'add'."""
+        backing = os.path.join(self.tmp, name + ".img")
+        with open(backing, "wb") as f:
+            f.truncate(size_mb << 20)
+        subprocess.run(["losetup", f"/dev/{name}", backing], check=True)
+        self.attached.add(name)
+
+    def detach(self, name):
+        subprocess.run(["losetup", "-d", f"/dev/{name}"], check=False)
+        self.attached.discard(name)
+
+    def remove(self, name):
+        if name in self.attached:
+            self.detach(name)
+        i = int(name[4:])
+        fd = os.open("/dev/loop-control", os.O_RDWR)
+        try:
+            for _ in range(50):
+                try:
+                    fcntl.ioctl(fd, LOOP_CTL_REMOVE, i)
+                    break
+                except OSError:
+                    time.sleep(0.02)  # EBUSY while the device is still open elsewhere
+        finally:
+            os.close(fd)
+        if i in self.indexes:
+            self.indexes.remove(i)
+
+    def remove_all(self):
+        for i in list(self.indexes):
+            self.remove(f"loop{i}")
+        subprocess.run(["rm", "-rf", self.tmp], check=False)
+
+
+class Results:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, cond, detail=""):
+        if cond:
+            self.passed += 1
+            print(f"ok - {name}")
+        else:
+            self.failed += 1
+            print(f"not ok - {name}\n  {detail}")
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        sys.exit(1 if self.failed else 0)
