@@ -79,18 +79,18 @@ static void log_plan(const Device *d, bool dry_run) {
         }
 }
 
-static int device_classify(Manager *m, Device *d) {
+/* Facts of a disk by name, udev properties included. */
+static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;
 
-        device_facts_done(&d->facts);
-        r = classify_device(&m->roots, d->name, &d->facts);
+        r = classify_device(&m->roots, name, f);
         if (r < 0)
                 return r;
-        r = discover_properties(m->discover, d->name, &props);
+        r = discover_properties(m->discover, name, &props);
         if (r < 0)
                 return r;
-        d->facts.properties = props;
+        f->properties = props;
         return 0;
 }
 
@@ -222,19 +222,17 @@ static int manager_redecide(Manager *m) {
         return manager_process_all(m);
 }
 
-static int device_new(Manager *m, const char *name, Device **ret) {
+/* Takes ownership of *f. */
+static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         Device *d = calloc(1, sizeof(Device));
         int r;
 
         if (!d)
                 return -ENOMEM;
         d->manager = m;
-        (void) strscpy(d->name, sizeof(d->name), name);
-        r = device_classify(m, d);
-        if (r < 0) {
-                device_free(d);
-                return r;
-        }
+        d->facts = *f;
+        *f = (DeviceFacts) {};
+        (void) strscpy(d->name, sizeof(d->name), d->facts.name);
         d->devnum = makedev(d->facts.major, d->facts.minor);
         r = originals_load(state_dir(m), d->name, &d->originals);
         if (r == -ENOMEM || device_table_put(&m->devices, d) < 0) {
@@ -247,32 +245,49 @@ static int device_new(Manager *m, const char *name, Device **ret) {
         return 0;
 }
 
-/* Classifies a disk that appeared or changed; returns NULL for partitions,
- * vanished devices and per-device errors (logged). */
+/* Classifies a disk that appeared or changed and finds (or makes) its
+ * Device by dev_t: O(1). Returns NULL for partitions, vanished devices and
+ * per-device errors (logged); *error is set only for -ENOMEM. */
 static Device *manager_refresh(Manager *m, const char *name, int *error) {
-        Device *d = device_table_find_name(&m->devices, name);
+        DeviceFacts f = {};
+        Device *d;
         int r;
 
         *error = 0;
-        if (d) {
-                r = device_classify(m, d);
-                if (r == -ENODEV) {
-                        device_forget(m, d, true);
-                        return NULL;
-                }
-        } else
-                r = device_new(m, name, &d);
+        r = read_facts(m, name, &f);
         if (r == -ENOMEM) {
+                device_facts_done(&f);
                 *error = r;
                 return NULL;
         }
-        if (r == -ENOTBLK || r == -ENODEV)
-                return NULL;
         if (r < 0) {
-                log_warning_errno(r, "%s: cannot read its sysfs attributes, ignoring: %m", name);
-                if (d)
-                        device_set_error(d, r, "classify");
+                device_facts_done(&f);
+                d = r == -ENOTBLK ? NULL : device_table_find_name(&m->devices, name);
+                if (r == -ENODEV && d)
+                        device_forget(m, d, true);
+                else if (r != -ENODEV && r != -ENOTBLK) {
+                        log_warning_errno(r, "%s: cannot read its sysfs attributes, ignoring: %m", name);
+                        if (d)
+                                device_set_error(d, r, "classify");
+                }
                 return NULL;
+        }
+        d = device_table_get(&m->devices, makedev(f.major, f.minor));
+        if (d && !streq(d->name, name)) {
+                /* the number went to another disk: the old one is gone */
+                device_forget(m, d, true);
+                d = NULL;
+        }
+        if (!d) {
+                r = device_new(m, &f, &d);
+                if (r < 0) {
+                        device_facts_done(&f);
+                        *error = r;
+                        return NULL;
+                }
+        } else {
+                device_facts_done(&d->facts);
+                d->facts = f;
         }
         device_set_error(d, 0, NULL);
         if (kernel_caps_learn(&m->caps, &m->roots, &d->facts))
