@@ -134,7 +134,9 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
 void decide(const DecideInput *in, Plan *plan) {
         const DeviceFacts *f = in->facts;
         const char *values[TUNABLES_MAX] = {}, *sources[TUNABLES_MAX] = {};
-        const Policy *sched_policy = NULL;
+        const SchedChoice *sched = NULL;
+        unsigned n_sched = 0;
+        const char *sched_source = NULL;
         const char *effective = f->scheduler;
         char effective_buf[SCHED_NAME_MAX];
 
@@ -158,30 +160,52 @@ void decide(const DecideInput *in, Plan *plan) {
                 if (plan->n_matched < MATCHED_MAX)
                         plan->matched[plan->n_matched++] = p->name;
                 plan->policy = p->name;
-                if (p->n_sched > 0)
-                        sched_policy = p;
+                if (p->n_sched > 0) {
+                        sched = p->sched;
+                        n_sched = p->n_sched;
+                        sched_source = p->name;
+                }
                 for (size_t t = 1; t < n_tunables; t++)
                         if (p->values[t]) {
                                 values[t] = p->values[t];
                                 sources[t] = p->name;
                         }
+                if (p->dynamic.enabled) {
+                        plan->dynamic = &p->dynamic;
+                        plan->dynamic_source = p->name;
+                }
         }
         if (!plan->policy) {
                 plan->reason = "no policy matches: left as the kernel set it";
                 return;
         }
+        if (in->busy && plan->dynamic) {
+                const DynamicPolicy *dyn = plan->dynamic;
 
-        if (sched_policy) {
+                /* the busy set is one more layer, above every file's base settings */
+                plan->busy = true;
+                if (dyn->n_busy_sched > 0) {
+                        sched = dyn->busy_sched;
+                        n_sched = dyn->n_busy_sched;
+                        sched_source = plan->dynamic_source;
+                }
+                for (size_t t = 1; t < n_tunables; t++)
+                        if (dyn->busy_values[t]) {
+                                values[t] = dyn->busy_values[t];
+                                sources[t] = plan->dynamic_source;
+                        }
+        }
+
+        if (sched) {
                 PlanItem *item = &plan->items[plan->n_items++];
 
-                plan_scheduler(in, sched_policy->sched, sched_policy->n_sched, sched_policy->name,
-                               item, &effective, plan);
+                plan_scheduler(in, sched, n_sched, sched_source, item, &effective, plan);
                 /* "mq-deadline+dispatch_direct" sets the tunable unless a policy did. */
                 if (item->result != RESULT_UNSUPPORTED && strchr(item->target, '+')) {
                         int dd = tunable_find("mq-deadline", "dispatch_direct");
                         if (!values[dd]) {
                                 values[dd] = "1";
-                                sources[dd] = sched_policy->name;
+                                sources[dd] = sched_source;
                         }
                         *strchr(item->target, '+') = 0;
                 }

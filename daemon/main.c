@@ -6,6 +6,7 @@
 #include "blkpolicyd-paths.h"
 #include "log.h"
 #include "manager.h"
+#include "replay.h"
 #include "util.h"
 
 static void help(void) {
@@ -25,6 +26,8 @@ static void help(void) {
                "     --dry-run            Decide and report, write nothing\n"
                "     --once               One pass over all devices, print a JSON report, exit\n"
                "     --check-config       Validate the configuration and policies, exit non-zero on error\n"
+               "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
+               "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",
                program_invocation_short_name, CONFIG_PATH, POLICY_DIR_VENDOR, POLICY_DIR_ADMIN);
 }
@@ -43,6 +46,8 @@ enum {
         ARG_ONCE,
         ARG_CHECK_CONFIG,
         ARG_LOG_LEVEL,
+        ARG_RECORD,
+        ARG_REPLAY,
 };
 
 static const struct option long_options[] = {
@@ -60,6 +65,8 @@ static const struct option long_options[] = {
         { "once", no_argument, NULL, ARG_ONCE },
         { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
         { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "record", required_argument, NULL, ARG_RECORD },
+        { "replay", required_argument, NULL, ARG_REPLAY },
         {}
 };
 
@@ -117,6 +124,12 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                                 return log_error_errno(r, "Unknown log level: %s", optarg);
                         log_set_max_level(r);
                         break;
+                case ARG_RECORD:
+                        o->record_path = optarg;
+                        break;
+                case ARG_REPLAY:
+                        o->replay_path = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -149,6 +162,8 @@ static int run(int argc, char *argv[]) {
                 goto out;
         if (o.check_config)
                 r = check_config(m);
+        else if (o.replay_path)
+                r = replay_run(o.replay_path, m->policies, stdout);
         else if (o.once) {
                 r = manager_scan(m);
                 if (r >= 0)

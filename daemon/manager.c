@@ -10,6 +10,7 @@
 #include "classify.h"
 #include "log.h"
 #include "manager.h"
+#include "record.h"
 #include "report.h"
 #include "util.h"
 
@@ -146,13 +147,15 @@ static void device_learn_caps(Manager *m, const Device *d);
 /* decide + apply for one device. */
 static void device_process(Manager *m, Device *d) {
         DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
-                           .excluded = device_excluded(m, d) };
+                           .excluded = device_excluded(m, d), .busy = d->dyn.busy };
         ApplyRequest req = { .roots = &m->roots, .dev = d->name, .dry_run = m->options->dry_run,
                              .originals = &d->originals };
         bool changed = false;
         int r;
 
         decide(&in, &d->plan);
+        if (!d->plan.managed || !d->plan.dynamic)
+                d->dyn = (DynState) {};         /* no state machine: back to base */
         if (!d->plan.managed) {
                 log_plan(d, req.dry_run);
                 return;
@@ -177,6 +180,30 @@ static void device_process(Manager *m, Device *d) {
         }
         d->retries = 0;
         device_learn_caps(m, d);
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* dynamic_step() flipped d->dyn.busy: apply the other settings set and
+ * account what it cost (a scheduler switch freezes the queue). */
+void device_flip(Manager *m, Device *d, const DynDecision *dec) {
+        uint64_t start = monotonic_usec();
+        double ms;
+
+        log_info("%s: %s -> %s: %s (%s)", d->name, dec->to_busy ? "base" : "busy", dec->to_busy ? "busy" : "base",
+                 dec->reason, d->plan.dynamic_source);
+        device_process(m, d);
+        ms = (double) (monotonic_usec() - start) / 1000.0;
+        /* device_process may have forgotten a vanished device: d is then gone */
+        if (device_table_get(&m->devices, d->devnum) == d) {
+                d->dyn.flip_cost_ms += ms;
+                log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        }
 }
 
 /* A device that now runs mq-deadline shows whether the kernel has
@@ -290,6 +317,8 @@ static Device *manager_refresh(Manager *m, const char *name, int *error) {
                 d->facts = f;
         }
         device_set_error(d, 0, NULL);
+        if (m->record)
+                record_write_device(m->record, &d->facts);
         if (kernel_caps_learn(&m->caps, &m->roots, &d->facts))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
                           m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
@@ -376,7 +405,10 @@ int manager_print_report(Manager *m) {
         if (!rd)
                 return log_oom();
         for (int i = 0; i < n; i++)
-                rd[i] = (ReportDevice) { &sorted[i]->facts, &sorted[i]->plan, sorted[i]->error[0] ? sorted[i]->error : NULL };
+                rd[i] = (ReportDevice) { .facts = &sorted[i]->facts, .plan = &sorted[i]->plan,
+                                         .error = sorted[i]->error[0] ? sorted[i]->error : NULL,
+                                         .dyn = &sorted[i]->dyn,
+                                         .signals = sorted[i]->signals.valid ? &sorted[i]->signals : NULL };
         j = report_build(&m->caps, rd, (size_t) n);
         text = j ? cJSON_Print(j) : NULL;
         cJSON_Delete(j);
@@ -460,6 +492,9 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         device_table_done(&m->devices);
+        sd_event_source_disable_unref(m->tick_source);
+        record_close(m->record);
+        free(m->diskstats);
         discover_free(m->discover);
         policy_set_free(m->policies);
         config_done(&m->config);
@@ -499,9 +534,17 @@ int manager_run(Manager *m) {
         r = manager_setup_loop(m);
         if (r < 0)
                 return r;
+        if (m->options->record_path) {
+                r = record_open(m->options->record_path, &m->caps, m->config.tick_interval_ms, &m->record);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot open %s for recording: %m", m->options->record_path);
+        }
         r = manager_scan(m);
         if (r < 0)
                 return r;
+        r = manager_start_ticks(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the sampling timer: %m");
         log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
                  m->options->dry_run ? " (dry run: nothing is written)" : "", discover_monitor_kind(m->discover));
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);

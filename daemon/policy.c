@@ -30,8 +30,10 @@ Policy *policy_free(Policy *p) {
         strv_free(p->match.drivers);
         strv_free(p->match.models);
         strv_free(p->match.properties);
-        for (size_t i = 0; i < TUNABLES_MAX; i++)
+        for (size_t i = 0; i < TUNABLES_MAX; i++) {
                 free(p->values[i]);
+                free(p->dynamic.busy_values[i]);
+        }
         free(p);
         return NULL;
 }
@@ -276,31 +278,139 @@ static int parse_match_key(PolicyMatch *m, const char *key, const char *value, c
         return -EINVAL;
 }
 
+/* [Queue]/[mq-deadline]/... set the base settings, [Busy]/[Busy mq-deadline]/...
+ * the busy-state ones. */
 static int parse_setting(Policy *p, const char *section, const char *key, const char *value,
                          const char **error) {
+        bool busy = startswith(section, "Busy");
+        const char *table = busy ? (section[4] == ' ' ? section + 5 : "Queue") : section;
+        char **values = busy ? p->dynamic.busy_values : p->values;
         char buf[64];
-        int t = tunable_find(section, key);
+        int t = tunable_find(table, key);
 
         if (t < 0) {
                 *error = "unknown key";
                 return -EINVAL;
         }
+        if (busy)
+                p->dynamic.has_busy = true;
         if (t == TUNABLE_SCHEDULER)
-                return sched_choices_parse(value, p->sched, &p->n_sched, error);
+                return busy ? sched_choices_parse(value, p->dynamic.busy_sched, &p->dynamic.n_busy_sched, error)
+                            : sched_choices_parse(value, p->sched, &p->n_sched, error);
         if (tunable_parse_value((size_t) t, value, buf, sizeof(buf)) < 0) {
                 *error = "invalid value";
                 return -EINVAL;
         }
-        free(p->values[t]);
-        p->values[t] = strdup(buf);
-        return p->values[t] ? 0 : -ENOMEM;
+        free(values[t]);
+        values[t] = strdup(buf);
+        return values[t] ? 0 : -ENOMEM;
+}
+
+static const char *const cmp_names[] = { [CMP_LT] = "<", [CMP_LE] = "<=", [CMP_GT] = ">", [CMP_GE] = ">=" };
+
+/* "iops > 20000" */
+int condition_parse(const char *s, Condition *ret) {
+        char name[32], op[4], num[64], *end;
+        int sig, n = 0;
+
+        if (sscanf(s, "%31s %3s %63s %n", name, op, num, &n) != 3 || s[n] != 0)
+                return -EINVAL;
+        sig = signal_from_string(name);
+        if (sig < 0)
+                return -EINVAL;
+        ret->signal = (SignalId) sig;
+        for (size_t i = 0; i <= ELEMENTSOF(cmp_names); i++) {
+                if (i == ELEMENTSOF(cmp_names))
+                        return -EINVAL;
+                if (streq(op, cmp_names[i])) {
+                        ret->op = (CmpOp) i;
+                        break;
+                }
+        }
+        errno = 0;
+        ret->threshold = strtod(num, &end);
+        if (*end || errno || ret->threshold != ret->threshold)
+                return -EINVAL;
+        return 0;
+}
+
+int condition_format(const Condition *c, char *buf, size_t size) {
+        int r = snprintf(buf, size, "%s %s %g", signal_to_string(c->signal), cmp_names[c->op], c->threshold);
+        return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
+}
+
+bool dynamic_uses_signal(const DynamicPolicy *p, SignalId s) {
+        for (unsigned i = 0; i < p->n_enter; i++)
+                if (p->enter[i].signal == s)
+                        return true;
+        for (unsigned i = 0; i < p->n_leave; i++)
+                if (p->leave[i].signal == s)
+                        return true;
+        return false;
+}
+
+static int parse_ticks(const char *value, long long min, unsigned *ret, const char **error) {
+        long long v;
+
+        if (parse_ll(value, min, 1000000, &v) < 0) {
+                *error = "expected a number of ticks";
+                return -EINVAL;
+        }
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *value, const char **error) {
+        d->enabled = true;
+        if (streq(key, "enter") || streq(key, "leave")) {
+                bool enter = streq(key, "enter");
+                unsigned *n = enter ? &d->n_enter : &d->n_leave;
+                Condition *c = enter ? d->enter : d->leave;
+
+                if (*n >= CONDITIONS_MAX || condition_parse(value, &c[*n]) < 0) {
+                        *error = "expected SIGNAL OP NUMBER, e.g. iops > 20000 (at most 4 per key)";
+                        return -EINVAL;
+                }
+                (*n)++;
+                return 0;
+        }
+        if (streq(key, "enter_ticks"))
+                return parse_ticks(value, 1, &d->enter_ticks, error);
+        if (streq(key, "leave_ticks"))
+                return parse_ticks(value, 1, &d->leave_ticks, error);
+        if (streq(key, "window")) {
+                int r = parse_ticks(value, 1, &d->window, error);
+                if (r == 0 && d->window > DYNAMIC_WINDOW_MAX) {
+                        *error = "window is at most 16 ticks";
+                        return -EINVAL;
+                }
+                return r;
+        }
+        if (streq(key, "min_dwell_ticks"))
+                return parse_ticks(value, 0, &d->min_dwell_ticks, error);
+        if (streq(key, "max_flips")) {
+                int r = parse_ticks(value, 1, &d->max_flips, error);
+                if (r == 0 && d->max_flips > DYNAMIC_FLIPS_CAP) {
+                        *error = "max_flips is at most 64";
+                        return -EINVAL;
+                }
+                return r;
+        }
+        if (streq(key, "flip_window_ticks"))
+                return parse_ticks(value, 1, &d->flip_window_ticks, error);
+        *error = "unknown key in [Dynamic]";
+        return -EINVAL;
 }
 
 static bool section_known(const char *section) {
-        if (streq(section, "Match"))
+        if (streq(section, "Match") || streq(section, "Dynamic") || streq(section, "Busy"))
+                return true;
+        if (startswith(section, "Busy "))
+                section += 5;
+        else if (streq(section, "Queue"))
                 return true;
         for (size_t i = 0; i < n_tunables; i++)
-                if (streq(tunables[i].section, section))
+                if (!streq(section, "Queue") && streq(tunables[i].section, section))
                         return true;
         return false;
 }
@@ -316,6 +426,8 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
                 error = "empty value";
         else if (streq(section, "Match"))
                 r = parse_match_key(&s->policy->match, key, value, &error);
+        else if (streq(section, "Dynamic"))
+                r = parse_dynamic_key(&s->policy->dynamic, key, value, &error);
         else
                 r = parse_setting(s->policy, section, key, value, &error);
 
@@ -364,6 +476,8 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
                 return -ENOMEM;
         p->match.rotational = p->match.hidden = -1;
         p->match.hwq_max = UINT_MAX;
+        p->dynamic = (DynamicPolicy) { .enter_ticks = 3, .leave_ticks = 5, .window = 1,
+                                       .min_dwell_ticks = 10, .max_flips = 6, .flip_window_ticks = 600 };
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;
@@ -386,6 +500,12 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
                 /* a syntax error inih found itself (e.g. a line with no '=') */
                 s.n_errors++;
                 if (policy_set_add_error(set, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
+                        return policy_free(p), -ENOMEM;
+        }
+        if (s.n_errors == 0 && (p->dynamic.enabled || p->dynamic.has_busy) &&
+            (p->dynamic.n_enter == 0 || p->dynamic.n_leave == 0 || !p->dynamic.has_busy)) {
+                s.n_errors++;
+                if (policy_set_add_error(set, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors > 0) {

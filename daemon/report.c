@@ -11,7 +11,7 @@ static cJSON *add_string_or_null(cJSON *o, const char *key, const char *s) {
         return s && *s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key);
 }
 
-static cJSON *report_classes(ClassSet classes) {
+cJSON *report_classes(ClassSet classes) {
         cJSON *a = cJSON_CreateArray();
 
         for (int c = 0; c < _CLASS_MAX; c++)
@@ -20,7 +20,7 @@ static cJSON *report_classes(ClassSet classes) {
         return a;
 }
 
-static cJSON *report_facts(const DeviceFacts *f) {
+cJSON *report_facts(const DeviceFacts *f) {
         cJSON *o = cJSON_CreateObject(), *s;
         char dev[32];
 
@@ -59,6 +59,34 @@ static cJSON *report_settings(const Plan *p) {
         return o;
 }
 
+cJSON *report_signals(const Signals *s) {
+        cJSON *o = cJSON_CreateObject();
+
+        for (int i = 0; i < _SIGNAL_MAX; i++) {
+                double v = signals_get(s, (SignalId) i);
+
+                if (i == SIGNAL_DISPATCH_BUSY && v < 0)
+                        cJSON_AddNullToObject(o, signal_to_string(i));
+                else    /* two decimals: enough to read, stable in golden files */
+                        cJSON_AddNumberToObject(o, signal_to_string(i), (double) (long long) (v * 100 + 0.5) / 100);
+        }
+        return o;
+}
+
+static cJSON *report_dynamic(const ReportDevice *d) {
+        cJSON *o;
+
+        if (!d->plan->managed || !d->plan->dynamic)
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "policy", d->plan->dynamic_source);
+        cJSON_AddStringToObject(o, "state", d->plan->busy ? "busy" : "base");
+        cJSON_AddNumberToObject(o, "flips", d->dyn ? d->dyn->flips : 0);
+        cJSON_AddNumberToObject(o, "flip_cost_ms", d->dyn ? (double) (long long) (d->dyn->flip_cost_ms * 100) / 100 : 0);
+        cJSON_AddNumberToObject(o, "capped", d->dyn ? d->dyn->capped : 0);
+        return o;
+}
+
 cJSON *report_device(const ReportDevice *d) {
         cJSON *o = cJSON_CreateObject(), *m;
 
@@ -72,6 +100,8 @@ cJSON *report_device(const ReportDevice *d) {
         add_string_or_null(o, "reason", d->plan->reason);
         cJSON_AddItemToObject(o, "facts", report_facts(d->facts));
         cJSON_AddItemToObject(o, "settings", report_settings(d->plan));
+        cJSON_AddItemToObject(o, "dynamic", report_dynamic(d));
+        cJSON_AddItemToObject(o, "signals", d->signals ? report_signals(d->signals) : cJSON_CreateNull());
         add_string_or_null(o, "error", d->error);
         return o;
 }

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "discover.h"
+#include "dynamic.h"
 #include "facts.h"
 #include "plan.h"
 #include "policy.h"
@@ -27,6 +28,8 @@ typedef struct Options {
         bool dry_run;
         bool once;
         bool check_config;
+        const char *record_path;        /* --record: append every tick's raw samples */
+        const char *replay_path;        /* --replay: decide over a recording, print the timeline */
 } Options;
 
 typedef struct Manager Manager;
@@ -42,6 +45,10 @@ typedef struct Device {
         unsigned retries;
         sd_event_source *retry_source;
         bool seen;              /* marks survivors during a rescan */
+        DiskStat stat;          /* the last /proc/diskstats sample */
+        bool have_stat;
+        Signals signals;        /* of the last tick */
+        DynState dyn;
         struct Device *hash_next;
 } Device;
 
@@ -61,7 +68,23 @@ struct Manager {
         Discover *discover;
         DeviceTable devices;
         bool redecide;          /* kernel capabilities changed: decide all again */
+
+        /* sampling */
+        sd_event_source *tick_source;
+        uint64_t tick;                  /* ticks so far */
+        uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
+        char *diskstats;                /* read buffer, grown when needed, then reused */
+        size_t diskstats_size;
+        int diskstats_error;            /* last read error, 0 when fine */
+        uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
+        struct Recorder *record;        /* --record */
 };
+
+/* sampler.c: one tick, one read of /proc/diskstats for every device */
+int manager_start_ticks(Manager *m);
+void manager_tick(Manager *m, uint64_t now_usec);
+/* manager.c: decide and apply again for a device whose dynamic state flipped */
+void device_flip(Manager *m, Device *d, const DynDecision *dec);
 
 /* device-table.c: O(1) lookup by major:minor */
 Device *device_table_get(const DeviceTable *t, dev_t devnum);

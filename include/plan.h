@@ -46,6 +46,9 @@ typedef struct Plan {
         unsigned n_matched;
         PlanItem items[TUNABLES_MAX];
         unsigned n_items;
+        const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
+        const char *dynamic_source;
+        bool busy;                      /* the plan holds the busy settings */
 } Plan;
 
 typedef struct DecideInput {
@@ -53,6 +56,7 @@ typedef struct DecideInput {
         const KernelCaps *caps;
         const PolicySet *policies;
         bool excluded;                  /* by the daemon config's exclude= */
+        bool busy;                      /* the dynamic state: apply [Busy] over the base */
 } DecideInput;
 
 void decide(const DecideInput *in, Plan *ret);

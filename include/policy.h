@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "facts.h"
+#include "sample.h"
 #include "tunables.h"
 
 #define SCHED_CHOICES_MAX 8
@@ -40,6 +41,42 @@ typedef struct PolicyMatch {
         unsigned n_kernel;
 } PolicyMatch;
 
+typedef enum CmpOp { CMP_LT, CMP_LE, CMP_GT, CMP_GE } CmpOp;
+
+typedef struct Condition {
+        SignalId signal;
+        CmpOp op;
+        double threshold;
+} Condition;
+
+#define CONDITIONS_MAX 4
+#define DYNAMIC_WINDOW_MAX 16
+#define DYNAMIC_FLIPS_CAP 64
+
+/* [Dynamic] + [Busy]: a second settings set for when the device is busy,
+ * entered and left on conditions over the sampled signals. */
+typedef struct DynamicPolicy {
+        bool enabled;
+        Condition enter[CONDITIONS_MAX];        /* all must hold ... */
+        unsigned n_enter;
+        unsigned enter_ticks;                   /* ... for this many ticks in a row */
+        Condition leave[CONDITIONS_MAX];
+        unsigned n_leave;
+        unsigned leave_ticks;
+        unsigned window;                        /* signals averaged over this many ticks */
+        unsigned min_dwell_ticks;               /* no flip sooner after the last one */
+        unsigned max_flips;                     /* at most this many flips ... */
+        unsigned flip_window_ticks;             /* ... in this many ticks */
+        SchedChoice busy_sched[SCHED_CHOICES_MAX];
+        unsigned n_busy_sched;
+        char *busy_values[TUNABLES_MAX];
+        bool has_busy;
+} DynamicPolicy;
+
+int condition_parse(const char *s, Condition *ret);
+int condition_format(const Condition *c, char *buf, size_t size);
+bool dynamic_uses_signal(const DynamicPolicy *p, SignalId s);
+
 typedef struct Policy {
         char *name;             /* file name, e.g. "50-ublk.policy": what reports show */
         char *path;
@@ -47,6 +84,7 @@ typedef struct Policy {
         SchedChoice sched[SCHED_CHOICES_MAX];
         unsigned n_sched;       /* 0: the policy does not choose a scheduler */
         char *values[TUNABLES_MAX]; /* normalised, NULL when unset; [0] unused */
+        DynamicPolicy dynamic;
 } Policy;
 
 typedef struct PolicyError {

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "dynamic.h"
 #include "facts.h"
 #include "plan.h"
 
@@ -12,9 +13,15 @@ typedef struct ReportDevice {
         const DeviceFacts *facts;
         const Plan *plan;
         const char *error;      /* NULL when none */
+        const DynState *dyn;    /* NULL: no state machine ran (replay, tests) */
+        const Signals *signals; /* of the last tick, NULL before the first one */
 } ReportDevice;
 
+cJSON *report_signals(const Signals *s);
+
 cJSON *report_device(const ReportDevice *d);
+cJSON *report_facts(const DeviceFacts *f);
+cJSON *report_classes(ClassSet classes);
 cJSON *report_kernel(const KernelCaps *caps);
 /* {"kernel": ..., "capabilities": {...}, "devices": [...]}, devices as given. */
 cJSON *report_build(const KernelCaps *caps, const ReportDevice *devices, size_t n);

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Hysteresis (separate enter and leave conditions), a duration for each,
+ * a minimum dwell time and a cap on flips per window: load that oscillates
+ * around a threshold must not make the device flap. */
+#include <stdio.h>
+
+#include "dynamic.h"
+#include "util.h"
+
+bool condition_holds(const Condition *c, const Signals *s) {
+        double v = signals_get(s, c->signal);
+
+        /* an unknown dispatch_busy (no debugfs) satisfies no condition */
+        if (c->signal == SIGNAL_DISPATCH_BUSY && v < 0)
+                return false;
+        switch (c->op) {
+        case CMP_LT: return v < c->threshold;
+        case CMP_LE: return v <= c->threshold;
+        case CMP_GT: return v > c->threshold;
+        case CMP_GE: return v >= c->threshold;
+        }
+        return false;
+}
+
+static bool all_hold(const Condition *c, unsigned n, const Signals *s) {
+        for (unsigned i = 0; i < n; i++)
+                if (!condition_holds(&c[i], s))
+                        return false;
+        return n > 0;
+}
+
+static void history_push(DynState *s, const Signals *sig) {
+        s->history[s->history_pos] = *sig;
+        s->history_pos = (s->history_pos + 1) % DYNAMIC_WINDOW_MAX;
+        if (s->n_history < DYNAMIC_WINDOW_MAX)
+                s->n_history++;
+}
+
+/* Mean of the last `window` samples, field by field. */
+static void history_average(const DynState *s, unsigned window, Signals *ret) {
+        unsigned n = window < s->n_history ? window : s->n_history;
+        double sum[_SIGNAL_MAX] = {};
+        bool db_known = false;
+
+        for (unsigned k = 0; k < n; k++) {
+                const Signals *h = &s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
+                for (int i = 0; i < _SIGNAL_MAX; i++)
+                        sum[i] += signals_get(h, (SignalId) i);
+                db_known = db_known || h->dispatch_busy >= 0;
+        }
+        *ret = (Signals) { .valid = n > 0 };
+        if (n == 0)
+                return;
+        ret->iops = sum[SIGNAL_IOPS] / n;
+        ret->riops = sum[SIGNAL_RIOPS] / n;
+        ret->wiops = sum[SIGNAL_WIOPS] / n;
+        ret->mbps = sum[SIGNAL_MBPS] / n;
+        ret->rmbps = sum[SIGNAL_RMBPS] / n;
+        ret->wmbps = sum[SIGNAL_WMBPS] / n;
+        ret->lat_ms = sum[SIGNAL_LAT_MS] / n;
+        ret->rlat_ms = sum[SIGNAL_RLAT_MS] / n;
+        ret->wlat_ms = sum[SIGNAL_WLAT_MS] / n;
+        ret->util = sum[SIGNAL_UTIL] / n;
+        ret->qdepth = sum[SIGNAL_QDEPTH] / n;
+        ret->inflight = sum[SIGNAL_INFLIGHT] / n;
+        ret->dispatch_busy = db_known ? sum[SIGNAL_DISPATCH_BUSY] / n : -1;
+}
+
+static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < s->n_flip_ticks; i++)
+                if (tick - s->flip_ticks[i] < window)
+                        n++;
+        return n;
+}
+
+static void describe(const Condition *c, unsigned n, unsigned ticks, const Signals *avg, char *buf, size_t size) {
+        size_t len = 0;
+
+        buf[0] = 0;
+        for (unsigned i = 0; i < n && len < size; i++) {
+                char cond[64];
+
+                (void) condition_format(&c[i], cond, sizeof(cond));
+                len += (size_t) snprintf(buf + len, size - len, "%s%s (%.1f)", i ? " and " : "", cond,
+                                         signals_get(avg, c[i].signal));
+        }
+        if (len < size)
+                snprintf(buf + len, size - len, " for %u ticks", ticks);
+}
+
+void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret) {
+        const Condition *conds;
+        unsigned n, need, *streak;
+        Signals avg;
+
+        *ret = (DynDecision) {};
+        if (!s->started) {
+                s->started = true;
+                s->since_tick = tick;
+        }
+        if (!sig->valid)
+                return;         /* no baseline or a counter wrapped: hold everything */
+        history_push(s, sig);
+        history_average(s, p->window, &avg);
+        s->last = avg;
+
+        conds = s->busy ? p->leave : p->enter;
+        n = s->busy ? p->n_leave : p->n_enter;
+        need = s->busy ? p->leave_ticks : p->enter_ticks;
+        streak = s->busy ? &s->leave_streak : &s->enter_streak;
+        *streak = all_hold(conds, n, &avg) ? *streak + 1 : 0;
+        if (*streak < need || tick - s->since_tick < p->min_dwell_ticks)
+                return;
+        if (flips_within(s, tick, p->flip_window_ticks) >= p->max_flips) {
+                s->capped++;
+                return;
+        }
+
+        ret->flip = true;
+        ret->to_busy = !s->busy;
+        describe(conds, n, need, &avg, ret->reason, sizeof(ret->reason));
+        s->busy = !s->busy;
+        s->since_tick = tick;
+        s->enter_streak = s->leave_streak = 0;
+        s->flip_ticks[s->flip_pos] = tick;
+        s->flip_pos = (s->flip_pos + 1) % DYNAMIC_FLIPS_MAX;
+        if (s->n_flip_ticks < DYNAMIC_FLIPS_MAX)
+                s->n_flip_ticks++;
+        s->flips++;
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "record.h"
+#include "report.h"
+#include "util.h"
+
+/* Tick lines are printed by hand: cJSON would allocate on every tick. */
+struct Recorder {
+        FILE *f;
+        uint64_t start_usec;
+        bool first_sample;
+};
+
+int record_open(const char *path, const KernelCaps *caps, unsigned tick_ms, Recorder **ret) {
+        static const char *const tri[] = { "unknown", "no", "yes" };
+        Recorder *r = calloc(1, sizeof(Recorder));
+
+        if (!r)
+                return -ENOMEM;
+        r->f = fopen(path, "ae");
+        if (!r->f) {
+                free(r);
+                return -errno;
+        }
+        setvbuf(r->f, NULL, _IOLBF, 0);
+        fprintf(r->f, "{\"blkpolicyd_recording\": 1, \"kernel\": \"%s\", \"dispatch_direct\": \"%s\", \"tick_ms\": %u}\n",
+                caps->release, tri[caps->dispatch_direct + 1], tick_ms);
+        *ret = r;
+        return 0;
+}
+
+Recorder *record_close(Recorder *r) {
+        if (!r)
+                return NULL;
+        fclose(r->f);
+        free(r);
+        return NULL;
+}
+
+void record_write_device(Recorder *r, const DeviceFacts *facts) {
+        cJSON *j = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(j, "device");
+        char *text;
+
+        cJSON_AddStringToObject(d, "name", facts->name);
+        cJSON_AddItemToObject(d, "classes", report_classes(facts->classes));
+        cJSON_AddItemToObject(d, "facts", report_facts(facts));
+        text = cJSON_PrintUnformatted(j);
+        if (text)
+                fprintf(r->f, "%s\n", text);
+        free(text);
+        cJSON_Delete(j);
+}
+
+void record_write_tick(Recorder *r, uint64_t now_usec, uint64_t tick) {
+        if (!r->start_usec)
+                r->start_usec = now_usec;
+        fprintf(r->f, "{\"t\": %" PRIu64 ", \"tick\": %" PRIu64 ", \"stats\": {", (now_usec - r->start_usec) / 1000, tick);
+        r->first_sample = true;
+}
+
+void record_write_sample(Recorder *r, const char *name, const DiskStat *st, double dispatch_busy) {
+        fprintf(r->f, "%s\"%s\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                   ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %g]",
+                r->first_sample ? "" : ", ", name, st->rd_ios, st->rd_merges, st->rd_sectors, st->rd_ticks,
+                st->wr_ios, st->wr_merges, st->wr_sectors, st->wr_ticks, st->in_flight, st->io_ticks,
+                st->time_in_queue, dispatch_busy);
+        r->first_sample = false;
+}
+
+void record_end_tick(Recorder *r) {
+        fputs("}}\n", r->f);
+}
+
+int record_parse_header(const cJSON *j, KernelCaps *caps) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kernel");
+        const cJSON *dd = cJSON_GetObjectItemCaseSensitive(j, "dispatch_direct");
+
+        *caps = (KernelCaps) { .dispatch_direct = TRISTATE_UNKNOWN };
+        if (!cJSON_IsString(k) || strscpy(caps->release, sizeof(caps->release), k->valuestring) < 0)
+                return -EBADMSG;
+        if (cJSON_IsString(dd))
+                caps->dispatch_direct = streq(dd->valuestring, "yes") ? TRISTATE_YES :
+                                        streq(dd->valuestring, "no") ? TRISTATE_NO : TRISTATE_UNKNOWN;
+        return kernel_version_parse(caps->release, caps->version) < 0 ? -EBADMSG : 0;
+}
+
+static const char *json_string(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double json_number(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+int record_parse_device(const cJSON *j, DeviceFacts *f) {
+        const cJSON *facts = cJSON_GetObjectItemCaseSensitive(j, "facts");
+        const cJSON *classes = cJSON_GetObjectItemCaseSensitive(j, "classes");
+        const cJSON *c, *scheds;
+        int z;
+
+        *f = (DeviceFacts) {};
+        if (!cJSON_IsObject(facts) || !cJSON_IsArray(classes) ||
+            strscpy(f->name, sizeof(f->name), json_string(j, "name")) < 0 || !f->name[0])
+                return -EBADMSG;
+        cJSON_ArrayForEach(c, classes) {
+                int k = cJSON_IsString(c) ? class_from_string(c->valuestring) : -EINVAL;
+                if (k < 0)
+                        return -EBADMSG;
+                f->classes |= CLASS_BIT(k);
+        }
+        (void) strscpy(f->driver, sizeof(f->driver), json_string(facts, "driver"));
+        (void) strscpy(f->subsystem, sizeof(f->subsystem), json_string(facts, "subsystem"));
+        (void) strscpy(f->model, sizeof(f->model), json_string(facts, "model"));
+        (void) strscpy(f->scheduler, sizeof(f->scheduler), json_string(facts, "scheduler"));
+        f->hw_queues = (unsigned) json_number(facts, "hw_queues");
+        f->poll_queues = (unsigned) json_number(facts, "poll_queues");
+        f->nr_requests = (unsigned) json_number(facts, "nr_requests");
+        f->rotational = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "rotational"));
+        f->hidden = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "hidden"));
+        z = zoned_from_string(json_string(facts, "zoned"));
+        f->zoned = z > 0 ? (ZonedModel) z : ZONED_NONE;
+        scheds = cJSON_GetObjectItemCaseSensitive(facts, "schedulers");
+        if (!cJSON_IsArray(scheds))
+                scheds = NULL;
+        cJSON_ArrayForEach(c, scheds) {
+                if (!cJSON_IsString(c) || f->n_schedulers >= SCHED_LIST_MAX ||
+                    strscpy(f->schedulers[f->n_schedulers], SCHED_NAME_MAX, c->valuestring) < 0)
+                        return -EBADMSG;
+                f->n_schedulers++;
+        }
+        if (sscanf(json_string(facts, "dev"), "%u:%u", &f->major, &f->minor) != 2)
+                return -EBADMSG;
+        return 0;
+}
+
+int record_parse_stat(const cJSON *array, DiskStat *st, double *dispatch_busy) {
+        uint64_t *fields[] = {
+                &st->rd_ios, &st->rd_merges, &st->rd_sectors, &st->rd_ticks,
+                &st->wr_ios, &st->wr_merges, &st->wr_sectors, &st->wr_ticks,
+                &st->in_flight, &st->io_ticks, &st->time_in_queue,
+        };
+        const cJSON *c;
+        unsigned i = 0;
+
+        *st = (DiskStat) { .n_fields = 14 };
+        if (!cJSON_IsArray(array) || cJSON_GetArraySize(array) != RECORD_STAT_FIELDS)
+                return -EBADMSG;
+        cJSON_ArrayForEach(c, array) {
+                if (!cJSON_IsNumber(c) || (i < ELEMENTSOF(fields) && c->valuedouble < 0))
+                        return -EBADMSG;
+                if (i < ELEMENTSOF(fields))
+                        *fields[i] = (uint64_t) c->valuedouble;
+                else
+                        *dispatch_busy = c->valuedouble;
+                i++;
+        }
+        return 0;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Pure parsers and arithmetic of the sampler; the reads happen in the
+ * manager through sysfs.c. No allocation. */
+#include "sample.h"
+#include "util.h"
+
+static const char *const signal_names[_SIGNAL_MAX] = {
+        [SIGNAL_IOPS] = "iops",
+        [SIGNAL_RIOPS] = "riops",
+        [SIGNAL_WIOPS] = "wiops",
+        [SIGNAL_MBPS] = "mbps",
+        [SIGNAL_RMBPS] = "rmbps",
+        [SIGNAL_WMBPS] = "wmbps",
+        [SIGNAL_LAT_MS] = "lat_ms",
+        [SIGNAL_RLAT_MS] = "rlat_ms",
+        [SIGNAL_WLAT_MS] = "wlat_ms",
+        [SIGNAL_UTIL] = "util",
+        [SIGNAL_QDEPTH] = "qdepth",
+        [SIGNAL_INFLIGHT] = "inflight",
+        [SIGNAL_DISPATCH_BUSY] = "dispatch_busy",
+};
+
+const char *signal_to_string(SignalId s) {
+        return s < _SIGNAL_MAX ? signal_names[s] : NULL;
+}
+
+int signal_from_string(const char *s) {
+        for (int i = 0; i < _SIGNAL_MAX; i++)
+                if (streq(signal_names[i], s))
+                        return i;
+        return -EINVAL;
+}
+
+double signals_get(const Signals *s, SignalId id) {
+        switch (id) {
+        case SIGNAL_IOPS: return s->iops;
+        case SIGNAL_RIOPS: return s->riops;
+        case SIGNAL_WIOPS: return s->wiops;
+        case SIGNAL_MBPS: return s->mbps;
+        case SIGNAL_RMBPS: return s->rmbps;
+        case SIGNAL_WMBPS: return s->wmbps;
+        case SIGNAL_LAT_MS: return s->lat_ms;
+        case SIGNAL_RLAT_MS: return s->rlat_ms;
+        case SIGNAL_WLAT_MS: return s->wlat_ms;
+        case SIGNAL_UTIL: return s->util;
+        case SIGNAL_QDEPTH: return s->qdepth;
+        case SIGNAL_INFLIGHT: return s->inflight;
+        case SIGNAL_DISPATCH_BUSY: return s->dispatch_busy;
+        default: return 0;
+        }
+}
+
+/* Scans one unsigned decimal; advances *p. */
+static int scan_u64(const char **p, const char *end, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+        if (s >= end || *s < '0' || *s > '9')
+                return -EBADMSG;
+        for (; s < end && *s >= '0' && *s <= '9'; s++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        return -EBADMSG;
+                v = v * 10 + (uint64_t) (*s - '0');
+        }
+        if (s < end && *s != ' ' && *s != '\t' && *s != '\n')
+                return -EBADMSG;
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+static int scan_name(const char **p, const char *end, char *buf, size_t size) {
+        const char *s = *p;
+        size_t n = 0;
+
+        while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+        while (s < end && *s != ' ' && *s != '\t' && *s != '\n') {
+                if (n + 1 >= size)
+                        return -EBADMSG;
+                buf[n++] = *s++;
+        }
+        if (n == 0)
+                return -EBADMSG;
+        buf[n] = 0;
+        *p = s;
+        return 0;
+}
+
+int diskstat_parse_line(const char *line, size_t len, DiskStat *ret) {
+        uint64_t *fields[] = {
+                &ret->rd_ios, &ret->rd_merges, &ret->rd_sectors, &ret->rd_ticks,
+                &ret->wr_ios, &ret->wr_merges, &ret->wr_sectors, &ret->wr_ticks,
+                &ret->in_flight, &ret->io_ticks, &ret->time_in_queue,
+                &ret->dc_ios, &ret->dc_merges, &ret->dc_sectors, &ret->dc_ticks,
+                &ret->fl_ios, &ret->fl_ticks,
+        };
+        const char *p = line, *end = line + len;
+        uint64_t major, minor;
+        unsigned n = 0;
+
+        *ret = (DiskStat) {};
+        if (scan_u64(&p, end, &major) < 0 || scan_u64(&p, end, &minor) < 0 || major > UINT32_MAX ||
+            minor > UINT32_MAX || scan_name(&p, end, ret->name, sizeof(ret->name)) < 0)
+                return -EBADMSG;
+        ret->major = (unsigned) major;
+        ret->minor = (unsigned) minor;
+        for (; n < ELEMENTSOF(fields); n++) {
+                const char *q = p;
+
+                while (q < end && (*q == ' ' || *q == '\t'))
+                        q++;
+                if (q >= end || *q == '\n')
+                        break;
+                if (scan_u64(&p, end, fields[n]) < 0)
+                        return -EBADMSG;
+        }
+        while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+        if (p < end && *p != '\n')
+                return -EBADMSG;        /* more than 20 fields */
+        ret->n_fields = n + 3;
+        return ret->n_fields == 14 || ret->n_fields == 18 || ret->n_fields == 20 ? 0 : -EBADMSG;
+}
+
+static bool went_backwards(const DiskStat *a, const DiskStat *b) {
+        return b->rd_ios < a->rd_ios || b->wr_ios < a->wr_ios || b->rd_sectors < a->rd_sectors ||
+               b->wr_sectors < a->wr_sectors || b->rd_ticks < a->rd_ticks || b->wr_ticks < a->wr_ticks ||
+               b->io_ticks < a->io_ticks || b->time_in_queue < a->time_in_queue ||
+               b->rd_merges < a->rd_merges || b->wr_merges < a->wr_merges;
+}
+
+void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
+                     Signals *ret) {
+        double sec = interval_ms / 1000.0, rd, wr;
+
+        *ret = (Signals) { .dispatch_busy = -1 };
+        /* A counter that went backwards wrapped (32-bit kernels) or the device
+         * was replaced under the same number: this tick tells nothing. */
+        if (!prev || interval_ms <= 0 || went_backwards(prev, now))
+                return;
+        rd = (double) (now->rd_ios - prev->rd_ios);
+        wr = (double) (now->wr_ios - prev->wr_ios);
+        ret->valid = true;
+        ret->riops = rd / sec;
+        ret->wiops = wr / sec;
+        ret->iops = ret->riops + ret->wiops;
+        ret->rmbps = (double) (now->rd_sectors - prev->rd_sectors) * 512.0 / 1e6 / sec;
+        ret->wmbps = (double) (now->wr_sectors - prev->wr_sectors) * 512.0 / 1e6 / sec;
+        ret->mbps = ret->rmbps + ret->wmbps;
+        ret->rmerges = (double) (now->rd_merges - prev->rd_merges) / sec;
+        ret->wmerges = (double) (now->wr_merges - prev->wr_merges) / sec;
+        ret->rlat_ms = rd > 0 ? (double) (now->rd_ticks - prev->rd_ticks) / rd : 0;
+        ret->wlat_ms = wr > 0 ? (double) (now->wr_ticks - prev->wr_ticks) / wr : 0;
+        ret->lat_ms = rd + wr > 0 ? (double) (now->rd_ticks - prev->rd_ticks + now->wr_ticks - prev->wr_ticks) / (rd + wr) : 0;
+        ret->util = (double) (now->io_ticks - prev->io_ticks) / interval_ms * 100.0;
+        if (ret->util > 100.0)
+                ret->util = 100.0;      /* io_ticks is updated at jiffy granularity */
+        ret->qdepth = (double) (now->time_in_queue - prev->time_in_queue) / interval_ms;
+        ret->inflight = (double) now->in_flight;
+        if (dispatch_busy >= 0)
+                ret->dispatch_busy = rd + wr > 0 ? dispatch_busy : 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* sample: /proc/diskstats (one read per tick for all devices) and debugfs
+ * dispatch_busy → per-device Signals. The parsers are pure. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The counters of one /proc/diskstats line (Documentation/admin-guide/iostats.rst).
+ * 14-field lines (before 4.18) have no discard fields, 18-field lines (before
+ * 5.5) no flush fields: those read as 0. */
+typedef struct DiskStat {
+        unsigned major, minor;
+        char name[32];
+        uint64_t rd_ios, rd_merges, rd_sectors, rd_ticks;
+        uint64_t wr_ios, wr_merges, wr_sectors, wr_ticks;
+        uint64_t in_flight, io_ticks, time_in_queue;
+        uint64_t dc_ios, dc_merges, dc_sectors, dc_ticks;
+        uint64_t fl_ios, fl_ticks;
+        unsigned n_fields;      /* 14, 18 or 20 (counting major, minor, name) */
+} DiskStat;
+
+/* Pure. -EBADMSG unless the line has 14, 18 or 20 well-formed fields. */
+int diskstat_parse_line(const char *line, size_t len, DiskStat *ret);
+
+/* What one tick saw on one device. Rates are per second over the tick. */
+typedef struct Signals {
+        bool valid;             /* false: no previous sample, or a counter went backwards */
+        double riops, wiops, iops;
+        double rmbps, wmbps, mbps;
+        double rmerges, wmerges;
+        double rlat_ms, wlat_ms, lat_ms;  /* average completion time, ms per I/O */
+        double util;            /* % of the tick with I/O in flight */
+        double qdepth;          /* average queue depth */
+        double inflight;
+        double dispatch_busy;   /* 0..9 EWMA, max over default hctxs; -1 unknown */
+} Signals;
+
+typedef enum SignalId {
+        SIGNAL_IOPS,
+        SIGNAL_RIOPS,
+        SIGNAL_WIOPS,
+        SIGNAL_MBPS,
+        SIGNAL_RMBPS,
+        SIGNAL_WMBPS,
+        SIGNAL_LAT_MS,
+        SIGNAL_RLAT_MS,
+        SIGNAL_WLAT_MS,
+        SIGNAL_UTIL,
+        SIGNAL_QDEPTH,
+        SIGNAL_INFLIGHT,
+        SIGNAL_DISPATCH_BUSY,
+        _SIGNAL_MAX,
+} SignalId;
+
+const char *signal_to_string(SignalId s);
+int signal_from_string(const char *s);
+double signals_get(const Signals *s, SignalId id);
+
+/* Pure: the signals between two samples taken interval_ms apart.
+ * dispatch_busy is the debugfs value read this tick (-1 if not read): it
+ * only changes on dispatch, so with no I/O in the tick it is taken as 0. */
+void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
+                     Signals *ret);
