@@ -264,3 +264,38 @@ TEST(match_conditions) {
         f.properties = NULL;
         policy_free(p);
 }
+
+TEST(busy_settings_layer_over_the_base) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *base = policy("20-base.policy", "none"), *dyn = policy("30-dyn.policy", NULL);
+        PolicySet *s;
+        DecideInput in;
+        Plan plan;
+        const char *error;
+
+        set_value(base, "Queue", "nr_requests", "256");
+        set_value(base, "Queue", "read_ahead_kb", "128");
+        dyn->dynamic.enabled = dyn->dynamic.has_busy = true;
+        CHECK(sched_choices_parse("mq-deadline", dyn->dynamic.busy_sched, &dyn->dynamic.n_busy_sched, &error) == 0);
+        dyn->dynamic.busy_values[tunable_find("Queue", "nr_requests")] = strdup("64");
+        dyn->dynamic.busy_values[tunable_find("mq-deadline", "fifo_batch")] = strdup("8");
+        s = set_of(base, dyn);
+
+        in = (DecideInput) { .facts = &f, .caps = &k, .policies = s };
+        decide(&in, &plan);
+        CHECK(plan.dynamic == &dyn->dynamic && streq(plan.dynamic_source, "30-dyn.policy") && !plan.busy);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "256");
+        CHECK(item(&plan, "mq-deadline", "fifo_batch") == NULL);
+
+        in.busy = true;
+        decide(&in, &plan);
+        CHECK(plan.busy);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "30-dyn.policy");
+        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "64");
+        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->target, "128");
+        CHECK(item(&plan, "mq-deadline", "fifo_batch")->result != RESULT_UNSUPPORTED);
+        policy_set_free(s);
+}

@@ -276,3 +276,53 @@ TEST(sched_choices) {
         CHECK(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
         CHECK(sched_choices_parse("BFQ!", c, &n, &error) < 0);
 }
+
+TEST(dynamic_sections) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("a", d);
+        put(d, "30-dyn.policy",
+            "[Match]\nclass = loop\n[Queue]\nscheduler = none\n"
+            "[Dynamic]\nenter = qdepth > 8\nenter = util >= 90\nenter_ticks = 2\nleave = qdepth < 2\n"
+            "leave_ticks = 4\nwindow = 3\nmin_dwell_ticks = 5\nmax_flips = 10\nflip_window_ticks = 300\n"
+            "[Busy]\nscheduler = mq-deadline\nnr_requests = 32\n[Busy mq-deadline]\nfifo_batch = 4\n");
+        s = load(d, NULL);
+        CHECK(s->n_errors == 0 && s->n_policies == 1);
+        p = find(s, "30-dyn.policy");
+        if (p) {
+                const DynamicPolicy *y = &p->dynamic;
+                CHECK(y->enabled && y->n_enter == 2 && y->n_leave == 1);
+                CHECK(y->enter[1].signal == SIGNAL_UTIL && y->enter[1].op == CMP_GE && y->enter[1].threshold == 90);
+                CHECK(y->enter_ticks == 2 && y->leave_ticks == 4 && y->window == 3);
+                CHECK(y->min_dwell_ticks == 5 && y->max_flips == 10 && y->flip_window_ticks == 300);
+                CHECK(y->n_busy_sched == 1 && streq(y->busy_sched[0].name, "mq-deadline"));
+                CHECK_STR(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
+                CHECK_STR(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
+                CHECK(p->values[tunable_find("Queue", "nr_requests")] == NULL);
+        }
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(error_dynamic_without_busy) {
+        check_bad("[Dynamic]\nenter = iops > 1\nleave = iops < 1\n", 0, "[Busy]");
+}
+
+TEST(error_busy_without_conditions) {
+        check_bad("[Busy]\nscheduler = none\n", 0, "enter=");
+}
+
+TEST(error_bad_condition) {
+        check_bad("[Dynamic]\nenter = iops >> 1\n", 2, "SIGNAL OP NUMBER");
+}
+
+TEST(error_window_too_large) {
+        check_bad("[Dynamic]\nwindow = 17\n", 2, "at most 16");
+}
+
+TEST(error_unknown_busy_section) {
+        check_bad("[Busy cfq]\nslice_idle = 0\n", 2, "unknown section");
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The dynamic state machine over synthetic traces. */
+#include "dynamic.h"
+#include "tests.h"
+#include "util.h"
+
+static DynamicPolicy iops_policy(void) {
+        DynamicPolicy p = { .enabled = true, .enter_ticks = 3, .leave_ticks = 5, .window = 1,
+                            .min_dwell_ticks = 10, .max_flips = 4, .flip_window_ticks = 100, .has_busy = true };
+        CHECK(condition_parse("iops > 10000", &p.enter[p.n_enter++]) == 0);
+        CHECK(condition_parse("iops < 5000", &p.leave[p.n_leave++]) == 0);
+        return p;
+}
+
+static Signals at(double iops) {
+        return (Signals) { .valid = true, .iops = iops, .dispatch_busy = -1 };
+}
+
+/* Runs a trace of iops values from tick `first`; returns the ticks at which
+ * flips happened, in flips[]. */
+static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iops, unsigned n, uint64_t first,
+                          uint64_t *flips) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                Signals sig = at(iops[i]);
+                DynDecision d;
+
+                dynamic_step(p, s, &sig, first + i, &d);
+                if (d.flip)
+                        flips[k++] = first + i;
+        }
+        return k;
+}
+
+TEST(step_up_flips_after_enter_ticks) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[30];
+        uint64_t flips[8];
+        unsigned n;
+
+        for (unsigned i = 0; i < 30; i++)
+                trace[i] = i < 15 ? 100 : 50000;
+        n = run_trace(&p, &s, trace, 30, 0, flips);
+        /* load from tick 15: 3 ticks in a row → flip at tick 17 */
+        CHECK(n == 1 && flips[0] == 17);
+        CHECK(s.busy && s.flips == 1);
+}
+
+TEST(step_down_flips_back_after_leave_ticks) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[60];
+        uint64_t flips[8];
+        unsigned n;
+
+        for (unsigned i = 0; i < 60; i++)
+                trace[i] = i >= 15 && i < 40 ? 50000 : 100;
+        n = run_trace(&p, &s, trace, 60, 0, flips);
+        CHECK(n == 2 && flips[0] == 17 && flips[1] == 44);
+        CHECK(!s.busy);
+}
+
+TEST(oscillation_around_one_threshold_does_not_flap) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[200];
+        uint64_t flips[64];
+
+        /* 9000..11000 around the enter threshold: never 3 ticks in a row above */
+        for (unsigned i = 0; i < 200; i++)
+                trace[i] = i % 3 == 2 ? 9000 : 11000;
+        CHECK(run_trace(&p, &s, trace, 200, 0, flips) == 0);
+        /* once busy, the same oscillation never reaches the leave threshold */
+        s = (DynState) {};
+        for (unsigned i = 0; i < 200; i++)
+                trace[i] = i < 20 ? 50000 : (i % 2 ? 9000 : 11000);
+        CHECK(run_trace(&p, &s, trace, 200, 0, flips) == 1);
+}
+
+TEST(dwell_time_holds_a_fresh_state) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[40];
+        uint64_t flips[8];
+        unsigned n;
+
+        /* busy for 4 ticks from tick 0, quiet after: the leave condition holds
+         * from tick 4, but no flip before min_dwell (10) after the first sample */
+        p.enter_ticks = 1;
+        p.leave_ticks = 1;
+        for (unsigned i = 0; i < 40; i++)
+                trace[i] = i < 12 ? 50000 : 100;
+        n = run_trace(&p, &s, trace, 40, 0, flips);
+        CHECK(n == 2 && flips[0] == 10 && flips[1] == 20);
+}
+
+TEST(flip_cap_holds) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[100];
+        uint64_t flips[64];
+        unsigned n;
+
+        p.enter_ticks = p.leave_ticks = 1;
+        p.min_dwell_ticks = 0;
+        p.max_flips = 3;
+        p.flip_window_ticks = 50;
+        for (unsigned i = 0; i < 100; i++)
+                trace[i] = i % 2 ? 50000 : 100;   /* a flip-worthy change every tick */
+        n = run_trace(&p, &s, trace, 100, 0, flips);
+        /* 3 flips, then none until the first leaves the 50-tick window */
+        CHECK(n == 6);
+        CHECK(flips[2] - flips[0] <= 4 && flips[3] >= flips[0] + 50);
+        CHECK(s.capped > 0);
+}
+
+TEST(invalid_samples_hold_everything) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        Signals invalid = { .valid = false };
+        DynDecision d;
+
+        /* two busy ticks, a gap (device vanished or a counter wrapped), one more busy */
+        p.min_dwell_ticks = 0;
+        for (uint64_t t = 0; t < 2; t++) {
+                Signals sig = at(50000);
+                dynamic_step(&p, &s, &sig, t, &d);
+                CHECK(!d.flip);
+        }
+        dynamic_step(&p, &s, &invalid, 2, &d);
+        CHECK(!d.flip && s.enter_streak == 2);
+        {
+                Signals sig = at(50000);
+                dynamic_step(&p, &s, &sig, 3, &d);
+                CHECK(d.flip && d.to_busy);
+                CHECK(strstr(d.reason, "iops > 10000") && strstr(d.reason, "for 3 ticks"));
+        }
+}
+
+TEST(window_averages_signals) {
+        DynamicPolicy p = iops_policy();
+        DynState s = {};
+        double trace[] = { 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0 };
+        uint64_t flips[8];
+
+        p.min_dwell_ticks = 0;
+        /* without a window, no three busy ticks in a row */
+        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        /* over a two-tick window the mean is 10000: still not > 10000 */
+        p.window = 2;
+        s = (DynState) {};
+        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        p.enter[0].threshold = 9000;
+        s = (DynState) {};
+        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
+}
+
+TEST(unknown_dispatch_busy_satisfies_nothing) {
+        Condition gt, lt;
+        Signals unknown = { .valid = true, .dispatch_busy = -1 }, idle = { .valid = true, .dispatch_busy = 0 };
+
+        CHECK(condition_parse("dispatch_busy > 3", &gt) == 0);
+        CHECK(condition_parse("dispatch_busy < 1", &lt) == 0);
+        CHECK(!condition_holds(&gt, &unknown) && !condition_holds(&lt, &unknown));
+        CHECK(condition_holds(&lt, &idle));
+}
+
+TEST(conditions_parse) {
+        Condition c;
+        char buf[64];
+
+        CHECK(condition_parse("util >= 80.5", &c) == 0 && c.signal == SIGNAL_UTIL && c.op == CMP_GE);
+        CHECK(condition_format(&c, buf, sizeof(buf)) == 0);
+        CHECK_STR(buf, "util >= 80.5");
+        CHECK(condition_parse("util => 80", &c) < 0);
+        CHECK(condition_parse("speed > 1", &c) < 0);
+        CHECK(condition_parse("util > fast", &c) < 0);
+        CHECK(condition_parse("util > 1 extra", &c) < 0);
+        CHECK(condition_parse("util >", &c) < 0);
+}

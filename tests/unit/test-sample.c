@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "sample.h"
+#include "tests.h"
+#include "util.h"
+
+static int parse(const char *line, DiskStat *st) {
+        return diskstat_parse_line(line, strlen(line), st);
+}
+
+TEST(diskstats_field_counts) {
+        DiskStat st;
+
+        /* 6.x: 20 fields */
+        CHECK(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st) == 0);
+        CHECK(st.n_fields == 20 && st.major == 254 && streq(st.name, "vda"));
+        CHECK(st.rd_ios == 5216 && st.wr_sectors == 188962 && st.time_in_queue == 7104 && st.fl_ticks == 1138);
+        /* 4.18-5.4: 18 fields */
+        CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st) == 0);
+        CHECK(st.n_fields == 18 && st.dc_ticks == 15 && st.fl_ios == 0);
+        /* before 4.18: 14 fields */
+        CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) == 0);
+        CHECK(st.n_fields == 14 && st.io_ticks == 10 && st.dc_ios == 0);
+}
+
+TEST(diskstats_malformed_lines) {
+        DiskStat st;
+
+        CHECK(parse("", &st) < 0);
+        CHECK(parse("8 0 sda 1 2 3", &st) < 0);
+        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", &st) < 0);            /* 15 */
+        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", &st) < 0);
+        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 x1", &st) < 0);
+        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 -1", &st) < 0);
+        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 99999999999999999999999", &st) < 0);
+        CHECK(parse("x 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
+        CHECK(parse("8 0 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
+        /* a line cut short by len is judged by what is inside len */
+        CHECK(diskstat_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", strlen("8 0 sda 1 2 3 4 5 6 7 8 9 10 11"), &st) == 0);
+}
+
+TEST(signals_from_two_samples) {
+        DiskStat a = { .rd_ios = 1000, .rd_sectors = 8000, .rd_ticks = 500, .wr_ios = 0, .io_ticks = 100,
+                       .time_in_queue = 1000 };
+        DiskStat b = a;
+        Signals s;
+
+        /* one second: 2000 reads of 4 KiB taking 1 ms each, busy 500 ms, depth 2 */
+        b.rd_ios += 2000;
+        b.rd_sectors += 2000 * 8;
+        b.rd_ticks += 2000;
+        b.io_ticks += 500;
+        b.time_in_queue += 2000;
+        b.in_flight = 3;
+        signals_compute(&a, &b, 1000, 4, &s);
+        CHECK(s.valid);
+        CHECK(s.riops == 2000 && s.iops == 2000 && s.wiops == 0);
+        CHECK(s.rmbps > 8.19 && s.rmbps < 8.20);
+        CHECK(s.rlat_ms == 1 && s.lat_ms == 1 && s.wlat_ms == 0);
+        CHECK(s.util == 50 && s.qdepth == 2 && s.inflight == 3);
+        CHECK(s.dispatch_busy == 4);
+}
+
+TEST(stale_dispatch_busy_reads_as_idle) {
+        DiskStat a = { .rd_ios = 10 }, b = a;
+        Signals s;
+
+        /* no I/O in the tick: the EWMA was not updated, it says nothing */
+        signals_compute(&a, &b, 1000, 7, &s);
+        CHECK(s.valid && s.dispatch_busy == 0);
+        signals_compute(&a, &b, 1000, -1, &s);
+        CHECK(s.dispatch_busy == -1);
+}
+
+TEST(counters_going_backwards_invalidate_the_tick) {
+        DiskStat a = { .rd_ios = 4294967290u, .io_ticks = 50 }, b = { .rd_ios = 10, .io_ticks = 60 };
+        Signals s;
+
+        signals_compute(&a, &b, 1000, -1, &s);
+        CHECK(!s.valid);
+        signals_compute(NULL, &b, 1000, -1, &s);
+        CHECK(!s.valid);
+        signals_compute(&b, &b, 0, -1, &s);
+        CHECK(!s.valid);
+}
+
+TEST(signal_names) {
+        for (int i = 0; i < _SIGNAL_MAX; i++)
+                CHECK(signal_from_string(signal_to_string((SignalId) i)) == i);
+        CHECK(signal_from_string("bogus") < 0);
+}
