@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3)
-test=(strace util-linux)
+test=(strace util-linux fio)
 
 want=("${build[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test[@]}")

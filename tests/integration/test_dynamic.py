@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The daemon flips a loop device (its own) to the busy settings when fio
+loads it, back when the load stops, and not at all under a steady light
+load. Ticks are 200 ms; the policy wants 2 ticks above/below threshold."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopdev import LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+
+require_root()
+blkpolicyd = sys.argv[1]
+TICK = 0.2
+loops = LoopDevices(base=600)
+res = Results()
+work = tempfile.mkdtemp(prefix="blkpolicyd-dynamic-")
+policies = os.path.join(work, "policies")
+os.mkdir(policies)
+dev = loops.add()
+loops.attach(dev, size_mb=128)
+with open(os.path.join(policies, "50-dynamic.policy"), "w") as f:
+    f.write(f"""[Match]
+name = {dev}
+[Queue]
+scheduler = none
+[Dynamic]
+enter = iops > 5000
+enter_ticks = 2
+leave = iops < 1000
+leave_ticks = 2
+min_dwell_ticks = 0
+[Busy]
+scheduler = mq-deadline
+""")
+conf = os.path.join(work, "blkpolicyd.conf")
+with open(conf, "w") as f:
+    f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
+
+notify_path = os.path.join(work, "notify")
+notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+notify.bind(notify_path)
+notify.settimeout(10)
+log = open(os.path.join(work, "daemon.log"), "w+")
+daemon = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",
+                           os.path.join(work, "state"), "--device", dev],
+                          stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+
+
+def fio(*args, runtime):
+    return subprocess.Popen(["fio", "--name=load", f"--filename=/dev/{dev}", "--bs=4k", "--direct=1",
+                             "--ioengine=io_uring", "--time_based", f"--runtime={runtime}",
+                             "--output-format=terse", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def daemon_log():
+    log.flush()
+    log.seek(0)
+    return log.read()
+
+
+try:
+    while b"READY=1" not in notify.recv(4096):
+        pass
+    res.check("base scheduler at start", scheduler(dev) == "none")
+
+    # steady light load: 200 IOPS at qd1 for 3 s, watched all the way
+    light = fio("--rw=randread", "--iodepth=1", "--rate_iops=200", runtime=3)
+    seen = set()
+    while light.poll() is None:
+        seen.add(scheduler(dev))
+        time.sleep(0.01)
+    res.check("no flip under a steady light load", seen == {"none"} and "-> busy" not in daemon_log(),
+              f"schedulers seen: {seen}\n{daemon_log()}")
+
+    # heavy load: the flip must come within the policy's 2 ticks (+1 tick of
+    # sampling phase, +fio start-up)
+    heavy = fio("--rw=randread", "--iodepth=16", runtime=3)
+    t0 = time.monotonic()
+    try:
+        t1 = wait_for(lambda: scheduler(dev) == "mq-deadline", 2 * TICK + TICK + 0.6, "the flip to busy")
+        res.check(f"flips to busy under load ({(t1 - t0) * 1000:.0f} ms)", True)
+    except AssertionError as e:
+        res.check("flips to busy under load", False, f"{e}\n{daemon_log()}")
+    heavy.wait()
+    t0 = time.monotonic()
+    try:
+        t1 = wait_for(lambda: scheduler(dev) == "none", 2 * TICK + TICK + 0.3, "the flip back to base")
+        res.check(f"flips back when the load stops ({(t1 - t0) * 1000:.0f} ms)", True)
+    except AssertionError as e:
+        res.check("flips back when the load stops", False, f"{e}\n{daemon_log()}")
+    text = daemon_log()
+    res.check("the flip is logged with the condition that fired",
+              f"{dev}: base -> busy: iops > 5000" in text and f"{dev}: busy -> base: iops < 1000" in text, text)
+    res.check("exactly two flips", text.count(f"{dev}: base -> busy") == 1 and text.count(f"{dev}: busy -> base") == 1,
+              text)
+    daemon.send_signal(signal.SIGTERM)
+    res.check("exits 0", daemon.wait(timeout=10) == 0, daemon_log())
+    res.check("base scheduler after exit", scheduler(dev) == "none")
+finally:
+    if daemon.poll() is None:
+        daemon.kill()
+        daemon.wait()
+    loops.remove_all()
+    subprocess.run(["rm", "-rf", work])
+res.finish()
