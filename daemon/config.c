@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ini.h>
+#include <stddef.h>
 
 #include "blkpolicyd-paths.h"
 #include "config.h"
@@ -26,7 +27,8 @@ static int set_string(char **dst, const char *value) {
 }
 
 int config_init_defaults(Config *c) {
-        *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1 };
+        *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
+                        .client_timeout_ms = 30000, .drift_check_ticks = 5, .metrics_every_ticks = 15 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
@@ -42,21 +44,55 @@ void config_done(Config *c) {
         c->policy_dirs = strv_free(c->policy_dirs);
         free(c->state_dir);
         free(c->socket_path);
-        c->state_dir = c->socket_path = NULL;
+        free(c->socket_group);
+        free(c->metrics_textfile_dir);
+        c->state_dir = c->socket_path = c->socket_group = c->metrics_textfile_dir = NULL;
+}
+
+static int config_set_number(Config *c, const char *key, const char *value, const char **error) {
+        static const struct {
+                const char *key;
+                size_t offset;
+                long long min, max;
+                const char *error;
+        } numbers[] = {
+                { "tick_interval_ms", offsetof(Config, tick_interval_ms), 10, 3600000, "expected milliseconds, 10 to 3600000" },
+                { "max_clients", offsetof(Config, max_clients), 1, 4096, "expected 1 to 4096" },
+                { "client_timeout_ms", offsetof(Config, client_timeout_ms), 100, 3600000, "expected milliseconds, 100 to 3600000" },
+                { "drift_check_ticks", offsetof(Config, drift_check_ticks), 0, 3600, "expected ticks, 0 (off) to 3600" },
+                { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
+        };
+        long long v;
+
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
+                if (!streq(key, numbers[i].key))
+                        continue;
+                if (parse_ll(value, numbers[i].min, numbers[i].max, &v) < 0) {
+                        *error = numbers[i].error;
+                        return -EINVAL;
+                }
+                *(unsigned *) ((char *) c + numbers[i].offset) = (unsigned) v;
+                return 0;
+        }
+        return -ENOENT;
 }
 
 static int config_set(Config *c, const char *key, const char *value, const char **error) {
-        long long v;
         int r;
 
-        if (streq(key, "tick_interval_ms")) {
-                if (parse_ll(value, 10, 3600000, &v) < 0) {
-                        *error = "expected milliseconds between 10 and 3600000";
+        r = config_set_number(c, key, value, error);
+        if (r != -ENOENT)
+                return r;
+        if (streq(key, "on_drift")) {
+                if (!streq(value, "leave") && !streq(value, "reapply")) {
+                        *error = "expected leave or reapply";
                         return -EINVAL;
                 }
-                c->tick_interval_ms = (unsigned) v;
+                c->drift_reapply = streq(value, "reapply");
                 return 0;
         }
+        if (streq(key, "socket_group"))
+                return set_string(&c->socket_group, value);
         if (streq(key, "exclude")) {
                 c->exclude = strv_free(c->exclude);
                 return strv_split(value, &c->exclude);
@@ -83,12 +119,13 @@ static int config_set(Config *c, const char *key, const char *value, const char 
                 c->log_level = r;
                 return 0;
         }
-        if (streq(key, "state_dir") || streq(key, "socket")) {
+        if (streq(key, "state_dir") || streq(key, "socket") || streq(key, "metrics_textfile_dir")) {
                 if (value[0] != '/') {
                         *error = "expected an absolute path";
                         return -EINVAL;
                 }
-                return set_string(streq(key, "state_dir") ? &c->state_dir : &c->socket_path, value);
+                return set_string(streq(key, "state_dir") ? &c->state_dir :
+                                  streq(key, "socket") ? &c->socket_path : &c->metrics_textfile_dir, value);
         }
         *error = "unknown key";
         return -EINVAL;

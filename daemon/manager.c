@@ -8,7 +8,9 @@
 
 #include "apply.h"
 #include "classify.h"
+#include "control.h"
 #include "log.h"
+#include "metrics.h"
 #include "manager.h"
 #include "record.h"
 #include "report.h"
@@ -19,6 +21,14 @@
 #define RETRY_BASE_USEC 10000ULL
 
 static void device_process(Manager *m, Device *d);
+static int manager_process_all(Manager *m);
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
 
 static const char *state_dir(const Manager *m) {
         return m->options->state_dir ?: m->config.state_dir;
@@ -148,7 +158,9 @@ static void device_learn_caps(Manager *m, const Device *d);
 static void device_process(Manager *m, Device *d) {
         DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dyn.busy };
-        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .dry_run = m->options->dry_run,
+        /* a paused or overridden device is only looked at: what would change */
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name,
+                             .dry_run = m->options->dry_run || device_is_held(m, d),
                              .originals = &d->originals };
         bool changed = false;
         int r;
@@ -182,11 +194,20 @@ static void device_process(Manager *m, Device *d) {
         device_learn_caps(m, d);
 }
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
+void device_process_again(Manager *m, Device *d) {
+        d->retries = 0;
+        device_process(m, d);
+}
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+static void device_remember_flip(Manager *m, Device *d, const DynDecision *dec, double ms) {
+        FlipRecord *f = &d->history[d->history_pos];
+
+        *f = (FlipRecord) { .tick = m->tick, .uptime_s = (double) manager_uptime_usec(m) / 1e6,
+                            .to_busy = dec->to_busy, .cost_ms = ms };
+        (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
+        d->history_pos = (d->history_pos + 1) % FLIP_HISTORY;
+        if (d->n_history < FLIP_HISTORY)
+                d->n_history++;
 }
 
 /* dynamic_step() flipped d->dyn.busy: apply the other settings set and
@@ -202,6 +223,7 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         /* device_process may have forgotten a vanished device: d is then gone */
         if (device_table_get(&m->devices, d->devnum) == d) {
                 d->dyn.flip_cost_ms += ms;
+                device_remember_flip(m, d, dec, ms);
                 log_debug("%s: flip applied in %.2f ms", d->name, ms);
         }
 }
@@ -313,6 +335,11 @@ static Device *manager_refresh(Manager *m, const char *name, int *error) {
                         return NULL;
                 }
         } else {
+                /* new media (loop attach, disk swap) is a new device to an override */
+                if (d->overridden && f.diskseq && f.diskseq != d->facts.diskseq) {
+                        log_info("%s: new media, the override ends", name);
+                        d->overridden = false;
+                }
                 device_facts_done(&d->facts);
                 d->facts = f;
         }
@@ -435,6 +462,90 @@ void manager_restore_all(Manager *m) {
         }
 }
 
+uint64_t manager_uptime_usec(const Manager *m) {
+        return m->start_usec ? monotonic_usec() - m->start_usec : 0;
+}
+
+void manager_pause(Manager *m, Device *d, bool pause) {
+        if (!d) {
+                m->paused_all = pause;
+                DEVICE_TABLE_FOREACH(x, &m->devices)
+                        if (!pause)
+                                x->paused = x->overridden = false;
+        } else {
+                d->paused = pause;
+                if (!pause)
+                        d->overridden = false;
+        }
+        log_info("%s %s", pause ? "Paused" : "Resumed", d ? d->name : "all devices");
+        if (!pause)
+                (void) manager_process_all(m);
+}
+
+static cJSON *policy_errors_json(const PolicySet *set) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (size_t i = 0; i < set->n_errors; i++)
+                cJSON_AddItemToArray(a, report_policy_error(&set->errors[i]));
+        return a;
+}
+
+int manager_reload(Manager *m, cJSON **errors) {
+        _cleanup_(config_done) Config c = {};
+        PolicySet *set = NULL, *old;
+        Config swap;
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading");
+        r = config_init_defaults(&c);
+        if (r < 0)
+                return r;
+        r = config_load(&c, m->options->config_path, m->options->config_required);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                PolicyError e = { .path = (char *) m->options->config_path, .message = (char *) "invalid configuration (see the log)" };
+                *errors = cJSON_CreateArray();
+                cJSON_AddItemToArray(*errors, report_policy_error(&e));
+                (void) sd_notify(false, "READY=1");
+                return -EINVAL;
+        }
+        r = policy_set_load(m->options->policy_dirs ?: c.policy_dirs, &set);
+        if (r < 0)
+                return r;
+        if (set->n_errors > 0) {
+                log_error("Reload: %zu policy error(s), the running policies stay in force", set->n_errors);
+                *errors = policy_errors_json(set);
+                policy_set_free(set);
+                (void) sd_notify(false, "READY=1");
+                return -EINVAL;
+        }
+        old = m->policies;
+        m->policies = set;
+        swap = m->config;
+        m->config = c;
+        c = swap;
+        if (m->config.log_level >= 0)
+                log_set_max_level(m->config.log_level);
+        /* every plan points into the old set: decide them all before freeing it;
+         * apply writes only what the new decisions change */
+        r = manager_process_all(m);
+        policy_set_free(old);
+        log_info("Reloaded: %zu policies", m->policies->n_policies);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+        return r;
+}
+
+static int on_sighup(sd_event_source *s _unused_, const struct signalfd_siginfo *si _unused_, void *userdata) {
+        Manager *m = userdata;
+        cJSON *errors = NULL;
+
+        if (manager_reload(m, &errors) == -ENOMEM)
+                return sd_event_exit(m->event, -ENOMEM);
+        cJSON_Delete(errors);   /* already logged as file:line */
+        return 0;
+}
+
 static int load_policies(Manager *m) {
         char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
         int r;
@@ -491,6 +602,7 @@ int manager_new(const Options *o, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        control_server_free(m->control);
         device_table_done(&m->devices);
         sd_event_source_disable_unref(m->tick_source);
         record_close(m->record);
@@ -514,23 +626,32 @@ static int manager_setup_loop(Manager *m) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "sigprocmask: %m");
         r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
         /* monitor before the scan: a device added during the scan is not lost */
         r = discover_start_monitor(m->discover, m->event, &cb);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
+        r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, &m->control);
+        if (r == -EADDRINUSE || r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning("No control socket; blkpolicyctl will not reach this daemon");
         return 0;
 }
 
 int manager_run(Manager *m) {
         int r;
 
+        m->start_usec = monotonic_usec();
         r = manager_setup_loop(m);
         if (r < 0)
                 return r;

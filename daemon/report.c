@@ -125,3 +125,12 @@ cJSON *report_build(const KernelCaps *caps, const ReportDevice *devices, size_t 
                 cJSON_AddItemToArray(a, report_device(&devices[i]));
         return o;
 }
+
+cJSON *report_policy_error(const PolicyError *e) {
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "path", e->path);
+        cJSON_AddNumberToObject(o, "line", e->line);
+        cJSON_AddStringToObject(o, "message", e->message);
+        return o;
+}

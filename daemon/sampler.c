@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "record.h"
 #include "util.h"
 
@@ -82,8 +83,8 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
         d->have_stat = true;
         if (m->record)
                 record_write_sample(m->record, d->name, st, busy);
-        if (!dyn)
-                return;
+        if (!dyn || device_is_held(m, d))
+                return;         /* paused or overridden: no flips */
         dynamic_step(dyn, &d->dyn, &d->signals, m->tick, &dec);
         if (dec.flip)
                 device_flip(m, d, &dec);
@@ -121,6 +122,13 @@ void manager_tick(Manager *m, uint64_t now) {
         }
         if (m->record)
                 record_end_tick(m->record);
+        if (m->config.drift_check_ticks && m->tick % m->config.drift_check_ticks == 0)
+                manager_check_drift(m);
+        if (m->config.metrics_textfile_dir && m->tick % m->config.metrics_every_ticks == 0) {
+                r = metrics_write_textfile(m, m->config.metrics_textfile_dir);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
+        }
         m->tick_cost_usec_total += now_usec() - start;
 }
 

@@ -14,6 +14,13 @@ typedef struct Config {
         char *socket_path;
         char **policy_dirs;     /* increasing priority */
         int log_level;          /* -1: not set */
+        char *socket_group;     /* group allowed read-only requests; NULL: root only */
+        unsigned max_clients;
+        unsigned client_timeout_ms;
+        bool drift_reapply;     /* on_drift=reapply; default: leave it and mark overridden */
+        unsigned drift_check_ticks;  /* 0: no drift check */
+        char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
+        unsigned metrics_every_ticks;
 } Config;
 
 int config_init_defaults(Config *c);

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "discover.h"
 #include "dynamic.h"
@@ -34,6 +36,16 @@ typedef struct Options {
 
 typedef struct Manager Manager;
 
+#define FLIP_HISTORY 16
+
+typedef struct FlipRecord {
+        uint64_t tick;
+        double uptime_s;
+        bool to_busy;
+        double cost_ms;
+        char reason[160];
+} FlipRecord;
+
 typedef struct Device {
         Manager *manager;
         char name[NAME_MAX_LEN];
@@ -49,6 +61,11 @@ typedef struct Device {
         bool have_stat;
         Signals signals;        /* of the last tick */
         DynState dyn;
+        bool paused;            /* pause DEV: left as it is until resume */
+        bool overridden;        /* someone else changed a managed setting: left alone */
+        char override_note[256];
+        FlipRecord history[FLIP_HISTORY];  /* ring of the last flips, for explain */
+        unsigned n_history, history_pos;
         struct Device *hash_next;
 } Device;
 
@@ -78,13 +95,33 @@ struct Manager {
         int diskstats_error;            /* last read error, 0 when fine */
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
         struct Recorder *record;        /* --record */
+
+        /* control */
+        struct ControlServer *control;
+        bool paused_all;
+        uint64_t start_usec;
 };
+
+uint64_t manager_uptime_usec(const Manager *m);
+/* Re-reads config and policies; a set with any error leaves the running
+ * one in force and returns the errors (a JSON array). */
+int manager_reload(Manager *m, cJSON **errors);
+/* pause/resume one device, or all with d == NULL. Resume clears overrides. */
+void manager_pause(Manager *m, Device *d, bool pause);
+cJSON *manager_report_device(Manager *m, Device *d);
+cJSON *manager_explain(Manager *m, Device *d);
+/* drift.c: what is live in sysfs against what blkpolicyd intends */
+cJSON *manager_verify(Manager *m);
+void manager_check_drift(Manager *m);
+bool device_is_held(const Manager *m, const Device *d);
 
 /* sampler.c: one tick, one read of /proc/diskstats for every device */
 int manager_start_ticks(Manager *m);
 void manager_tick(Manager *m, uint64_t now_usec);
 /* manager.c: decide and apply again for a device whose dynamic state flipped */
 void device_flip(Manager *m, Device *d, const DynDecision *dec);
+/* decide and apply again (drift with on_drift=reapply) */
+void device_process_again(Manager *m, Device *d);
 
 /* device-table.c: O(1) lookup by major:minor */
 Device *device_table_get(const DeviceTable *t, dev_t devnum);

@@ -18,6 +18,7 @@ typedef struct ReportDevice {
 } ReportDevice;
 
 cJSON *report_signals(const Signals *s);
+cJSON *report_policy_error(const PolicyError *e);
 
 cJSON *report_device(const ReportDevice *d);
 cJSON *report_facts(const DeviceFacts *f);

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* blkpolicyctl: talks to blkpolicyd over its control socket. Human tables
+ * by default, --json for the raw reply. Exit codes: 0 ok, 1 error reply,
+ * 2 usage, 3 cannot connect. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_REPLY 1
+#define EXIT_USAGE 2
+#define EXIT_CONNECT 3
+
+typedef struct Ctl {
+        const char *socket_path;
+        bool json;
+        int fd;
+        unsigned iterations;    /* top: 0 = until interrupted */
+} Ctl;
+
+static int ctl_connect(Ctl *c) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        if (strlen(c->socket_path) >= sizeof(sa.sun_path)) {
+                fprintf(stderr, "Socket path too long: %s\n", c->socket_path);
+                return -EXIT_USAGE;
+        }
+        strcpy(sa.sun_path, c->socket_path);
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int e = errno;
+
+                if (e == ENOENT || e == ECONNREFUSED)
+                        fprintf(stderr, "Cannot connect to %s: %s. Is blkpolicyd running? (systemctl status blkpolicyd)\n",
+                                c->socket_path, strerror(e));
+                else if (e == EACCES || e == EPERM)
+                        fprintf(stderr, "Cannot connect to %s: permission denied. Run as root, or as a member of "
+                                        "blkpolicyd.conf's socket_group.\n", c->socket_path);
+                else
+                        fprintf(stderr, "Cannot connect to %s: %s\n", c->socket_path, strerror(e));
+                return -EXIT_CONNECT;
+        }
+        return 0;
+}
+
+/* One request, one reply line. */
+static cJSON *ctl_call(Ctl *c, const char *command, const char *device) {
+        cJSON *req = cJSON_CreateObject();
+        char *text, *line = NULL;
+        size_t size = 0, len = 0;
+        cJSON *reply = NULL;
+
+        cJSON_AddStringToObject(req, "command", command);
+        if (device)
+                cJSON_AddStringToObject(req, "device", device);
+        text = cJSON_PrintUnformatted(req);
+        cJSON_Delete(req);
+        if (!text || dprintf(c->fd, "%s\n", text) < 0) {
+                free(text);
+                return NULL;
+        }
+        free(text);
+        for (;;) {
+                char buf[65536];
+                ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+                char *nl;
+
+                if (n <= 0)
+                        break;
+                if (len + (size_t) n + 1 > size) {
+                        size = (len + (size_t) n + 1) * 2;
+                        line = realloc(line, size);
+                        if (!line)
+                                return NULL;
+                }
+                memcpy(line + len, buf, (size_t) n);
+                len += (size_t) n;
+                line[len] = 0;
+                nl = memchr(line, '\n', len);
+                if (nl) {
+                        reply = cJSON_ParseWithLength(line, (size_t) (nl - line));
+                        break;
+                }
+        }
+        free(line);
+        return reply;
+}
+
+static const char *str(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static double num(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const cJSON *get(const cJSON *o, const char *key) {
+        return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static void classes_join(const cJSON *a, char *buf, size_t size) {
+        const cJSON *c;
+        size_t n = 0;
+
+        buf[0] = 0;
+        cJSON_ArrayForEach(c, a)
+                if (cJSON_IsString(c) && n < size)
+                        n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", c->valuestring);
+}
+
+/* The scheduler as last read: the settings' current value, else the facts'. */
+static const char *device_scheduler(const cJSON *d) {
+        const cJSON *s = get(get(d, "settings"), "scheduler");
+        const char *cur = str(s, "current");
+        return strcmp(cur, "-") ? cur : str(get(d, "facts"), "scheduler");
+}
+
+static const char *device_state(const cJSON *d) {
+        if (cJSON_IsTrue(get(d, "paused")))
+                return "paused";
+        if (cJSON_IsTrue(get(d, "overridden")))
+                return "overridden";
+        if (!cJSON_IsTrue(get(d, "managed")))
+                return "unmanaged";
+        if (cJSON_IsObject(get(d, "dynamic")))
+                return str(get(d, "dynamic"), "state");
+        return cJSON_IsNull(get(d, "policy")) ? "kernel" : "static";
+}
+
+static void print_status(const cJSON *r) {
+        const cJSON *k = get(r, "kernel"), *t = get(r, "tick"), *e = get(r, "policy_errors"), *x;
+
+        printf("blkpolicyd %s, up %.1f s%s\n", str(r, "version"), num(r, "uptime_s"),
+               cJSON_IsTrue(get(r, "dry_run")) ? " (dry run: nothing is written)" : "");
+        printf("kernel %s, dispatch_direct %s, monitor %s uevents\n", str(k, "release"), str(k, "dispatch_direct"),
+               str(r, "monitor"));
+        printf("devices %.0f, managed %.0f, busy %.0f, paused %.0f%s, overridden %.0f\n", num(r, "devices"),
+               num(r, "managed"), num(r, "busy"), num(r, "paused"), cJSON_IsTrue(get(r, "paused_all")) ? " (all)" : "",
+               num(r, "overridden"));
+        printf("ticks %.0f every %.0f ms, %.1f us each%s%s\n", num(t, "count"), num(t, "interval_ms"),
+               num(t, "cost_us_avg"), cJSON_IsString(get(t, "error")) ? ", sampling failed: " : "",
+               cJSON_IsString(get(t, "error")) ? str(t, "error") : "");
+        printf("policy errors: %s\n", cJSON_GetArraySize(e) ? "" : "none");
+        cJSON_ArrayForEach(x, e)
+                printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+}
+
+static void print_devices(const cJSON *r) {
+        const cJSON *d;
+
+        printf("%-12s %-36s %-12s %-10s %s\n", "DEVICE", "CLASSES", "SCHEDULER", "STATE", "POLICY");
+        cJSON_ArrayForEach(d, r) {
+                char classes[256];
+
+                classes_join(get(d, "classes"), classes, sizeof(classes));
+                printf("%-12s %-36s %-12s %-10s %s\n", str(d, "name"), classes, device_scheduler(d), device_state(d),
+                       str(d, "policy"));
+        }
+}
+
+static void print_device(const cJSON *d) {
+        const cJSON *s, *p, *h;
+        char classes[256];
+
+        classes_join(get(d, "classes"), classes, sizeof(classes));
+        printf("%s: %s\n", str(d, "name"), classes);
+        printf("  state: %s%s%s\n", device_state(d), cJSON_IsString(get(d, "reason")) ? ", " : "",
+               cJSON_IsString(get(d, "reason")) ? str(d, "reason") : "");
+        if (cJSON_IsString(get(d, "override")))
+                printf("  override: %s\n", str(d, "override"));
+        if (cJSON_IsArray(get(d, "policies"))) {
+                printf("  policies considered, in order:\n");
+                cJSON_ArrayForEach(p, get(d, "policies"))
+                        printf("    %-32s %s%s\n", str(p, "name"), cJSON_IsTrue(get(p, "matched")) ? "matched" : "no: ",
+                               cJSON_IsTrue(get(p, "matched")) ? "" : str(p, "failed"));
+        }
+        printf("  settings:\n");
+        cJSON_ArrayForEach(s, get(d, "settings"))
+                printf("    %-26s %-12s -> %-12s %-11s from %s%s%s\n", s->string, str(s, "current"), str(s, "target"),
+                       str(s, "result"), str(s, "source"), cJSON_IsString(get(s, "error")) ? ": " : "",
+                       cJSON_IsString(get(s, "error")) ? str(s, "error") : "");
+        if (cJSON_IsObject(get(d, "dynamic"))) {
+                const cJSON *y = get(d, "dynamic");
+                printf("  dynamic (%s): %s, %.0f flips costing %.2f ms\n", str(y, "policy"), str(y, "state"),
+                       num(y, "flips"), num(y, "flip_cost_ms"));
+                cJSON_ArrayForEach(h, get(y, "history"))
+                        printf("    at %.1f s -> %s: %s (%.2f ms)\n", num(h, "uptime_s"), str(h, "to"),
+                               str(h, "condition"), num(h, "cost_ms"));
+        }
+        if (cJSON_IsObject(get(d, "signals"))) {
+                const cJSON *g = get(d, "signals");
+                printf("  load: %.0f IOPS, %.2f MB/s, util %.0f%%, queue depth %.2f, latency %.3f ms\n",
+                       num(g, "iops"), num(g, "mbps"), num(g, "util"), num(g, "qdepth"), num(g, "lat_ms"));
+        }
+}
+
+static void print_policies(const cJSON *r) {
+        const cJSON *p;
+
+        cJSON_ArrayForEach(p, get(r, "loaded"))
+                printf("%-32s %s%s\n", str(p, "name"), str(p, "path"), cJSON_IsTrue(get(p, "dynamic")) ? " (dynamic)" : "");
+        cJSON_ArrayForEach(p, get(r, "errors"))
+                printf("error: %s:%.0f: %s\n", str(p, "path"), num(p, "line"), str(p, "message"));
+}
+
+static void print_verify(const cJSON *r) {
+        const cJSON *d, *x;
+
+        if (num(r, "drifted") == 0)
+                printf("No drift: every managed setting is as blkpolicyd intends.\n");
+        cJSON_ArrayForEach(d, get(r, "devices"))
+                cJSON_ArrayForEach(x, get(d, "drift"))
+                        printf("%s: %s is %s, blkpolicyd intends %s%s\n", str(d, "name"), str(x, "attr"), str(x, "live"),
+                               str(x, "intended"), cJSON_IsTrue(get(d, "overridden")) ? " (overridden: left alone)" : "");
+}
+
+static int top(Ctl *c) {
+        for (unsigned i = 0; !c->iterations || i < c->iterations; i++) {
+                cJSON *st = ctl_call(c, "status", NULL), *devs = ctl_call(c, "devices", NULL), *d;
+                double interval = num(get(get(st, "result"), "tick"), "interval_ms");
+
+                if (!st || !devs) {
+                        cJSON_Delete(st);
+                        cJSON_Delete(devs);
+                        fprintf(stderr, "The daemon went away.\n");
+                        return EXIT_CONNECT;
+                }
+                if (isatty(STDOUT_FILENO))
+                        fputs("\033[H\033[2J", stdout);
+                printf("%-12s %-12s %-10s %6s %10s %9s %7s %6s\n", "DEVICE", "SCHEDULER", "STATE", "UTIL%", "IOPS",
+                       "MB/s", "QDEPTH", "FLIPS");
+                cJSON_ArrayForEach(d, get(devs, "result")) {
+                        const cJSON *g = get(d, "signals");
+                        printf("%-12s %-12s %-10s %6.1f %10.0f %9.2f %7.2f %6.0f\n", str(d, "name"),
+                               device_scheduler(d), device_state(d), num(g, "util"), num(g, "iops"), num(g, "mbps"),
+                               num(g, "qdepth"), num(get(d, "dynamic"), "flips"));
+                }
+                fflush(stdout);
+                cJSON_Delete(st);
+                cJSON_Delete(devs);
+                if (c->iterations && i + 1 >= c->iterations)
+                        break;
+                poll(NULL, 0, interval > 0 ? (int) interval : 1000);
+        }
+        return 0;
+}
+
+static void help(void) {
+        printf("blkpolicyctl [--socket PATH] [--json] [-n N] COMMAND [ARG]\n\n"
+               "  status            Daemon, kernel, tick and policy errors\n"
+               "  devices           Every whole disk, its classes, scheduler and state\n"
+               "  device DEV        One device\n"
+               "  explain DEV       Every policy considered, which file set each setting, flips\n"
+               "  policies          Loaded policy files and their errors\n"
+               "  reload            Re-read configuration and policies (root)\n"
+               "  verify            Compare live sysfs with what blkpolicyd intends\n"
+               "  pause [DEV]       Stop managing DEV, or all devices (root)\n"
+               "  resume [DEV]      Manage again; ends overrides (root)\n"
+               "  metrics           Prometheus text format\n"
+               "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n");
+}
+
+static int run_command(Ctl *c, const char *cmd, const char *arg) {
+        static const char *const need_dev[] = { "device", "explain" };
+        static const char *const known[] = { "status", "devices", "device", "explain", "policies", "reload",
+                                             "verify", "pause", "resume", "metrics" };
+        cJSON *reply;
+        const cJSON *result;
+        bool ok = false;
+        int ret;
+
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                ok = ok || !strcmp(cmd, known[i]);
+        if (!ok) {
+                fprintf(stderr, "Unknown command '%s'.\n", cmd);
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < 2; i++)
+                if (!strcmp(cmd, need_dev[i]) && !arg) {
+                        fprintf(stderr, "'%s' needs a device name.\n", cmd);
+                        return EXIT_USAGE;
+                }
+        reply = ctl_call(c, cmd, arg);
+        if (!reply) {
+                fprintf(stderr, "No reply from blkpolicyd.\n");
+                return EXIT_CONNECT;
+        }
+        result = get(reply, "result");
+        ret = cJSON_IsTrue(get(reply, "ok")) ? 0 : EXIT_REPLY;
+        if (c->json) {
+                char *t = cJSON_Print(reply);
+                puts(t);
+                free(t);
+        } else if (ret) {
+                const cJSON *e = get(reply, "error"), *x;
+                fprintf(stderr, "%s: %s\n", str(e, "code"), str(e, "message"));
+                cJSON_ArrayForEach(x, get(e, "errors"))
+                        fprintf(stderr, "  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+        } else if (!strcmp(cmd, "status"))
+                print_status(result);
+        else if (!strcmp(cmd, "devices"))
+                print_devices(result);
+        else if (!strcmp(cmd, "device") || !strcmp(cmd, "explain"))
+                print_device(result);
+        else if (!strcmp(cmd, "policies") || !strcmp(cmd, "reload"))
+                print_policies(result);
+        else if (!strcmp(cmd, "verify"))
+                print_verify(result);
+        else if (!strcmp(cmd, "metrics"))
+                fputs(str(result, "text"), stdout);
+        else
+                printf("%s%s%s: done\n", cmd, arg ? " " : "", arg ? arg : "");
+        cJSON_Delete(reply);
+        return ret;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                { "iterations", required_argument, NULL, 'n' },
+                {}
+        };
+        Ctl c = { .socket_path = "/run/blkpolicyd/control.sock", .fd = -1 };
+        int o, r;
+
+        while ((o = getopt_long(argc, argv, "+s:jhn:", opts, NULL)) >= 0)
+                switch (o) {
+                case 's': c.socket_path = optarg; break;
+                case 'j': c.json = true; break;
+                case 'n': c.iterations = (unsigned) atoi(optarg); break;
+                case 'h': help(); return 0;
+                default: return EXIT_USAGE;
+                }
+        if (optind >= argc || argc - optind > 2) {
+                help();
+                return EXIT_USAGE;
+        }
+        r = ctl_connect(&c);
+        if (r < 0)
+                return -r;
+        r = !strcmp(argv[optind], "top") ? top(&c) : run_command(&c, argv[optind], argv[optind + 1]);
+        close(c.fd);
+        return r;
+}

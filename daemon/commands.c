@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The control protocol's requests: parse, authorise, run, reply. */
+#include "blkpolicyd-paths.h"
+#include "control.h"
+#include "log.h"
+#include "manager.h"
+#include "metrics.h"
+#include "report.h"
+#include "util.h"
+
+typedef struct Command {
+        const char *name;
+        bool mutating;          /* root only */
+        bool needs_device;      /* "device" argument required (optional when false but allowed) */
+        cJSON *(*run)(Manager *m, const cJSON *req, Device *d);
+} Command;
+
+cJSON *reply_error(const char *code, const char *message) {
+        cJSON *r = cJSON_CreateObject(), *e;
+
+        cJSON_AddBoolToObject(r, "ok", false);
+        e = cJSON_AddObjectToObject(r, "error");
+        cJSON_AddStringToObject(e, "code", code);
+        cJSON_AddStringToObject(e, "message", message);
+        return r;
+}
+
+static cJSON *reply_ok(cJSON *result) {
+        cJSON *r = cJSON_CreateObject();
+
+        cJSON_AddBoolToObject(r, "ok", true);
+        cJSON_AddItemToObject(r, "result", result ?: cJSON_CreateNull());
+        return r;
+}
+
+/* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
+bool utf8_is_valid(const char *str, size_t len) {
+        const unsigned char *s = (const unsigned char *) str, *end = s + len;
+
+        while (s < end) {
+                unsigned n, cp;
+
+                if (*s < 0x80) {
+                        s++;
+                        continue;
+                }
+                if ((*s & 0xE0) == 0xC0)
+                        n = 1, cp = *s & 0x1F;
+                else if ((*s & 0xF0) == 0xE0)
+                        n = 2, cp = *s & 0x0F;
+                else if ((*s & 0xF8) == 0xF0)
+                        n = 3, cp = *s & 0x07;
+                else
+                        return false;
+                if ((size_t) (end - s) <= n)
+                        return false;
+                for (unsigned i = 1; i <= n; i++) {
+                        if ((s[i] & 0xC0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (s[i] & 0x3F);
+                }
+                if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+                    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+                        return false;
+                s += n + 1;
+        }
+        return true;
+}
+
+static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        cJSON *o = cJSON_CreateObject(), *t, *e;
+        unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
+
+        DEVICE_TABLE_FOREACH(x, &m->devices) {
+                managed += x->plan.managed;
+                paused += x->paused || m->paused_all;
+                overridden += x->overridden;
+                busy += x->plan.busy;
+        }
+        cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
+        cJSON_AddNumberToObject(o, "uptime_s", (double) manager_uptime_usec(m) / 1e6);
+        cJSON_AddBoolToObject(o, "dry_run", m->options->dry_run);
+        cJSON_AddItemToObject(o, "kernel", report_kernel(&m->caps));
+        cJSON_AddStringToObject(o, "monitor", discover_monitor_kind(m->discover));
+        t = cJSON_AddObjectToObject(o, "tick");
+        cJSON_AddNumberToObject(t, "count", (double) m->tick);
+        cJSON_AddNumberToObject(t, "interval_ms", m->config.tick_interval_ms);
+        cJSON_AddNumberToObject(t, "cost_us_avg", m->tick ? (double) m->tick_cost_usec_total / (double) m->tick : 0);
+        if (m->diskstats_error)
+                cJSON_AddStringToObject(t, "error", strerror(-m->diskstats_error));
+        else
+                cJSON_AddNullToObject(t, "error");
+        cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
+        cJSON_AddNumberToObject(o, "managed", managed);
+        cJSON_AddNumberToObject(o, "busy", busy);
+        cJSON_AddNumberToObject(o, "paused", paused);
+        cJSON_AddNumberToObject(o, "overridden", overridden);
+        cJSON_AddBoolToObject(o, "paused_all", m->paused_all);
+        e = cJSON_AddArrayToObject(o, "policy_errors");
+        for (size_t i = 0; i < m->policies->n_errors; i++)
+                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
+        return reply_ok(o);
+}
+
+static cJSON *cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        _cleanup_free_ Device **sorted = NULL;
+        cJSON *a = cJSON_CreateArray();
+        int n = device_table_sorted(&m->devices, &sorted);
+
+        for (int i = 0; i < n; i++)
+                cJSON_AddItemToArray(a, manager_report_device(m, sorted[i]));
+        return n < 0 ? NULL : reply_ok(a);
+}
+
+static cJSON *cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
+        return reply_ok(manager_report_device(m, d));
+}
+
+static cJSON *cmd_explain(Manager *m, const cJSON *req _unused_, Device *d) {
+        return reply_ok(manager_explain(m, d));
+}
+
+static cJSON *cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        cJSON *o = cJSON_CreateObject(), *l = cJSON_AddArrayToObject(o, "loaded"), *e;
+
+        for (size_t i = 0; i < m->policies->n_policies; i++) {
+                cJSON *p = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(p, "name", m->policies->policies[i]->name);
+                cJSON_AddStringToObject(p, "path", m->policies->policies[i]->path);
+                cJSON_AddBoolToObject(p, "dynamic", m->policies->policies[i]->dynamic.enabled);
+                cJSON_AddItemToArray(l, p);
+        }
+        e = cJSON_AddArrayToObject(o, "errors");
+        for (size_t i = 0; i < m->policies->n_errors; i++)
+                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
+        return reply_ok(o);
+}
+
+static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        cJSON *errors = NULL;
+        int r = manager_reload(m, &errors);
+
+        if (r == -ENOMEM)
+                return NULL;
+        if (r < 0) {
+                cJSON *reply = reply_error("reload-failed", "the new configuration has errors; the running one stays");
+                cJSON_AddItemToObject(cJSON_GetObjectItem(reply, "error"), "errors", errors ?: cJSON_CreateArray());
+                return reply;
+        }
+        cJSON_Delete(errors);
+        return cmd_policies(m, NULL, NULL);
+}
+
+static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        return reply_ok(manager_verify(m));
+}
+
+static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
+        manager_pause(m, d, true);
+        return reply_ok(NULL);
+}
+
+static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
+        manager_pause(m, d, false);
+        return reply_ok(NULL);
+}
+
+static cJSON *cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        _cleanup_free_ char *text = NULL;
+        cJSON *o;
+
+        if (metrics_build(m, &text) < 0)
+                return NULL;
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "content_type", "text/plain; version=0.0.4");
+        cJSON_AddStringToObject(o, "text", text);
+        return reply_ok(o);
+}
+
+static const Command commands[] = {
+        { "status", false, false, cmd_status },
+        { "devices", false, false, cmd_devices },
+        { "device", false, true, cmd_device },
+        { "explain", false, true, cmd_explain },
+        { "policies", false, false, cmd_policies },
+        { "verify", false, false, cmd_verify },
+        { "metrics", false, false, cmd_metrics },
+        { "reload", true, false, cmd_reload },
+        { "pause", true, false, cmd_pause },
+        { "resume", true, false, cmd_resume },
+};
+
+static const Command *command_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(commands[i].name, name))
+                        return &commands[i];
+        return NULL;
+}
+
+static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "command");
+        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(req, "device");
+        const Command *c;
+        Device *d = NULL;
+
+        if (!cJSON_IsObject(req))
+                return reply_error("invalid-request", "a request is a JSON object");
+        if (!cJSON_IsString(name))
+                return reply_error("invalid-request", "\"command\" must be a string");
+        c = command_find(name->valuestring);
+        if (!c)
+                return reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
+        if (dev && !cJSON_IsString(dev))
+                return reply_error("invalid-argument", "\"device\" must be a string");
+        if (c->needs_device && !dev)
+                return reply_error("invalid-argument", "this command needs \"device\"");
+        if (c->mutating && peer->uid != 0) {
+                log_warning("Control: %s denied to uid %u pid %d (root only)", c->name, (unsigned) peer->uid,
+                            (int) peer->pid);
+                return reply_error("permission-denied", "this command is for root only");
+        }
+        if (dev) {
+                d = device_table_find_name(&m->devices, dev->valuestring);
+                if (!d)
+                        return reply_error("no-such-device", "no whole disk of that name is known");
+        }
+        if (c->mutating)
+                log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? d->name : "",
+                         (unsigned) peer->uid, (int) peer->pid);
+        return c->run(m, req, d);
+}
+
+cJSON *command_run(Manager *m, const Peer *peer, const char *line, size_t len) {
+        cJSON *req, *reply;
+
+        if (len > 0 && line[len - 1] == '\r')
+                len--;
+        if (!utf8_is_valid(line, len))
+                return reply_error("invalid-utf8", "requests are UTF-8");
+        req = cJSON_ParseWithLength(line, len);
+        if (!req)
+                return reply_error("malformed-json", "the line is not one JSON object");
+        reply = command_execute(m, peer, req);
+        cJSON_Delete(req);
+        return reply;
+}

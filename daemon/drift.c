@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Drift: what is live in sysfs against what blkpolicyd intends. Another
+ * tool or an admin may change a setting behind blkpolicyd's back; by
+ * default it is left alone and the device marked overridden (never fight
+ * an admin), or with on_drift=reapply put back. */
+#include "apply.h"
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+bool device_is_held(const Manager *m, const Device *d) {
+        return m->paused_all || d->paused || d->overridden;
+}
+
+/* The first managed setting whose live value differs from the target. */
+static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size_t size) {
+        for (unsigned i = 0; i < d->plan.n_items; i++) {
+                const PlanItem *it = &d->plan.items[i];
+
+                if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
+                        continue;
+                if (attr_read_current(&m->roots, d->name, it->tunable, live, size) < 0)
+                        continue;       /* gone or unreadable: the uevent path handles that */
+                if (!streq(live, it->target))
+                        return it;
+        }
+        return NULL;
+}
+
+static cJSON *device_drift_json(Manager *m, Device *d) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (unsigned i = 0; i < d->plan.n_items; i++) {
+                const PlanItem *it = &d->plan.items[i];
+                char live[VALUE_MAX];
+                cJSON *o;
+
+                /* only what blkpolicyd holds: planned (dry run, paused) is no drift */
+                if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
+                        continue;
+                if (attr_read_current(&m->roots, d->name, it->tunable, live, sizeof(live)) < 0 ||
+                    streq(live, it->target))
+                        continue;
+                o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "attr", tunables[it->tunable].attr);
+                cJSON_AddStringToObject(o, "intended", it->target);
+                cJSON_AddStringToObject(o, "live", live);
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
+cJSON *manager_verify(Manager *m) {
+        _cleanup_free_ Device **sorted = NULL;
+        cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "devices");
+        int n = device_table_sorted(&m->devices, &sorted), drifted = 0;
+
+        for (int i = 0; i < n; i++) {
+                Device *d = sorted[i];
+                cJSON *e, *drift;
+
+                if (!d->plan.managed || !d->plan.policy)
+                        continue;
+                drift = device_drift_json(m, d);
+                drifted += cJSON_GetArraySize(drift) > 0;
+                e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "name", d->name);
+                cJSON_AddBoolToObject(e, "paused", d->paused || m->paused_all);
+                cJSON_AddBoolToObject(e, "overridden", d->overridden);
+                cJSON_AddItemToObject(e, "drift", drift);
+                cJSON_AddItemToArray(a, e);
+        }
+        cJSON_AddNumberToObject(o, "drifted", drifted);
+        return o;
+}
+
+void manager_check_drift(Manager *m) {
+        DEVICE_TABLE_FOREACH(d, &m->devices) {
+                char live[VALUE_MAX];
+                const PlanItem *it;
+
+                if (!d->plan.managed || device_is_held(m, d) || d->retry_source)
+                        continue;
+                it = device_find_drift(m, d, live, sizeof(live));
+                if (!it)
+                        continue;
+                if (m->config.drift_reapply) {
+                        log_notice("%s: %s was changed to %s behind blkpolicyd's back, setting %s again", d->name,
+                                   tunables[it->tunable].attr, live, it->target);
+                        device_process_again(m, d);
+                        continue;
+                }
+                d->overridden = true;
+                snprintf(d->override_note, sizeof(d->override_note), "%s changed to %s (blkpolicyd wanted %s)",
+                         tunables[it->tunable].attr, live, it->target);
+                log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
+                           d->override_note, d->name);
+        }
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What a device looks like to the control socket: the report of --once,
+ * plus what only a running daemon knows (pause, override, flip history),
+ * and "explain": every policy considered and why it matched or not. */
+#include "manager.h"
+#include "report.h"
+#include "util.h"
+
+cJSON *manager_report_device(Manager *m, Device *d) {
+        ReportDevice rd = { .facts = &d->facts, .plan = &d->plan, .error = d->error[0] ? d->error : NULL,
+                            .dyn = &d->dyn, .signals = d->signals.valid ? &d->signals : NULL };
+        cJSON *o = report_device(&rd);
+
+        cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);
+        cJSON_AddBoolToObject(o, "overridden", d->overridden);
+        if (d->overridden)
+                cJSON_AddStringToObject(o, "override", d->override_note);
+        return o;
+}
+
+static cJSON *explain_policies(Manager *m, Device *d) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (size_t i = 0; i < m->policies->n_policies; i++) {
+                const Policy *p = m->policies->policies[i];
+                const char *why = NULL;
+                bool match = policy_matches(p, &d->facts, &m->caps, &why);
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "name", p->name);
+                cJSON_AddStringToObject(o, "path", p->path);
+                cJSON_AddBoolToObject(o, "matched", match);
+                if (why)
+                        cJSON_AddStringToObject(o, "failed", why);
+                else
+                        cJSON_AddNullToObject(o, "failed");
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
+static cJSON *explain_history(const Device *d) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (unsigned k = 0; k < d->n_history; k++) {
+                const FlipRecord *f = &d->history[(d->history_pos + FLIP_HISTORY - d->n_history + k) % FLIP_HISTORY];
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddNumberToObject(o, "tick", (double) f->tick);
+                cJSON_AddNumberToObject(o, "uptime_s", f->uptime_s);
+                cJSON_AddStringToObject(o, "to", f->to_busy ? "busy" : "base");
+                cJSON_AddStringToObject(o, "condition", f->reason);
+                cJSON_AddNumberToObject(o, "cost_ms", f->cost_ms);
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
+cJSON *manager_explain(Manager *m, Device *d) {
+        cJSON *o = manager_report_device(m, d), *dyn;
+
+        cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
+        dyn = cJSON_GetObjectItemCaseSensitive(o, "dynamic");
+        if (cJSON_IsObject(dyn))
+                cJSON_AddItemToObject(dyn, "history", explain_history(d));
+        return o;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "manager.h"
+#include "metrics.h"
+#include "util.h"
+
+typedef struct Buf {
+        FILE *f;
+        char *text;
+        size_t size;
+} Buf;
+
+static void help(Buf *b, const char *name, const char *type, const char *text) {
+        fprintf(b->f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* Kernel names are [A-Za-z0-9_.!-]: nothing to escape, but be safe. */
+static void label(Buf *b, const char *v) {
+        for (; *v; v++) {
+                if (*v == '\\' || *v == '"')
+                        fputc('\\', b->f);
+                if (*v == '\n')
+                        fputs("\\n", b->f);
+                else
+                        fputc(*v, b->f);
+        }
+}
+
+static void device_metric(Buf *b, const char *name, const Device *d, double v) {
+        fprintf(b->f, "%s{device=\"", name);
+        label(b, d->name);
+        fprintf(b->f, "\"} %.17g\n", v);
+}
+
+typedef double (*DeviceValue)(const Device *d);
+
+static double v_busy(const Device *d) { return d->plan.busy; }
+static double v_flips(const Device *d) { return d->dyn.flips; }
+static double v_cost(const Device *d) { return d->dyn.flip_cost_ms / 1000.0; }
+static double v_paused(const Device *d) { return d->paused; }
+static double v_overridden(const Device *d) { return d->overridden; }
+static double v_iops(const Device *d) { return d->signals.iops; }
+static double v_mbps(const Device *d) { return d->signals.mbps * 1e6; }
+static double v_util(const Device *d) { return d->signals.util / 100.0; }
+static double v_qdepth(const Device *d) { return d->signals.qdepth; }
+static double v_lat(const Device *d) { return d->signals.lat_ms / 1000.0; }
+
+static const struct {
+        const char *name, *type, *help;
+        DeviceValue value;
+        bool needs_signals;
+} device_metrics[] = {
+        { "blkpolicyd_device_busy", "gauge", "1 while the device runs its policy's busy settings", v_busy, false },
+        { "blkpolicyd_device_flips_total", "counter", "Flips between base and busy settings", v_flips, false },
+        { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost, false },
+        { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused, false },
+        { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden, false },
+        { "blkpolicyd_device_iops", "gauge", "Completed I/Os per second over the last tick", v_iops, true },
+        { "blkpolicyd_device_bytes_per_second", "gauge", "Bytes transferred per second over the last tick", v_mbps, true },
+        { "blkpolicyd_device_utilisation_ratio", "gauge", "Fraction of the last tick with I/O in flight", v_util, true },
+        { "blkpolicyd_device_queue_depth", "gauge", "Average I/Os in flight over the last tick", v_qdepth, true },
+        { "blkpolicyd_device_latency_seconds", "gauge", "Average time per completed I/O over the last tick", v_lat, true },
+};
+
+static void write_device_metrics(Buf *b, Device **devs, int n) {
+        for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
+                help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
+                for (int i = 0; i < n; i++)
+                        if (devs[i]->plan.managed && (!device_metrics[k].needs_signals || devs[i]->signals.valid))
+                                device_metric(b, device_metrics[k].name, devs[i], device_metrics[k].value(devs[i]));
+        }
+        help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
+        for (int i = 0; i < n; i++) {
+                const char *s = devs[i]->facts.scheduler;
+
+                for (unsigned j = 0; j < devs[i]->plan.n_items; j++)
+                        if (devs[i]->plan.items[j].tunable == TUNABLE_SCHEDULER && devs[i]->plan.items[j].current[0])
+                                s = devs[i]->plan.items[j].current;
+                if (!*s)
+                        continue;
+                fputs("blkpolicyd_device_scheduler{device=\"", b->f);
+                label(b, devs[i]->name);
+                fputs("\",scheduler=\"", b->f);
+                label(b, s);
+                fputs("\"} 1\n", b->f);
+        }
+}
+
+int metrics_build(Manager *m, char **ret) {
+        _cleanup_free_ Device **devs = NULL;
+        Buf b = {};
+        int n;
+
+        n = device_table_sorted(&m->devices, &devs);
+        if (n < 0)
+                return -ENOMEM;
+        b.f = open_memstream(&b.text, &b.size);
+        if (!b.f)
+                return -ENOMEM;
+        help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
+        fprintf(b.f, "blkpolicyd_devices %zu\n", m->devices.n_devices);
+        help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
+        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) m->tick);
+        help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
+        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) m->tick_cost_usec_total / 1e6);
+        help(&b, "blkpolicyd_policy_errors", "gauge", "Policy files rejected at the last (re)load");
+        fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
+        help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
+        fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
+        write_device_metrics(&b, devs, n);
+        if (fclose(b.f) != 0) {
+                free(b.text);
+                return -ENOMEM;
+        }
+        *ret = b.text;
+        return 0;
+}
+
+int metrics_write_textfile(Manager *m, const char *dir) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX], tmp[PATH_MAX];
+        FILE *f;
+        int r;
+
+        r = metrics_build(m, &text);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "%s/blkpolicyd.prom", dir);
+        snprintf(tmp, sizeof(tmp), "%s/.blkpolicyd.prom.tmp", dir);
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fputs(text, f);
+        if (fclose(f) != 0 || rename(tmp, path) < 0) {
+                r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}

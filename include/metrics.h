@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+typedef struct Manager Manager;
+
+/* Prometheus text exposition format (version 0.0.4). */
+int metrics_build(Manager *m, char **ret);
+/* Atomically replaces <dir>/blkpolicyd.prom (node_exporter textfile collector). */
+int metrics_write_textfile(Manager *m, const char *dir);
