@@ -90,6 +90,10 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
                 cJSON_AddStringToObject(t, "error", strerror(-m->diskstats_error));
         else
                 cJSON_AddNullToObject(t, "error");
+        if (m->dispatch_busy_error)
+                cJSON_AddStringToObject(t, "dispatch_busy", "unavailable: debugfs cannot be read");
+        else
+                cJSON_AddStringToObject(t, "dispatch_busy", "ok");
         cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
         cJSON_AddNumberToObject(o, "managed", managed);
         cJSON_AddNumberToObject(o, "busy", busy);

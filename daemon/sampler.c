@@ -63,8 +63,16 @@ static double read_dispatch_busy(Manager *m, const Device *d) {
                 char path[PATH_MAX], buf[16];
 
                 snprintf(path, sizeof(path), "%s/block/%s/hctx%u/dispatch_busy", m->roots.debugfs, d->name, i);
-                if (sysfs_read(path, buf, sizeof(buf)) < 0)
+                int r = sysfs_read(path, buf, sizeof(buf));
+
+                if (r < 0) {
+                        if (r != m->dispatch_busy_error)
+                                log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "
+                                                  "(is debugfs mounted?): %m", d->name, path);
+                        m->dispatch_busy_error = r;
                         return -1;      /* no debugfs: the signal is unknown, not 0 */
+                }
+                m->dispatch_busy_error = 0;
                 if (atof(buf) > best)
                         best = atof(buf);
         }

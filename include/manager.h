@@ -93,6 +93,7 @@ struct Manager {
         char *diskstats;                /* read buffer, grown when needed, then reused */
         size_t diskstats_size;
         int diskstats_error;            /* last read error, 0 when fine */
+        int dispatch_busy_error;        /* last debugfs read error, 0 when fine */
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
         struct Recorder *record;        /* --record */
 
