@@ -153,6 +153,11 @@ static void print_status(const cJSON *r) {
         printf("policy errors: %s\n", cJSON_GetArraySize(e) ? "" : "none");
         cJSON_ArrayForEach(x, e)
                 printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+        if (cJSON_IsArray(get(r, "reload_errors"))) {
+                printf("last reload failed, the running policies stay in force:\n");
+                cJSON_ArrayForEach(x, get(r, "reload_errors"))
+                        printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+        }
 }
 
 static void print_devices(const cJSON *r) {

@@ -103,6 +103,7 @@ static int apply_item(const ApplyRequest *req, PlanItem *item, bool *originals_c
                 item_fail(item, RESULT_FAILED, k, "read");
                 return 0;
         }
+        (void) strscpy(item->before, sizeof(item->before), item->current);
         if (streq(item->current, item->target)) {
                 item->result = RESULT_UNCHANGED;
                 return 0;

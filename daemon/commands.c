@@ -103,6 +103,10 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         e = cJSON_AddArrayToObject(o, "policy_errors");
         for (size_t i = 0; i < m->policies->n_errors; i++)
                 cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
+        if (m->reload_errors)
+                cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
+        else
+                cJSON_AddNullToObject(o, "reload_errors");
         return reply_ok(o);
 }
 

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <systemd/sd-journal.h>
 
 #include "log.h"
 
@@ -61,4 +62,25 @@ int log_internal(int level, int error, const char *fmt, ...) {
         }
         errno = saved;
         return -error;
+}
+
+void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+
+        if (level > max_level)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (stderr_is_journal < 0)
+                stderr_is_journal = detect_journal_stream();
+        if (!stderr_is_journal) {
+                log_internal(level, 0, "%s", msg);
+                return;
+        }
+        (void) sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "MESSAGE_ID=%s", e->message_id,
+                               "DEVICE=%s", e->device ?: "", "POLICY=%s", e->policy ?: "",
+                               "SETTING=%s", e->setting ?: "", "OLD=%s", e->old ?: "", "NEW=%s", e->new ?: "",
+                               "RESULT=%s", e->result ?: "", "SYSLOG_IDENTIFIER=blkpolicyd", NULL);
 }

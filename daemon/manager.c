@@ -54,6 +54,34 @@ static void classes_format(ClassSet classes, char *buf, size_t size) {
                         n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", class_to_string(c));
 }
 
+static void log_item(const Device *d, const PlanItem *it, bool dry_run) {
+        const char *attr = tunables[it->tunable].attr;
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_SETTING_CHANGED, .device = d->name, .policy = it->source,
+                             .setting = attr, .old = it->before, .new = it->target,
+                             .result = item_result_to_string(it->result) };
+
+        switch (it->result) {
+        case RESULT_APPLIED:
+                log_device_event(LOG_INFO, &e, "%s: %s %s -> %s (%s)", d->name, attr, it->before, it->current,
+                                 it->source);
+                break;
+        case RESULT_PLANNED:
+                log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr,
+                         *it->current ? it->current : "(with the new scheduler)", it->target, it->source,
+                         dry_run ? ", dry run" : "");
+                break;
+        case RESULT_UNCHANGED:
+                log_debug("%s: %s already %s", d->name, attr, it->current);
+                break;
+        case RESULT_RETRY:
+                log_info("%s: %s -> %s: %s, will retry", d->name, attr, it->target, it->error);
+                break;
+        default:
+                log_device_event(LOG_WARNING, &e, "%s: %s -> %s %s: %s, ignoring", d->name, attr, it->target,
+                                 item_result_to_string(it->result), it->error);
+        }
+}
+
 static void log_plan(const Device *d, bool dry_run) {
         char classes[256];
 
@@ -64,33 +92,10 @@ static void log_plan(const Device *d, bool dry_run) {
         }
         log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan.policy,
                  d->plan.reason ? "; " : "", d->plan.reason ?: "");
-        for (unsigned i = 0; i < d->plan.n_items; i++) {
-                const PlanItem *it = &d->plan.items[i];
-                const char *attr = tunables[it->tunable].attr;
-
-                switch (it->result) {
-                case RESULT_APPLIED:
-                        log_info("%s: %s set to %s (%s)", d->name, attr, it->current, it->source);
-                        break;
-                case RESULT_PLANNED:
-                        log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr,
-                                 *it->current ? it->current : "(with the new scheduler)", it->target,
-                                 it->source, dry_run ? ", dry run" : "");
-                        break;
-                case RESULT_UNCHANGED:
-                        log_debug("%s: %s already %s", d->name, attr, it->current);
-                        break;
-                case RESULT_RETRY:
-                        log_info("%s: %s -> %s: %s, will retry", d->name, attr, it->target, it->error);
-                        break;
-                default:
-                        log_warning("%s: %s -> %s %s: %s, ignoring", d->name, attr, it->target,
-                                    item_result_to_string(it->result), it->error);
-                }
-        }
+        for (unsigned i = 0; i < d->plan.n_items; i++)
+                log_item(d, &d->plan.items[i], dry_run);
 }
 
-/* Facts of a disk by name, udev properties included. */
 static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;
@@ -216,8 +221,12 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = monotonic_usec();
         double ms;
 
-        log_info("%s: %s -> %s: %s (%s)", d->name, dec->to_busy ? "base" : "busy", dec->to_busy ? "busy" : "base",
-                 dec->reason, d->plan.dynamic_source);
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan.dynamic_source,
+                             .setting = "state", .old = dec->to_busy ? "base" : "busy",
+                             .new = dec->to_busy ? "busy" : "base", .result = dec->reason };
+
+        log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
+                         d->plan.dynamic_source);
         device_process(m, d);
         ms = (double) (monotonic_usec() - start) / 1000.0;
         /* device_process may have forgotten a vanished device: d is then gone */
@@ -514,12 +523,17 @@ int manager_reload(Manager *m, cJSON **errors) {
         if (r < 0)
                 return r;
         if (set->n_errors > 0) {
+                for (size_t i = 0; i < set->n_errors; i++)
+                        log_error("%s:%u: %s", set->errors[i].path, set->errors[i].line, set->errors[i].message);
                 log_error("Reload: %zu policy error(s), the running policies stay in force", set->n_errors);
                 *errors = policy_errors_json(set);
+                cJSON_Delete(m->reload_errors);
+                m->reload_errors = cJSON_Duplicate(*errors, true);
                 policy_set_free(set);
                 (void) sd_notify(false, "READY=1");
                 return -EINVAL;
         }
+        m->reload_errors = (cJSON_Delete(m->reload_errors), NULL);
         old = m->policies;
         m->policies = set;
         swap = m->config;
@@ -603,6 +617,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         control_server_free(m->control);
+        cJSON_Delete(m->reload_errors);
         device_table_done(&m->devices);
         sd_event_source_disable_unref(m->tick_source);
         record_close(m->record);
@@ -623,6 +638,11 @@ static int manager_setup_loop(Manager *m) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
+        /* WatchdogSec= in the unit: sd-event pings from the loop itself, so a
+         * stuck loop (not just a live process) is what systemd sees */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Cannot set up the watchdog, ignoring: %m");
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);

@@ -23,3 +23,17 @@ int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 #define log_warning_errno(e, ...) log_internal(LOG_WARNING, e, __VA_ARGS__)
 #define log_error_errno(e, ...) log_internal(LOG_ERR, e, __VA_ARGS__)
 #define log_oom() log_internal(LOG_ERR, ENOMEM, "Out of memory.")
+
+/* journalctl MESSAGE_ID=... finds every event of a kind on a fleet. */
+#define MESSAGE_ID_SETTING_CHANGED "3f1c9a5e0b7d4e21a6c8d2f4b9e07153"
+#define MESSAGE_ID_FLIP "8b2d6f1a4c9e4b7d9f03a5c7e1d2b468"
+
+typedef struct LogDeviceEvent {
+        const char *message_id;
+        const char *device, *policy, *setting, *old, *new, *result;
+} LogDeviceEvent;
+
+/* One line per change to a device. Under journald the fields go along as
+ * DEVICE=, POLICY=, SETTING=, OLD=, NEW=, RESULT= (sd_journal_send); on a
+ * terminal only the message is printed. */
+void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) _printf_(3, 4);

@@ -101,6 +101,7 @@ struct Manager {
         struct ControlServer *control;
         bool paused_all;
         uint64_t start_usec;
+        cJSON *reload_errors;           /* of the last failed reload, NULL after a good one */
 };
 
 uint64_t manager_uptime_usec(const Manager *m);

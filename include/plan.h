@@ -31,7 +31,8 @@ typedef struct PlanItem {
         SchedChoice fallbacks[SCHED_CHOICES_MAX];
         unsigned n_fallbacks;
         /* filled in by apply */
-        char current[VALUE_MAX];
+        char before[VALUE_MAX];         /* read before writing */
+        char current[VALUE_MAX];        /* read back after writing */
         ItemResult result;
         char error[96];
 } PlanItem;

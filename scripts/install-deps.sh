@@ -5,8 +5,8 @@
 # runs when something is missing.
 set -euo pipefail
 
-build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3)
-test=(strace util-linux fio)
+build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3 bash-completion)
+test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian)
 
 want=("${build[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test[@]}")

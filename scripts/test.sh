@@ -32,13 +32,23 @@ for dir in build build-sanitize; do
         meson test -C "$dir" --print-errorlogs || status=1
 done
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json <<'PY'
-import json, sys
+# The Debian package: built from a copy of the tree, listed, lintian'ed.
+echo "=== package"
+python3 tests/package.py . | tee build/package.log || status=1
+
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log <<'PY'
+import json, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-for path in sys.argv[1:]:
+for path in sys.argv[1:3]:
     for line in open(path):
         r = json.loads(line)["result"]
         counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
+m = re.search(r"package: (\d+) passed, (\d+) failed", open(sys.argv[3]).read())
+if m:
+    counts["passed"] += int(m.group(1))
+    counts["failed"] += int(m.group(2))
+else:
+    counts["failed"] += 1
 print(f"tests: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
 PY
 exit $status

@@ -128,6 +128,8 @@ try:
     check("reload with a broken policy fails with file:line",
           error_code(r) == "reload-failed" and errs and errs[0]["line"] == 5 and errs[0]["path"].endswith("90-broken.policy"), r)
     check("the running policies stay", len(call({"command": "policies"})["result"]["loaded"]) == 8)
+    st = call({"command": "status"})["result"]
+    check("status shows the failed reload's errors", st["reload_errors"] and st["reload_errors"][0]["line"] == 5, st)
     with open(os.path.join(policies, "90-broken.policy"), "w") as f:
         f.write("[Match]\nname = vda\n[Queue]\nscheduler = kyber\n")
     r = call({"command": "reload"})

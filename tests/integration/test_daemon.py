@@ -104,7 +104,7 @@ try:
         res.check(f"{name}: read_ahead_kb restored", sysfs(name, "read_ahead_kb") == defaults["read_ahead_kb"])
     left = os.listdir(os.path.join(state, "devices")) if os.path.isdir(os.path.join(state, "devices")) else []
     res.check("no originals left after restoring", left == [], left)
-    res.check("every change is one log line", daemon_log().count(f"{first}: scheduler set to mq-deadline") == 1,
+    res.check("every change is one log line", daemon_log().count(f"{first}: scheduler none -> mq-deadline") == 1,
               daemon_log())
 finally:
     if daemon.poll() is None:

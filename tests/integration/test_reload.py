@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""SIGHUP on loop devices the test creates: a broken policy set keeps the
+old decisions (nothing written); a fixed one applies the new decision to
+exactly the device whose decision changed, and writes nothing to the other."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopdev import LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+
+require_root()
+blkpolicyd = sys.argv[1]
+loops = LoopDevices(base=850)
+res = Results()
+work = tempfile.mkdtemp(prefix="blkpolicyd-reload-")
+policies = os.path.join(work, "policies")
+os.mkdir(policies)
+a, b = loops.add(), loops.add()
+glob = "loop8[5-9][0-9]"
+
+
+def write_policy(name, text):
+    with open(os.path.join(policies, name), "w") as f:
+        f.write(text)
+
+
+write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = mq-deadline\n")
+write_policy("50-b.policy", f"[Match]\nname = {b}\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
+notify_path = os.path.join(work, "notify")
+notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+notify.bind(notify_path)
+notify.settimeout(10)
+log = open(os.path.join(work, "daemon.log"), "w+")
+daemon = subprocess.Popen([blkpolicyd, "--config", "/dev/null", "--policy-dir", policies, "--state-dir",
+                           os.path.join(work, "state"), "--device", glob, "--socket", os.path.join(work, "sock")],
+                          stderr=log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+
+
+def wait_ready():
+    while b"READY=1" not in notify.recv(4096):
+        pass
+
+
+def log_since(pos):
+    log.flush()
+    log.seek(pos)
+    return log.read()
+
+
+try:
+    wait_ready()
+    res.check("both devices set", scheduler(a) == "mq-deadline" and scheduler(b) == "mq-deadline")
+
+    pos = log.seek(0, 2)
+    write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = kyber\nnr_requests = banana\n")
+    daemon.send_signal(signal.SIGHUP)
+    wait_ready()
+    text = log_since(pos)
+    res.check("broken set: the error is logged as file:line", "50-a.policy:5:" in text, text)
+    res.check("broken set: old decisions stay", scheduler(a) == "mq-deadline" and scheduler(b) == "mq-deadline")
+    res.check("broken set: nothing written", " -> " not in text, text)
+
+    pos = log.seek(0, 2)
+    write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = kyber\n")
+    daemon.send_signal(signal.SIGHUP)
+    wait_ready()
+    text = log_since(pos)
+    res.check("fixed set: the changed device gets the new decision", scheduler(a) == "kyber")
+    res.check("fixed set: the change is one log line", text.count(f"{a}: scheduler mq-deadline -> kyber") == 1, text)
+    res.check("fixed set: the other device is not written to",
+              scheduler(b) == "mq-deadline" and f"{b}: scheduler" not in text and f"{b}: read_ahead_kb" not in text,
+              text)
+    daemon.send_signal(signal.SIGTERM)
+    res.check("exits 0", daemon.wait(timeout=10) == 0)
+    res.check("restores both", scheduler(a) == "none" and scheduler(b) == "none")
+finally:
+    if daemon.poll() is None:
+        daemon.kill()
+        daemon.wait()
+    loops.remove_all()
+    subprocess.run(["rm", "-rf", work])
+res.finish()

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Builds the Debian package from a copy of the tree (dpkg-buildpackage -us
+-uc -b, about 10 s here), lists it with dpkg-deb -c, and runs lintian: no
+errors allowed. Run by scripts/test.sh outside meson, since it builds the
+project again."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+top = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print(f"ok - {name}")
+    else:
+        failed += 1
+        print(f"not ok - {name}\n{detail}")
+
+
+EXPECTED = [
+    "./usr/sbin/blkpolicyd", "./usr/bin/blkpolicyctl", "./lib/systemd/system/blkpolicyd.service",
+    "./lib/udev/rules.d/90-blkpolicyd.rules", "./etc/blkpolicyd/blkpolicyd.conf",
+    "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy",
+    "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
+    "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
+    "./usr/share/bash-completion/completions/blkpolicyctl",
+]
+
+with tempfile.TemporaryDirectory(prefix="blkpolicyd-deb-") as tmp:
+    src = os.path.join(tmp, "blkpolicyd-0.1.0")
+    shutil.copytree(top, src, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", "build", "build-*", "__pycache__"))
+    r = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, capture_output=True, text=True)
+    check("dpkg-buildpackage -us -uc -b", r.returncode == 0, (r.stdout + r.stderr)[-3000:])
+    deb = os.path.join(tmp, "blkpolicyd_0.1.0_" + subprocess.run(
+        ["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip() + ".deb")
+    if os.path.exists(deb):
+        listing = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True).stdout
+        files = {line.split()[5] for line in listing.splitlines() if len(line.split()) >= 6}
+        missing = [f for f in EXPECTED if f not in files]
+        check("dpkg-deb -c lists the expected files", not missing, f"missing: {missing}\n{listing}")
+        lint = subprocess.run(["lintian", "--allow-root", deb], capture_output=True, text=True)
+        errors = [line for line in lint.stdout.splitlines() if line.startswith("E:")]
+        check("lintian reports no errors", lint.returncode in (0, 1) and not errors, lint.stdout + lint.stderr)
+        info = subprocess.run(["dpkg-deb", "-I", deb], capture_output=True, text=True).stdout
+        check("postinst and prerm from debhelper are in the package",
+              "postinst" in info and "prerm" in info, info)
+
+print(f"package: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
