@@ -68,9 +68,9 @@ static int write_and_verify(const ApplyRequest *req, PlanItem *item, const char 
 
 /* EINVAL from a scheduler write means "not available here": the next
  * alternative of the policy's list is tried, once each. */
-static int apply_scheduler_fallbacks(const ApplyRequest *req, PlanItem *item) {
-        for (unsigned i = 0; i < item->n_fallbacks; i++) {
-                const char *name = item->fallbacks[i].name;
+static int apply_scheduler_fallbacks(const ApplyRequest *req, const Plan *plan, PlanItem *item) {
+        for (unsigned i = 0; i < plan->n_fallbacks; i++) {
+                const char *name = plan->fallbacks[i].name;
                 int k;
 
                 (void) strscpy(item->target, sizeof(item->target), name);
@@ -85,7 +85,7 @@ static int apply_scheduler_fallbacks(const ApplyRequest *req, PlanItem *item) {
         return -EINVAL;
 }
 
-static int apply_item(const ApplyRequest *req, PlanItem *item, bool *originals_changed) {
+static int apply_item(const ApplyRequest *req, const Plan *plan, PlanItem *item, bool *originals_changed) {
         const char *attr = tunables[item->tunable].attr;
         int k;
 
@@ -121,7 +121,7 @@ static int apply_item(const ApplyRequest *req, PlanItem *item, bool *originals_c
 
         k = write_and_verify(req, item, item->target);
         if (k == -EINVAL && item->tunable == TUNABLE_SCHEDULER)
-                k = apply_scheduler_fallbacks(req, item);
+                k = apply_scheduler_fallbacks(req, plan, item);
         if (k == 0)
                 return 0;
         if (is_gone(k) || (k == -ENOENT && !device_present(req->roots, req->dev)))
@@ -149,7 +149,7 @@ int apply_plan(const ApplyRequest *req, Plan *plan, bool *originals_changed) {
                         item->result = RESULT_PLANNED;
                         continue;
                 }
-                k = apply_item(req, item, originals_changed);
+                k = apply_item(req, plan, item, originals_changed);
                 if (k < 0)
                         return k;
                 if (item->result == RESULT_RETRY)
@@ -164,23 +164,24 @@ int restore_originals(const Roots *roots, const char *dev, const Originals *o, b
         int writes = 0;
 
         for (size_t t = 0; t < n_tunables; t++) {
+                const char *original = originals_get(o, (unsigned) t);
                 char current[VALUE_MAX];
                 int k;
 
-                if (!o->values[t])
+                if (!original)
                         continue;
                 k = attr_read_current(roots, dev, (unsigned) t, current, sizeof(current));
                 if (is_gone(k) || (k == -ENOENT && !device_present(roots, dev)))
                         return -ENODEV;
                 /* ENOENT: a tunable of a scheduler that the restore just replaced */
-                if (k < 0 || streq(current, o->values[t]) || dry_run)
+                if (k < 0 || streq(current, original) || dry_run)
                         continue;
-                k = queue_attr_write(roots, dev, tunables[t].attr, o->values[t]);
+                k = queue_attr_write(roots, dev, tunables[t].attr, original);
                 if (is_gone(k))
                         return -ENODEV;
                 if (k < 0)
                         log_warning_errno(k, "%s: restoring %s=%s failed, ignoring: %m", dev,
-                                          tunables[t].attr, o->values[t]);
+                                          tunables[t].attr, original);
                 else
                         writes++;
         }

@@ -114,7 +114,7 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
                 if (k == 0)
                         (void) sched_choice_format(&choices[i], item->target, sizeof(item->target));
                 else
-                        item->fallbacks[item->n_fallbacks++] = choices[i];
+                        plan->fallbacks[plan->n_fallbacks++] = choices[i];
                 k++;
         }
         if (k == 0 && locking && device_facts_has_scheduler(in->facts, "mq-deadline")) {
@@ -140,7 +140,7 @@ void decide(const DecideInput *in, Plan *plan) {
         const char *effective = f->scheduler;
         char effective_buf[SCHED_NAME_MAX];
 
-        *plan = (Plan) { .managed = false };
+        *plan = (Plan) { .items = plan->items };
         if (in->excluded) {
                 plan->reason = "excluded by the daemon configuration";
                 return;
@@ -227,6 +227,32 @@ void decide(const DecideInput *in, Plan *plan) {
                                  tunables[t].scheduler, *effective ? effective : "no scheduler");
                 }
         }
+}
+
+int plan_copy(Plan *dst, const Plan *src) {
+        PlanItem *items = dst->items;
+        unsigned have = dst->n_items;
+
+        if (src->n_items > have || (src->n_items == 0 && items)) {
+                free(items);
+                items = src->n_items ? malloc(sizeof(PlanItem) * src->n_items) : NULL;
+                if (src->n_items && !items) {
+                        *dst = (Plan) {};
+                        return -ENOMEM;
+                }
+        }
+        *dst = *src;
+        dst->items = items;
+        if (src->n_items)
+                memcpy(items, src->items, sizeof(PlanItem) * src->n_items);
+        return 0;
+}
+
+void plan_done(Plan *p) {
+        if (!p)
+                return;
+        free(p->items);
+        *p = (Plan) {};
 }
 
 PlanItem *plan_find(Plan *p, unsigned tunable) {

@@ -101,6 +101,8 @@ Device *device_free(Device *d) {
                 return NULL;
         sd_event_source_disable_unref(d->retry_source);
         device_facts_done(&d->facts);
+        plan_done(&d->plan);
+        free(d->dynamic);
         originals_done(&d->originals);
         free(d);
         return NULL;

@@ -30,7 +30,8 @@ static bool all_hold(const Condition *c, unsigned n, const Signals *s) {
 }
 
 static void history_push(DynState *s, const Signals *sig) {
-        s->history[s->history_pos] = *sig;
+        for (int i = 0; i < _SIGNAL_MAX; i++)
+                s->history[s->history_pos][i] = (float) signals_get(sig, (SignalId) i);
         s->history_pos = (s->history_pos + 1) % DYNAMIC_WINDOW_MAX;
         if (s->n_history < DYNAMIC_WINDOW_MAX)
                 s->n_history++;
@@ -43,10 +44,10 @@ static void history_average(const DynState *s, unsigned window, Signals *ret) {
         bool db_known = false;
 
         for (unsigned k = 0; k < n; k++) {
-                const Signals *h = &s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
+                const float *h = s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
                 for (int i = 0; i < _SIGNAL_MAX; i++)
-                        sum[i] += signals_get(h, (SignalId) i);
-                db_known = db_known || h->dispatch_busy >= 0;
+                        sum[i] += h[i];
+                db_known = db_known || h[SIGNAL_DISPATCH_BUSY] >= 0;
         }
         *ret = (Signals) { .valid = n > 0 };
         if (n == 0)
@@ -70,7 +71,7 @@ static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) 
         unsigned n = 0;
 
         for (unsigned i = 0; i < s->n_flip_ticks; i++)
-                if (tick - s->flip_ticks[i] < window)
+                if ((uint32_t) tick - s->flip_ticks[i] < window)
                         n++;
         return n;
 }
@@ -124,7 +125,7 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         s->busy = !s->busy;
         s->since_tick = tick;
         s->enter_streak = s->leave_streak = 0;
-        s->flip_ticks[s->flip_pos] = tick;
+        s->flip_ticks[s->flip_pos] = (uint32_t) tick;
         s->flip_pos = (s->flip_pos + 1) % DYNAMIC_FLIPS_MAX;
         if (s->n_flip_ticks < DYNAMIC_FLIPS_MAX)
                 s->n_flip_ticks++;

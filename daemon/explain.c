@@ -8,7 +8,7 @@
 
 cJSON *manager_report_device(Manager *m, Device *d) {
         ReportDevice rd = { .facts = &d->facts, .plan = &d->plan, .error = d->error[0] ? d->error : NULL,
-                            .dyn = &d->dyn, .signals = d->signals.valid ? &d->signals : NULL };
+                            .dyn = d->dynamic ? &d->dynamic->state : NULL, .signals = d->signals.valid ? &d->signals : NULL };
         cJSON *o = report_device(&rd);
 
         cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);
@@ -40,10 +40,11 @@ static cJSON *explain_policies(Manager *m, Device *d) {
 }
 
 static cJSON *explain_history(const Device *d) {
+        const DeviceDynamic *y = d->dynamic;
         cJSON *a = cJSON_CreateArray();
 
-        for (unsigned k = 0; k < d->n_history; k++) {
-                const FlipRecord *f = &d->history[(d->history_pos + FLIP_HISTORY - d->n_history + k) % FLIP_HISTORY];
+        for (unsigned k = 0; y && k < y->n_history; k++) {
+                const FlipRecord *f = &y->history[(y->history_pos + FLIP_HISTORY - y->n_history + k) % FLIP_HISTORY];
                 cJSON *o = cJSON_CreateObject();
 
                 cJSON_AddNumberToObject(o, "tick", (double) f->tick);

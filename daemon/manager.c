@@ -159,25 +159,28 @@ static void device_persist_originals(Manager *m, Device *d) {
 
 static void device_learn_caps(Manager *m, const Device *d);
 
-/* decide + apply for one device. */
+/* decide + apply for one device: both work in m->scratch, the device keeps
+ * a copy sized to the decision. */
 static void device_process(Manager *m, Device *d) {
         DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
-                           .excluded = device_excluded(m, d), .busy = d->dyn.busy };
+                           .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
         /* a paused or overridden device is only looked at: what would change */
         ApplyRequest req = { .roots = &m->roots, .dev = d->name,
                              .dry_run = m->options->dry_run || device_is_held(m, d),
                              .originals = &d->originals };
+        Plan *plan = plan_buffer_init(&m->scratch);
         bool changed = false;
-        int r;
+        int r = 0;
 
-        decide(&in, &d->plan);
-        if (!d->plan.managed || !d->plan.dynamic)
-                d->dyn = (DynState) {};         /* no state machine: back to base */
-        if (!d->plan.managed) {
-                log_plan(d, req.dry_run);
-                return;
-        }
-        r = apply_plan(&req, &d->plan, &changed);
+        decide(&in, plan);
+        if (!plan->managed || !plan->dynamic)
+                d->dynamic = mfree(d->dynamic);         /* no state machine: back to base */
+        else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
+                r = -ENOMEM;
+        if (plan->managed && r == 0)
+                r = apply_plan(&req, plan, &changed);
+        if (plan_copy(&d->plan, plan) < 0)
+                r = -ENOMEM;
         if (changed)
                 device_persist_originals(m, d);
         if (r == -ENODEV) {
@@ -196,7 +199,8 @@ static void device_process(Manager *m, Device *d) {
                 return;
         }
         d->retries = 0;
-        device_learn_caps(m, d);
+        if (d->plan.managed)
+                device_learn_caps(m, d);
 }
 
 void device_process_again(Manager *m, Device *d) {
@@ -204,15 +208,15 @@ void device_process_again(Manager *m, Device *d) {
         device_process(m, d);
 }
 
-static void device_remember_flip(Manager *m, Device *d, const DynDecision *dec, double ms) {
-        FlipRecord *f = &d->history[d->history_pos];
+static void device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
+        FlipRecord *f = &y->history[y->history_pos];
 
-        *f = (FlipRecord) { .tick = m->tick, .uptime_s = (double) manager_uptime_usec(m) / 1e6,
-                            .to_busy = dec->to_busy, .cost_ms = ms };
+        *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
+                            .to_busy = dec->to_busy, .cost_ms = (float) ms };
         (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
-        d->history_pos = (d->history_pos + 1) % FLIP_HISTORY;
-        if (d->n_history < FLIP_HISTORY)
-                d->n_history++;
+        y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
+        if (y->n_history < FLIP_HISTORY)
+                y->n_history++;
 }
 
 /* dynamic_step() flipped d->dyn.busy: apply the other settings set and
@@ -230,9 +234,9 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         device_process(m, d);
         ms = (double) (monotonic_usec() - start) / 1000.0;
         /* device_process may have forgotten a vanished device: d is then gone */
-        if (device_table_get(&m->devices, d->devnum) == d) {
-                d->dyn.flip_cost_ms += ms;
-                device_remember_flip(m, d, dec, ms);
+        if (device_table_get(&m->devices, d->devnum) == d && d->dynamic) {
+                d->dynamic->state.flip_cost_ms += ms;
+                device_remember_flip(m, d->dynamic, dec, ms);
                 log_debug("%s: flip applied in %.2f ms", d->name, ms);
         }
 }
@@ -443,7 +447,7 @@ int manager_print_report(Manager *m) {
         for (int i = 0; i < n; i++)
                 rd[i] = (ReportDevice) { .facts = &sorted[i]->facts, .plan = &sorted[i]->plan,
                                          .error = sorted[i]->error[0] ? sorted[i]->error : NULL,
-                                         .dyn = &sorted[i]->dyn,
+                                         .dyn = sorted[i]->dynamic ? &sorted[i]->dynamic->state : NULL,
                                          .signals = sorted[i]->signals.valid ? &sorted[i]->signals : NULL };
         j = report_build(&m->caps, rd, (size_t) n);
         text = j ? cJSON_Print(j) : NULL;

@@ -38,8 +38,8 @@ static void device_metric(Buf *b, const char *name, const Device *d, double v) {
 typedef double (*DeviceValue)(const Device *d);
 
 static double v_busy(const Device *d) { return d->plan.busy; }
-static double v_flips(const Device *d) { return d->dyn.flips; }
-static double v_cost(const Device *d) { return d->dyn.flip_cost_ms / 1000.0; }
+static double v_flips(const Device *d) { return d->dynamic ? d->dynamic->state.flips : 0; }
+static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.flip_cost_ms / 1000.0 : 0; }
 static double v_paused(const Device *d) { return d->paused; }
 static double v_overridden(const Device *d) { return d->overridden; }
 static double v_iops(const Device *d) { return d->signals.iops; }

@@ -381,7 +381,7 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
         if (streq(key, "window")) {
                 int r = parse_ticks(value, 1, &d->window, error);
                 if (r == 0 && d->window > DYNAMIC_WINDOW_MAX) {
-                        *error = "window is at most 16 ticks";
+                        *error = "window is at most 8 ticks";
                         return -EINVAL;
                 }
                 return r;

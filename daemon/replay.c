@@ -13,6 +13,7 @@
 
 typedef struct ReplayDevice {
         DeviceFacts facts;
+        PlanBuffer buffer;
         Plan plan;
         DynState dyn;
         DiskStat stat;
@@ -39,6 +40,8 @@ static ReplayDevice *replay_find(Replay *r, const char *name) {
 
 static void replay_decide(Replay *r, ReplayDevice *d) {
         DecideInput in = { .facts = &d->facts, .caps = &r->caps, .policies = r->policies, .busy = d->dyn.busy };
+
+        d->plan.items = d->buffer.items;        /* the array may have moved */
         decide(&in, &d->plan);
 }
 

@@ -89,13 +89,13 @@ static int scan_name(const char **p, const char *end, char *buf, size_t size) {
         return 0;
 }
 
-int diskstat_parse_line(const char *line, size_t len, DiskStat *ret) {
+int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]) {
+        uint64_t ignored[6];
         uint64_t *fields[] = {
                 &ret->rd_ios, &ret->rd_merges, &ret->rd_sectors, &ret->rd_ticks,
                 &ret->wr_ios, &ret->wr_merges, &ret->wr_sectors, &ret->wr_ticks,
                 &ret->in_flight, &ret->io_ticks, &ret->time_in_queue,
-                &ret->dc_ios, &ret->dc_merges, &ret->dc_sectors, &ret->dc_ticks,
-                &ret->fl_ios, &ret->fl_ticks,
+                &ignored[0], &ignored[1], &ignored[2], &ignored[3], &ignored[4], &ignored[5],
         };
         const char *p = line, *end = line + len;
         uint64_t major, minor;
@@ -103,7 +103,7 @@ int diskstat_parse_line(const char *line, size_t len, DiskStat *ret) {
 
         *ret = (DiskStat) {};
         if (scan_u64(&p, end, &major) < 0 || scan_u64(&p, end, &minor) < 0 || major > UINT32_MAX ||
-            minor > UINT32_MAX || scan_name(&p, end, ret->name, sizeof(ret->name)) < 0)
+            minor > UINT32_MAX || scan_name(&p, end, name, DISKSTAT_NAME_MAX) < 0)
                 return -EBADMSG;
         ret->major = (unsigned) major;
         ret->minor = (unsigned) minor;

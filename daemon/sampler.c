@@ -91,9 +91,9 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
         d->have_stat = true;
         if (m->record)
                 record_write_sample(m->record, d->name, st, busy);
-        if (!dyn || device_is_held(m, d))
+        if (!dyn || !d->dynamic || device_is_held(m, d))
                 return;         /* paused or overridden: no flips */
-        dynamic_step(dyn, &d->dyn, &d->signals, m->tick, &dec);
+        dynamic_step(dyn, &d->dynamic->state, &d->signals, m->tick, &dec);
         if (dec.flip)
                 device_flip(m, d, &dec);
 }
@@ -117,15 +117,15 @@ void manager_tick(Manager *m, uint64_t now) {
         if (m->record)
                 record_write_tick(m->record, now, m->tick);
         for (char *line = m->diskstats, *next; line < m->diskstats + len; line = next) {
-                char *nl = strchr(line, '\n');
+                char *nl = strchr(line, '\n'), name[DISKSTAT_NAME_MAX];
                 DiskStat st;
                 Device *d;
 
                 next = nl ? nl + 1 : m->diskstats + len;
-                if (diskstat_parse_line(line, (size_t) (next - line), &st) < 0)
+                if (diskstat_parse_line(line, (size_t) (next - line), &st, name) < 0)
                         continue;
                 d = device_table_get(&m->devices, makedev(st.major, st.minor));
-                if (d && streq(d->name, st.name))
+                if (d && streq(d->name, name))
                         device_sample(m, d, &st, interval_ms);
         }
         if (m->record)

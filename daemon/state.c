@@ -9,24 +9,29 @@
 #define STATE_HEADER "# blkpolicyd originals v1\n"
 
 void originals_done(Originals *o) {
-        if (!o)
+        if (!o || !o->values)
                 return;
-        for (size_t i = 0; i < TUNABLES_MAX; i++) {
+        for (size_t i = 0; i < TUNABLES_MAX; i++)
                 free(o->values[i]);
-                o->values[i] = NULL;
-        }
+        o->values = mfree(o->values);
 }
 
 bool originals_empty(const Originals *o) {
-        for (size_t i = 0; i < TUNABLES_MAX; i++)
+        for (size_t i = 0; o->values && i < TUNABLES_MAX; i++)
                 if (o->values[i])
                         return false;
         return true;
 }
 
+const char *originals_get(const Originals *o, unsigned t) {
+        return o->values && t < TUNABLES_MAX ? o->values[t] : NULL;
+}
+
 int originals_record(Originals *o, unsigned t, const char *value) {
         if (t >= TUNABLES_MAX)
                 return -EINVAL;
+        if (!o->values && !(o->values = calloc(TUNABLES_MAX, sizeof(char *))))
+                return -ENOMEM;
         if (o->values[t])
                 return 0;
         o->values[t] = strdup(value);
@@ -95,7 +100,7 @@ int originals_save(const char *state_dir, const char *dev, const Originals *o) {
                 return -errno;
         fputs(STATE_HEADER, f);
         for (size_t i = 0; i < n_tunables; i++)
-                if (o->values[i])
+                if (originals_get(o, (unsigned) i))
                         fprintf(f, "%s=%s\n", tunables[i].attr, o->values[i]);
         if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
                 r = -errno;

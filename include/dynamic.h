@@ -18,9 +18,9 @@ typedef struct DynState {
         bool started;
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
         unsigned enter_streak, leave_streak;
-        Signals history[DYNAMIC_WINDOW_MAX];    /* ring of the last valid samples */
+        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX]; /* ring of the last valid samples */
         unsigned n_history, history_pos;
-        uint64_t flip_ticks[DYNAMIC_FLIPS_MAX]; /* ring, for the flip cap */
+        uint32_t flip_ticks[DYNAMIC_FLIPS_MAX]; /* ring, for the flip cap (tick numbers mod 2^32) */
         unsigned n_flip_ticks, flip_pos;
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */

@@ -36,15 +36,22 @@ typedef struct Options {
 
 typedef struct Manager Manager;
 
-#define FLIP_HISTORY 16
+#define FLIP_HISTORY 8
 
 typedef struct FlipRecord {
-        uint64_t tick;
-        double uptime_s;
+        uint32_t tick;
+        float uptime_s;
+        float cost_ms;
         bool to_busy;
-        double cost_ms;
-        char reason[160];
+        char reason[64];        /* the full text is in the log */
 } FlipRecord;
+
+/* Only devices whose policy has [Dynamic] carry this. */
+typedef struct DeviceDynamic {
+        DynState state;
+        FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
+        unsigned n_history, history_pos;
+} DeviceDynamic;
 
 typedef struct Device {
         Manager *manager;
@@ -52,7 +59,7 @@ typedef struct Device {
         dev_t devnum;
         DeviceFacts facts;
         Plan plan;
-        char error[128];        /* last classify/apply error; "" when none */
+        char error[64];         /* last classify/apply error; "" when none */
         Originals originals;
         unsigned retries;
         sd_event_source *retry_source;
@@ -60,12 +67,10 @@ typedef struct Device {
         DiskStat stat;          /* the last /proc/diskstats sample */
         bool have_stat;
         Signals signals;        /* of the last tick */
-        DynState dyn;
+        DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         bool paused;            /* pause DEV: left as it is until resume */
         bool overridden;        /* someone else changed a managed setting: left alone */
-        char override_note[256];
-        FlipRecord history[FLIP_HISTORY];  /* ring of the last flips, for explain */
-        unsigned n_history, history_pos;
+        char override_note[128];
         struct Device *hash_next;
 } Device;
 
@@ -84,6 +89,7 @@ struct Manager {
         KernelCaps caps;
         Discover *discover;
         DeviceTable devices;
+        PlanBuffer scratch;             /* where decide() and apply work; devices keep a copy */
         bool redecide;          /* kernel capabilities changed: decide all again */
 
         /* sampling */

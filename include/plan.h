@@ -21,15 +21,12 @@ typedef enum ItemResult {
 
 const char *item_result_to_string(ItemResult r);
 
-#define VALUE_MAX 64
+#define VALUE_MAX 32
 
 typedef struct PlanItem {
         unsigned tunable;               /* index into tunables[] */
         char target[VALUE_MAX];
         const char *source;             /* policy file name that set it */
-        /* scheduler only: the candidates after target, tried on EINVAL */
-        SchedChoice fallbacks[SCHED_CHOICES_MAX];
-        unsigned n_fallbacks;
         /* filled in by apply */
         char before[VALUE_MAX];         /* read before writing */
         char current[VALUE_MAX];        /* read back after writing */
@@ -45,8 +42,11 @@ typedef struct Plan {
         const char *policy;             /* highest-priority matching policy, NULL if none */
         const char *matched[MATCHED_MAX];
         unsigned n_matched;
-        PlanItem items[TUNABLES_MAX];
+        PlanItem *items;                /* decide() needs room for TUNABLES_MAX */
         unsigned n_items;
+        /* the scheduler candidates after the target, tried on EINVAL */
+        SchedChoice fallbacks[SCHED_CHOICES_MAX];
+        unsigned n_fallbacks;
         const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
         const char *dynamic_source;
         bool busy;                      /* the plan holds the busy settings */
@@ -60,5 +60,21 @@ typedef struct DecideInput {
         bool busy;                      /* the dynamic state: apply [Busy] over the base */
 } DecideInput;
 
+/* Room for any plan: decide() writes here, the daemon keeps a copy sized
+ * to what was decided (a device typically has one to three items). */
+typedef struct PlanBuffer {
+        Plan plan;
+        PlanItem items[TUNABLES_MAX];
+} PlanBuffer;
+
+static inline Plan *plan_buffer_init(PlanBuffer *b) {
+        b->plan = (Plan) { .items = b->items };
+        return &b->plan;
+}
+
+/* ret->items must have room for TUNABLES_MAX items; it is kept. */
 void decide(const DecideInput *in, Plan *ret);
+/* Copies src into dst, dst->items resized to fit (reused when it does). */
+int plan_copy(Plan *dst, const Plan *src);
+void plan_done(Plan *p);
 PlanItem *plan_find(Plan *p, unsigned tunable);

@@ -50,7 +50,7 @@ typedef struct Condition {
 } Condition;
 
 #define CONDITIONS_MAX 4
-#define DYNAMIC_WINDOW_MAX 16
+#define DYNAMIC_WINDOW_MAX 8
 #define DYNAMIC_FLIPS_CAP 64
 
 /* [Dynamic] + [Busy]: a second settings set for when the device is busy,

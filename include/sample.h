@@ -12,18 +12,18 @@
  * 14-field lines (before 4.18) have no discard fields, 18-field lines (before
  * 5.5) no flush fields: those read as 0. */
 typedef struct DiskStat {
-        unsigned major, minor;
-        char name[32];
         uint64_t rd_ios, rd_merges, rd_sectors, rd_ticks;
         uint64_t wr_ios, wr_merges, wr_sectors, wr_ticks;
         uint64_t in_flight, io_ticks, time_in_queue;
-        uint64_t dc_ios, dc_merges, dc_sectors, dc_ticks;
-        uint64_t fl_ios, fl_ticks;
+        unsigned major, minor;
         unsigned n_fields;      /* 14, 18 or 20 (counting major, minor, name) */
 } DiskStat;
 
-/* Pure. -EBADMSG unless the line has 14, 18 or 20 well-formed fields. */
-int diskstat_parse_line(const char *line, size_t len, DiskStat *ret);
+#define DISKSTAT_NAME_MAX 32
+
+/* Pure. -EBADMSG unless the line has 14, 18 or 20 well-formed fields. The
+ * discard and flush fields are checked but not kept: no signal uses them. */
+int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]);
 
 /* What one tick saw on one device. Rates are per second over the tick. */
 typedef struct Signals {

@@ -10,11 +10,12 @@
 #include "tunables.h"
 
 typedef struct Originals {
-        char *values[TUNABLES_MAX];     /* indexed like tunables[], NULL: never changed */
+        char **values;          /* TUNABLES_MAX, indexed like tunables[]; allocated at the first record */
 } Originals;
 
 void originals_done(Originals *o);
 bool originals_empty(const Originals *o);
+const char *originals_get(const Originals *o, unsigned t);
 /* Records value for tunable t unless one is recorded already.
  * Returns 1 if recorded, 0 if it was there, -ENOMEM. */
 int originals_record(Originals *o, unsigned t, const char *value);

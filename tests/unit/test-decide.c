@@ -59,7 +59,8 @@ static void run(const DeviceFacts *f, const KernelCaps *k, const PolicySet *s, P
 TEST(fallback_without_dispatch_direct) {
         DeviceFacts f = sq_virtio();
         PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         for (Tristate dd = TRISTATE_UNKNOWN; dd <= TRISTATE_NO; dd++) {
                 KernelCaps k = kernel(6, 18, dd);
@@ -75,14 +76,15 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         DeviceFacts f = sq_virtio();
         KernelCaps k = kernel(7, 2, TRISTATE_YES);
         PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
         const PlanItem *sched, *dd;
 
         run(&f, &k, s, &plan);
         sched = item(&plan, "Queue", "scheduler");
         dd = item(&plan, "mq-deadline", "dispatch_direct");
         CHECK_STR(sched->target, "mq-deadline");
-        CHECK(sched->n_fallbacks == 1 && streq(sched->fallbacks[0].name, "none"));
+        CHECK(plan.n_fallbacks == 1 && streq(plan.fallbacks[0].name, "none"));
         CHECK(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
         CHECK_STR(dd->source, "20-fast.policy");
         /* scheduler first, its tunable after */
@@ -94,7 +96,8 @@ TEST(zoned_keeps_mq_deadline_before_6_10) {
         DeviceFacts f = sq_virtio();
         KernelCaps old = kernel(6, 1, TRISTATE_NO), now = kernel(6, 12, TRISTATE_NO);
         PolicySet *s = set_of(policy("20-fast.policy", "none"), NULL);
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         f.zoned = ZONED_HOST_MANAGED;
         f.classes |= CLASS_BIT(CLASS_ZONED);
@@ -115,7 +118,8 @@ TEST(bio_based_and_excluded_are_left_alone) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         PolicySet *s = set_of(policy("00-all.policy", "none"), NULL);
         DecideInput in = { .facts = &v, .caps = &k, .policies = s, .excluded = true };
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         run(&f, &k, s, &plan);
         CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
@@ -129,7 +133,8 @@ TEST(later_files_override_setting_by_setting) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *a = policy("20-vendor.policy", "bfq"), *b = policy("90-admin.policy", "kyber");
         PolicySet *s;
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         set_value(a, "Queue", "read_ahead_kb", "4096");
         set_value(a, "Queue", "nr_requests", "64");
@@ -151,7 +156,8 @@ TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *a = policy("20-vendor.policy", "none"), *b = policy("90-admin.policy", NULL);
         PolicySet *s;
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         set_value(b, "Queue", "read_ahead_kb", "1024");
         s = set_of(a, b);
@@ -167,7 +173,8 @@ TEST(no_match_leaves_the_kernel_choice) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *p = policy("10-nvme.policy", "none");
         PolicySet *s;
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         p->match.classes_required = CLASS_BIT(CLASS_NVME);
         s = set_of(p, NULL);
@@ -182,7 +189,8 @@ TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *p = policy("20-x.policy", "none");
         PolicySet *s;
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         set_value(p, "mq-deadline", "fifo_batch", "8");
         set_value(p, "Queue", "nomerges", "1");
@@ -198,7 +206,8 @@ TEST(unavailable_schedulers_are_skipped) {
         DeviceFacts f = sq_virtio();
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         PolicySet *s = set_of(policy("20-x.policy", "bfq-mq kyber none"), NULL);
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
 
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
@@ -271,7 +280,8 @@ TEST(busy_settings_layer_over_the_base) {
         Policy *base = policy("20-base.policy", "none"), *dyn = policy("30-dyn.policy", NULL);
         PolicySet *s;
         DecideInput in;
-        Plan plan;
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
         const char *error;
 
         set_value(base, "Queue", "nr_requests", "256");

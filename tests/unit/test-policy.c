@@ -320,7 +320,7 @@ TEST(error_bad_condition) {
 }
 
 TEST(error_window_too_large) {
-        check_bad("[Dynamic]\nwindow = 17\n", 2, "at most 16");
+        check_bad("[Dynamic]\nwindow = 9\n", 2, "at most 8");
 }
 
 TEST(error_unknown_busy_section) {

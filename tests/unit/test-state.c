@@ -16,8 +16,8 @@ TEST(originals_round_trip_and_first_value_wins) {
         CHECK(originals_record(&o, (unsigned) tunable_find("Queue", "nr_requests"), "256") == 1);
         CHECK(originals_save(dir, "loop9", &o) == 0);
         CHECK(originals_load(dir, "loop9", &back) == 0);
-        CHECK_STR(back.values[TUNABLE_SCHEDULER], "mq-deadline");
-        CHECK_STR(back.values[tunable_find("Queue", "nr_requests")], "256");
+        CHECK_STR(originals_get(&back, TUNABLE_SCHEDULER), "mq-deadline");
+        CHECK_STR(originals_get(&back, tunable_find("Queue", "nr_requests")), "256");
 
         /* a torn or foreign line is skipped, the rest still loads */
         snprintf(path, sizeof(path), "%s/devices/loop9", dir);
@@ -26,8 +26,8 @@ TEST(originals_round_trip_and_first_value_wins) {
         fclose(f);
         originals_done(&back);
         CHECK(originals_load(dir, "loop9", &back) == 0);
-        CHECK_STR(back.values[TUNABLE_SCHEDULER], "mq-deadline");
-        CHECK_STR(back.values[tunable_find("Queue", "read_ahead_kb")], "4");
+        CHECK_STR(originals_get(&back, TUNABLE_SCHEDULER), "mq-deadline");
+        CHECK_STR(originals_get(&back, tunable_find("Queue", "read_ahead_kb")), "4");
 
         CHECK(originals_remove(dir, "loop9") == 0);
         CHECK(originals_load(dir, "loop9", &back) == -ENOENT);
