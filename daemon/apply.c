@@ -50,6 +50,12 @@ static int write_and_verify(const ApplyRequest *req, PlanItem *item, const char 
         const char *attr = tunables[item->tunable].attr;
         int k;
 
+        if (req->stats) {
+                if (item->tunable == TUNABLE_SCHEDULER)
+                        req->stats->scheduler_writes++;
+                else
+                        req->stats->other_writes++;
+        }
         k = queue_attr_write(req->roots, req->dev, attr, value);
         if (k < 0)
                 return k;

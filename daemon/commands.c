@@ -86,6 +86,7 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         cJSON_AddNumberToObject(t, "count", (double) m->tick);
         cJSON_AddNumberToObject(t, "interval_ms", m->config.tick_interval_ms);
         cJSON_AddNumberToObject(t, "cost_us_avg", m->tick ? (double) m->tick_cost_usec_total / (double) m->tick : 0);
+        cJSON_AddNumberToObject(t, "cpu_us_avg", m->tick ? (double) m->tick_cpu_nsec_total / 1e3 / (double) m->tick : 0);
         if (m->diskstats_error)
                 cJSON_AddStringToObject(t, "error", strerror(-m->diskstats_error));
         else
@@ -94,6 +95,9 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
                 cJSON_AddStringToObject(t, "dispatch_busy", "unavailable: debugfs cannot be read");
         else
                 cJSON_AddStringToObject(t, "dispatch_busy", "ok");
+        t = cJSON_AddObjectToObject(o, "writes");
+        cJSON_AddNumberToObject(t, "scheduler", (double) m->writes.scheduler_writes);
+        cJSON_AddNumberToObject(t, "other", (double) m->writes.other_writes);
         cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
         cJSON_AddNumberToObject(o, "managed", managed);
         cJSON_AddNumberToObject(o, "busy", busy);

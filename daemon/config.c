@@ -28,7 +28,7 @@ static int set_string(char **dst, const char *value) {
 
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
-                        .client_timeout_ms = 30000, .drift_check_ticks = 5, .metrics_every_ticks = 15 };
+                        .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
@@ -56,10 +56,10 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
                 long long min, max;
                 const char *error;
         } numbers[] = {
-                { "tick_interval_ms", offsetof(Config, tick_interval_ms), 10, 3600000, "expected milliseconds, 10 to 3600000" },
+                { "tick_interval_ms", offsetof(Config, tick_interval_ms), 1, 3600000, "expected milliseconds, 1 to 3600000" },
                 { "max_clients", offsetof(Config, max_clients), 1, 4096, "expected 1 to 4096" },
                 { "client_timeout_ms", offsetof(Config, client_timeout_ms), 100, 3600000, "expected milliseconds, 100 to 3600000" },
-                { "drift_check_ticks", offsetof(Config, drift_check_ticks), 0, 3600, "expected ticks, 0 (off) to 3600" },
+                { "drift_checks_per_tick", offsetof(Config, drift_checks_per_tick), 0, 1000000, "expected a number of devices, 0 (off) or more" },
                 { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
         };
         long long v;

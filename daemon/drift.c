@@ -74,26 +74,41 @@ cJSON *manager_verify(Manager *m) {
         return o;
 }
 
-void manager_check_drift(Manager *m) {
-        DEVICE_TABLE_FOREACH(d, &m->devices) {
-                char live[VALUE_MAX];
-                const PlanItem *it;
+static void device_check_drift(Manager *m, Device *d) {
+        char live[VALUE_MAX];
+        const PlanItem *it;
 
-                if (!d->plan.managed || device_is_held(m, d) || d->retry_source)
-                        continue;
-                it = device_find_drift(m, d, live, sizeof(live));
-                if (!it)
-                        continue;
-                if (m->config.drift_reapply) {
-                        log_notice("%s: %s was changed to %s behind blkpolicyd's back, setting %s again", d->name,
-                                   tunables[it->tunable].attr, live, it->target);
-                        device_process_again(m, d);
-                        continue;
+        if (!d->plan.managed || device_is_held(m, d) || d->retry_source)
+                return;
+        it = device_find_drift(m, d, live, sizeof(live));
+        if (!it)
+                return;
+        if (m->config.drift_reapply) {
+                log_notice("%s: %s was changed to %s behind blkpolicyd's back, setting %s again", d->name,
+                           tunables[it->tunable].attr, live, it->target);
+                device_process_again(m, d);
+                return;
+        }
+        d->overridden = true;
+        snprintf(d->override_note, sizeof(d->override_note), "%s changed to %s (blkpolicyd wanted %s)",
+                 tunables[it->tunable].attr, live, it->target);
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
+                   d->override_note, d->name);
+}
+
+void manager_check_drift(Manager *m, unsigned n) {
+        DeviceTable *t = &m->devices;
+        unsigned checked = 0;
+
+        /* walk buckets from the cursor; a bucket's devices are checked together */
+        for (size_t b = 0; b < t->n_buckets && checked < n; b++) {
+                size_t k = (m->drift_cursor + b) % t->n_buckets;
+
+                for (Device *d = t->buckets[k], *next; d; d = next) {
+                        next = d->hash_next;    /* a reapply may forget d */
+                        device_check_drift(m, d);
+                        checked++;
                 }
-                d->overridden = true;
-                snprintf(d->override_note, sizeof(d->override_note), "%s changed to %s (blkpolicyd wanted %s)",
-                         tunables[it->tunable].attr, live, it->target);
-                log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
-                           d->override_note, d->name);
+                m->drift_cursor = k + 1;
         }
 }

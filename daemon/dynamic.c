@@ -103,8 +103,11 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         }
         if (!sig->valid)
                 return;         /* no baseline or a counter wrapped: hold everything */
-        history_push(s, sig);
-        history_average(s, p->window, &avg);
+        if (p->window > 1) {
+                history_push(s, sig);
+                history_average(s, p->window, &avg);
+        } else
+                avg = *sig;     /* the common case costs no ring at all */
         s->last = avg;
 
         conds = s->busy ? p->leave : p->enter;

@@ -167,7 +167,7 @@ static void device_process(Manager *m, Device *d) {
         /* a paused or overridden device is only looked at: what would change */
         ApplyRequest req = { .roots = &m->roots, .dev = d->name,
                              .dry_run = m->options->dry_run || device_is_held(m, d),
-                             .originals = &d->originals };
+                             .originals = &d->originals, .stats = &m->writes };
         Plan *plan = plan_buffer_init(&m->scratch);
         bool changed = false;
         int r = 0;

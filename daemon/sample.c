@@ -137,6 +137,15 @@ void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_
         double sec = interval_ms / 1000.0, rd, wr;
 
         *ret = (Signals) { .dispatch_busy = -1 };
+        if (prev && interval_ms > 0 && prev->rd_ios == now->rd_ios && prev->wr_ios == now->wr_ios &&
+            prev->io_ticks == now->io_ticks && prev->time_in_queue == now->time_in_queue) {
+                /* idle, as most devices are most of the time: nothing to divide */
+                ret->valid = true;
+                ret->inflight = (double) now->in_flight;
+                if (dispatch_busy >= 0)
+                        ret->dispatch_busy = 0;
+                return;
+        }
         /* A counter that went backwards wrapped (32-bit kernels) or the device
          * was replaced under the same number: this tick tells nothing. */
         if (!prev || interval_ms <= 0 || went_backwards(prev, now))

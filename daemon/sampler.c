@@ -14,11 +14,22 @@
 #include "record.h"
 #include "util.h"
 
-static uint64_t now_usec(void) {
+static uint64_t clock_usec(clockid_t clock) {
         struct timespec ts;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static uint64_t now_usec(void) {
+        return clock_usec(CLOCK_MONOTONIC);
+}
+
+static uint64_t cpu_nsec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
 }
 
 /* Reads the whole file into m->diskstats, growing it only when it is full. */
@@ -100,7 +111,7 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
 
 void manager_tick(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(), cpu_start = cpu_nsec();
         size_t len = 0;
         int r;
 
@@ -130,14 +141,15 @@ void manager_tick(Manager *m, uint64_t now) {
         }
         if (m->record)
                 record_end_tick(m->record);
-        if (m->config.drift_check_ticks && m->tick % m->config.drift_check_ticks == 0)
-                manager_check_drift(m);
+        if (m->config.drift_checks_per_tick)
+                manager_check_drift(m, m->config.drift_checks_per_tick);
         if (m->config.metrics_textfile_dir && m->tick % m->config.metrics_every_ticks == 0) {
                 r = metrics_write_textfile(m, m->config.metrics_textfile_dir);
                 if (r < 0)
                         log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
         }
         m->tick_cost_usec_total += now_usec() - start;
+        m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdint.h>
+
 #include "plan.h"
 #include "state.h"
 #include "sysfs.h"
+
+typedef struct ApplyStats {
+        uint64_t scheduler_writes;      /* each costs a queue freeze: counted to prove none is redundant */
+        uint64_t other_writes;
+} ApplyStats;
 
 typedef struct ApplyRequest {
         const Roots *roots;
         const char *dev;
         bool dry_run;
         Originals *originals;   /* gains the value before each first change */
+        ApplyStats *stats;      /* may be NULL */
 } ApplyRequest;
 
 /* Applies plan->items in order: reads each attribute, writes only when it

@@ -18,7 +18,7 @@ typedef struct Config {
         unsigned max_clients;
         unsigned client_timeout_ms;
         bool drift_reapply;     /* on_drift=reapply; default: leave it and mark overridden */
-        unsigned drift_check_ticks;  /* 0: no drift check */
+        unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;
 } Config;

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "apply.h"
 #include "config.h"
 #include "discover.h"
 #include "dynamic.h"
@@ -90,6 +91,8 @@ struct Manager {
         Discover *discover;
         DeviceTable devices;
         PlanBuffer scratch;             /* where decide() and apply work; devices keep a copy */
+        ApplyStats writes;
+        size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
 
         /* sampling */
@@ -101,6 +104,7 @@ struct Manager {
         int diskstats_error;            /* last read error, 0 when fine */
         int dispatch_busy_error;        /* last debugfs read error, 0 when fine */
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
+        uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
         struct Recorder *record;        /* --record */
 
         /* control */
@@ -120,7 +124,9 @@ cJSON *manager_report_device(Manager *m, Device *d);
 cJSON *manager_explain(Manager *m, Device *d);
 /* drift.c: what is live in sysfs against what blkpolicyd intends */
 cJSON *manager_verify(Manager *m);
-void manager_check_drift(Manager *m);
+/* Reads back the managed settings of the next n devices (round robin, so a
+ * tick costs a bounded number of file reads whatever the device count). */
+void manager_check_drift(Manager *m, unsigned n);
 bool device_is_held(const Manager *m, const Device *d);
 
 /* sampler.c: one tick, one read of /proc/diskstats for every device */

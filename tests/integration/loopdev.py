@@ -72,7 +72,7 @@ class LoopDevices:
         """LOOP_CTL_ADD at the first free index from base: an 'add' uevent."""
         fd = os.open("/dev/loop-control", os.O_RDWR)
         try:
-            for i in range(self.base, self.base + 1000):
+            for i in range(self.base, self.base + 5000):
                 if os.path.exists(f"/sys/block/loop{i}"):
                     continue
                 try:

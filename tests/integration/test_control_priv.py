@@ -47,7 +47,7 @@ scheduler = mq-deadline
 """)
 conf = os.path.join(work, "blkpolicyd.conf")
 with open(conf, "w") as f:
-    f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_check_ticks = 2\nsocket_group = {GROUP}\n")
+    f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\nsocket_group = {GROUP}\n")
 set_attr(dev, "scheduler", "mq-deadline")
 log = open(os.path.join(work, "daemon.log"), "w+")
 daemon = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",

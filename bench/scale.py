@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""blkpolicyd's own cost at 10, 100 and 1000 devices, against the physical
+limit measured in the same run (one read of /proc/diskstats per tick).
+
+Per device count N (loop devices made with LOOP_CTL_ADD, removed after):
+  - tick CPU: blkpolicyd's CPU per tick (CLOCK_PROCESS_CPUTIME_ID around
+    each tick, over thousands of 10 ms ticks) against bench/diskstats-read's
+    CPU per bare read; with --callgrind also user-space instructions per tick
+    against per bare read (valgrind --toggle-collect, repeatable);
+  - RSS and its anonymous part after start-up and after 10,000 1 ms ticks;
+  - time to READY=1 (one pass over all devices).
+Then, with a policy that makes every bench device need mq-deadline:
+  - reaction: LOOP_CTL_ADD to scheduler set, p50/p99 over 200 devices, and
+    the kernel's own scheduler write timed directly;
+  - storm: 1000 devices added at once, time until all are set, devices lost;
+  - scheduler writes counted by the daemon against devices that needed one,
+    then again after a reload (SIGHUP) that must write nothing.
+
+  sudo python3 bench/scale.py [--counts 10,100,1000] [--callgrind]
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
+
+BUILD = os.path.join(TOP, "build")
+BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
+BARE = os.path.join(BUILD, "bench", "diskstats-read")
+BASE = 3000
+GLOB = "loop[3-4][0-9][0-9][0-9]"
+
+DYNAMIC_POLICY = f"""[Match]
+name = {GLOB}
+[Dynamic]
+enter = iops > 100000000
+leave = iops < 1
+[Busy]
+scheduler = mq-deadline
+"""
+REACTION_POLICY = f"""[Match]
+name = {GLOB}
+[Queue]
+scheduler = mq-deadline
+"""
+
+
+class Daemon:
+    def __init__(self, work, policy_dirs, tick_ms, wrapper=()):
+        self.work = work
+        self.sock_path = os.path.join(work, "control.sock")
+        notify_path = os.path.join(work, "notify")
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(600)
+        conf = os.path.join(work, "bench.conf")
+        with open(conf, "w") as f:
+            f.write(f"[Daemon]\ntick_interval_ms = {tick_ms}\n")
+        args = [*wrapper, BLKPOLICYD, "--config", conf, "--state-dir", os.path.join(work, "state"),
+                "--device", GLOB, "--socket", self.sock_path, "--log-level", "notice"]
+        for d in policy_dirs:
+            args += ["--policy-dir", d]
+        self.log = open(os.path.join(work, "daemon.log"), "w+")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(args, stderr=self.log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+        while b"READY=1" not in notify.recv(4096):
+            pass
+        self.ready_s = time.monotonic() - t0
+        notify.close()
+
+    def call(self, command):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(60)
+        s.connect(self.sock_path)
+        s.sendall(json.dumps({"command": command}).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            buf += s.recv(1 << 20)
+        s.close()
+        return json.loads(buf)["result"]
+
+    def memory(self):
+        out = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "RssAnon", "RssFile"):
+                    out[k] = int(v.split()[0])
+        with open(f"/proc/{self.proc.pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    out["Pss"] = int(line.split()[1])
+        return out
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=600)
+        self.log.seek(0)
+        return self.log.read()
+
+
+def callgrind(cmd, toggle, out, stop_after=None):
+    args = ["valgrind", "--tool=callgrind", f"--toggle-collect={toggle}", f"--callgrind-out-file={out}", *cmd]
+    return args
+
+
+def callgrind_ir(path):
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                return int(line.split()[1])
+    return 0
+
+
+def bare_read_us(reads, interval_ms=10):
+    """At the daemon's cadence (10 ms apart): both pay the same cold caches."""
+    r = subprocess.run([BARE, str(reads), "/proc/diskstats", str(interval_ms)], capture_output=True, text=True,
+                       check=True)
+    return json.loads(r.stdout)["cpu_us_per_read"]
+
+
+def measure_n(n, loops, work, policy_dir, args):
+    res = {"n": n}
+    devs = [loops.add() for _ in range(n)]
+    res["bare_us"] = bare_read_us(300)
+    d = Daemon(work, [os.path.join(TOP, "policies"), policy_dir], tick_ms=10)
+    res["ready_s"] = d.ready_s
+    time.sleep(max(3.0, n / 300))   # a few hundred ticks
+    st = d.call("status")
+    res["tick_us"] = st["tick"]["cpu_us_avg"]
+    res["ticks"] = st["tick"]["count"]
+    res["mem_start"] = d.memory()
+    d.stop()
+    # 10,000 ticks at 1 ms: does memory grow?
+    d = Daemon(work, [os.path.join(TOP, "policies"), policy_dir], tick_ms=1)
+    while d.call("status")["tick"]["count"] < 100:     # warm-up: the diskstats buffer is sized
+        time.sleep(0.05)
+    mem0 = d.memory()
+    t0 = d.call("status")["tick"]["count"]
+    while d.call("status")["tick"]["count"] < t0 + 10000:
+        time.sleep(0.5)
+    res["mem_after_10k"] = d.memory()
+    res["mem_before_10k"] = mem0
+    d.stop()
+    if args.callgrind:
+        out = os.path.join(work, "cg.daemon")
+        conf_dir = [os.path.join(TOP, "policies"), policy_dir]
+        d = Daemon(work, conf_dir, tick_ms=10,
+                   wrapper=callgrind([], "manager_tick", out))
+        t0 = d.call("status")["tick"]["count"]
+        time.sleep(5)
+        ticks = d.call("status")["tick"]["count"] - t0
+        d.stop()
+        total_ticks = ticks + t0
+        res["tick_ir"] = callgrind_ir(out) / max(total_ticks, 1)
+        out2 = os.path.join(work, "cg.bare")
+        subprocess.run(callgrind([BARE, "300"], "read_diskstats", out2), capture_output=True, check=True)
+        res["bare_ir"] = callgrind_ir(out2) / 300
+    for dev in devs:
+        loops.remove(dev)
+    return res
+
+
+def reaction_and_storm(loops, work, policy_dir):
+    res = {}
+    # the kernel's own scheduler write, timed directly on fresh devices
+    kernel = []
+    for _ in range(20):
+        dev = loops.add()
+        t0 = time.perf_counter()
+        set_attr(dev, "scheduler", "mq-deadline")
+        kernel.append((time.perf_counter() - t0) * 1000)
+        loops.remove(dev)
+    res["kernel_write_ms"] = statistics.median(kernel)
+
+    d = Daemon(work, [os.path.join(TOP, "policies"), policy_dir], tick_ms=1000)
+    lat = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        dev = loops.add()
+        while scheduler(dev) != "mq-deadline":
+            pass
+        lat.append((time.perf_counter() - t0) * 1000)
+    lat.sort()
+    res["reaction_p50_ms"] = lat[len(lat) // 2]
+    res["reaction_p99_ms"] = lat[int(len(lat) * 0.99) - 1]
+
+    t0 = time.perf_counter()
+    storm = [loops.add() for _ in range(1000)]
+    res["storm_add_s"] = time.perf_counter() - t0
+    pending = set(storm)
+    deadline = time.monotonic() + 120
+    while pending and time.monotonic() < deadline:
+        pending = {dev for dev in pending if scheduler(dev) != "mq-deadline"}
+        if pending:
+            time.sleep(0.05)
+    res["storm_all_set_s"] = time.perf_counter() - t0
+    res["storm_lost"] = len(pending)
+    st = d.call("status")
+    res["devices_needing_a_write"] = 200 + 1000
+    res["scheduler_writes"] = st["writes"]["scheduler"]
+    d.proc.send_signal(signal.SIGHUP)
+    time.sleep(2)
+    res["scheduler_writes_after_reload"] = d.call("status")["writes"]["scheduler"]
+    log = d.stop()
+    res["overflows"] = log.count("were lost")
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--counts", default="10,100,1000")
+    ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--skip-reaction", action="store_true")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (loop devices)")
+    work = tempfile.mkdtemp(prefix="blkpolicyd-scale-")
+    dyn_dir = os.path.join(work, "dynamic")
+    react_dir = os.path.join(work, "reaction")
+    os.mkdir(dyn_dir)
+    os.mkdir(react_dir)
+    with open(os.path.join(dyn_dir, "90-bench-dynamic.policy"), "w") as f:
+        f.write(DYNAMIC_POLICY)
+    with open(os.path.join(react_dir, "90-bench-reaction.policy"), "w") as f:
+        f.write(REACTION_POLICY)
+    loops = LoopDevices(base=BASE)
+    results = []
+    try:
+        for n in map(int, args.counts.split(",")):
+            results.append(measure_n(n, loops, work, dyn_dir, args))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        storm = None if args.skip_reaction else reaction_and_storm(loops, work, react_dir)
+        if storm:
+            print(json.dumps(storm), file=sys.stderr, flush=True)
+    finally:
+        loops.remove_all()
+        subprocess.run(["rm", "-rf", work])
+    report(results, storm, args)
+
+
+def report(results, storm, args):
+    print(f"kernel {platform.release()}, {os.cpu_count()} CPUs; devices are unattached loop devices; "
+          f"shipped policies plus a dynamic policy on every bench device\n")
+    print("| devices | bare diskstats read CPU (us) | blkpolicyd tick CPU (us) | ratio | "
+          + ("tick instructions / bare read | " if args.callgrind else "")
+          + "RSS (KiB) | anon (KiB) | PSS (KiB) | anon after 10,000 more ticks | READY (s) |")
+    print("|---:|---:|---:|---:|" + ("---:|" if args.callgrind else "") + "---:|---:|---:|---:|---:|")
+    for r in results:
+        m, a, b = r["mem_start"], r["mem_before_10k"], r["mem_after_10k"]
+        cg = f"{r['tick_ir']:,.0f} / {r['bare_ir']:,.0f} = {r['tick_ir'] / r['bare_ir']:.2f} | " if args.callgrind else ""
+        print(f"| {r['n']} | {r['bare_us']:.1f} | {r['tick_us']:.1f} | {r['tick_us'] / r['bare_us']:.2f} | {cg}"
+              f"{m['VmRSS']} | {m['RssAnon']} | {m['Pss']} | {a['RssAnon']} -> {b['RssAnon']} | {r['ready_s']:.2f} |")
+    if storm:
+        print(f"\nreaction (LOOP_CTL_ADD to mq-deadline set, 200 devices): p50 {storm['reaction_p50_ms']:.2f} ms, "
+              f"p99 {storm['reaction_p99_ms']:.2f} ms; the kernel's own scheduler write: "
+              f"{storm['kernel_write_ms']:.2f} ms (median of 20)")
+        print(f"storm: 1000 devices added in {storm['storm_add_s']:.2f} s, all set after {storm['storm_all_set_s']:.2f} s, "
+              f"lost {storm['storm_lost']}, receive-buffer overflows {storm['overflows']}")
+        print(f"scheduler writes: {storm['scheduler_writes']} for {storm['devices_needing_a_write']} devices that needed one "
+              f"(redundant: {storm['scheduler_writes'] - storm['devices_needing_a_write']}); after a reload: "
+              f"{storm['scheduler_writes_after_reload'] - storm['scheduler_writes']} more")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The control protocol's request handler, against a Manager that has
+ * scanned a fixture machine in dry-run mode. The peer is not root, so the
+ * mutating requests are refused rather than re-reading files per input;
+ * every other request runs for real. */
+#include <stdlib.h>
+
+#include "control.h"
+#include "fuzz.h"
+#include "log.h"
+#include "manager.h"
+
+static Manager *manager;
+static Options options;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+        const char *fixtures = getenv("BLKPOLICYD_FIXTURE") ?: FIXTURES_DIR "/kvm-6.18";
+        static char sys[4096], proc[4096], debug[4096];
+        static char *dirs[] = { POLICIES_DIR, NULL };
+
+        (void) argc;
+        (void) argv;
+        log_set_max_level(LOG_EMERG);
+        snprintf(sys, sizeof(sys), "%s/sys", fixtures);
+        snprintf(proc, sizeof(proc), "%s/proc", fixtures);
+        snprintf(debug, sizeof(debug), "%s/debug", fixtures);
+        options = (Options) { .config_path = "/dev/null", .policy_dirs = dirs, .roots = { sys, debug, proc },
+                              .state_dir = "/nonexistent", .dry_run = true, .once = true };
+        if (manager_new(&options, &manager) < 0 || manager_scan(manager) < 0)
+                abort();
+        return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        Peer peer = { .pid = 1, .uid = 1000, .gid = 1000 };
+        cJSON *reply;
+
+        if (!manager)
+                LLVMFuzzerInitialize(NULL, NULL);
+        reply = command_run(manager, &peer, (const char *) data, size);
+        if (!reply)
+                abort();        /* only -ENOMEM may give no reply */
+        cJSON_Delete(reply);
+        return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "policy.h"
+#include "replay.h"
+
+/* A recording replayed against a fixed dynamic policy that matches every
+ * device, so the whole decision path runs. */
+static PolicySet *policies;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+        static const char text[] = "[Queue]\nscheduler = none\n[Dynamic]\nenter = iops > 10\nenter_ticks = 1\n"
+                                   "leave = iops < 5\nleave_ticks = 1\nmin_dwell_ticks = 0\n"
+                                   "[Busy]\nscheduler = mq-deadline\n";
+        char *dirs[2] = { NULL, NULL };
+        const char *path = fuzz_write_tmp((const uint8_t *) text, sizeof(text) - 1, ".policy");
+        char dir[4096];
+
+        (void) argc;
+        (void) argv;
+        snprintf(dir, sizeof(dir), "%s", path);
+        *strrchr(dir, '/') = 0;
+        dirs[0] = dir;
+        if (policy_set_load(dirs, &policies) < 0)
+                abort();
+        return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        const char *path = fuzz_write_tmp(data, size, ".jsonl");
+        FILE *out = fopen("/dev/null", "we");
+
+        if (!policies)
+                LLVMFuzzerInitialize(NULL, NULL);
+        (void) replay_run(path, policies, out);
+        fclose(out);
+        return 0;
+}
