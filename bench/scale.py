@@ -57,6 +57,9 @@ scheduler = mq-deadline
 """
 
 
+RUNNING = []
+
+
 class Daemon:
     def __init__(self, work, policy_dirs, tick_ms, wrapper=()):
         self.work = work
@@ -77,6 +80,7 @@ class Daemon:
         self.log = open(os.path.join(work, "daemon.log"), "w+")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, stderr=self.log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+        RUNNING.append(self.proc)
         while b"READY=1" not in notify.recv(4096):
             pass
         self.ready_s = time.monotonic() - t0
@@ -248,6 +252,10 @@ def main():
         if storm:
             print(json.dumps(storm), file=sys.stderr, flush=True)
     finally:
+        for p in RUNNING:       # a daemon left behind would set devices of the next run
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         loops.remove_all()
         subprocess.run(["rm", "-rf", work])
     report(results, storm, args)
