@@ -28,7 +28,8 @@ static int set_string(char **dst, const char *value) {
 
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
-                        .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15 };
+                        .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15,
+                        .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
@@ -61,6 +62,7 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
                 { "client_timeout_ms", offsetof(Config, client_timeout_ms), 100, 3600000, "expected milliseconds, 100 to 3600000" },
                 { "drift_checks_per_tick", offsetof(Config, drift_checks_per_tick), 0, 1000000, "expected a number of devices, 0 (off) or more" },
                 { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
+                { "uevent_buffer_bytes", offsetof(Config, uevent_buffer_bytes), 4096, 1 << 30, "expected bytes, 4096 to 1 GiB" },
         };
         long long v;
 

@@ -157,6 +157,17 @@ static UeventAction action_of(const char *s) {
         return UEVENT_OTHER;
 }
 
+/* After an overflow the kernel reports ENOBUFS once and then drops quietly
+ * until the queue has been empty again (NETLINK_S_CONGESTED): empty it before
+ * rescanning, so that a loss during the rescan is reported too. What is
+ * dropped here is older than the rescan, which sees its effect in sysfs. */
+static void drain(int fd) {
+        char buf[8192];
+
+        while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0 || errno == ENOBUFS || errno == EINTR)
+                ;
+}
+
 static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
         Discover *d = userdata;
 
@@ -167,6 +178,7 @@ static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t 
                 if (!dev) {
                         if (errno == ENOBUFS) {
                                 log_warning("udev monitor overflowed, rescanning all devices");
+                                drain(udev_monitor_get_fd(d->udev_monitor));
                                 d->cb.overflow(d->cb.userdata);
                                 continue;
                         }
@@ -180,7 +192,7 @@ static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t 
         }
 }
 
-static int start_udev_monitor(Discover *d, sd_event *e) {
+static int start_udev_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
         int r;
 
         d->udev_monitor = udev_monitor_new_from_netlink(d->udev, "udev");
@@ -188,7 +200,7 @@ static int start_udev_monitor(Discover *d, sd_event *e) {
                 return -errno ?: -ENOMEM;
         r = udev_monitor_filter_add_match_subsystem_devtype(d->udev_monitor, "block", "disk");
         if (r >= 0)
-                r = udev_monitor_set_receive_buffer_size(d->udev_monitor, UEVENT_RCVBUF_SIZE);
+                r = udev_monitor_set_receive_buffer_size(d->udev_monitor, (int) rcvbuf);
         if (r < 0)
                 log_warning_errno(r, "Cannot set the udev monitor's receive buffer, ignoring: %m");
         r = udev_monitor_enable_receiving(d->udev_monitor);
@@ -220,6 +232,7 @@ static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revent
                 if (n < 0) {
                         if (errno == ENOBUFS) {
                                 log_warning("Kernel uevents were lost (receive buffer full), rescanning all devices");
+                                drain(fd);
                                 d->cb.overflow(d->cb.userdata);
                                 continue;
                         }
@@ -234,8 +247,8 @@ static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revent
         }
 }
 
-static int start_kernel_monitor(Discover *d, sd_event *e) {
-        int fd, size = UEVENT_RCVBUF_SIZE, r;
+static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
+        int fd, size = (int) rcvbuf, r;
 
         d->nl = nl_socket_alloc();
         if (!d->nl)
@@ -255,12 +268,12 @@ static int start_kernel_monitor(Discover *d, sd_event *e) {
         return sd_event_add_io(e, &d->io, fd, EPOLLIN, on_kernel_uevent, d);
 }
 
-int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb) {
+int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf) {
         d->cb = *cb;
         /* udevd announces itself with its control socket, as libudev checks */
         if (d->udev && access("/run/udev/control", F_OK) == 0)
-                return start_udev_monitor(d, e);
-        return start_kernel_monitor(d, e);
+                return start_udev_monitor(d, e, rcvbuf);
+        return start_kernel_monitor(d, e, rcvbuf);
 }
 
 const char *discover_monitor_kind(const Discover *d) {

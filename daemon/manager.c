@@ -301,6 +301,9 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
                 device_free(d);
                 return -ENOMEM;
         }
+        if (r > 0)
+                log_warning("%s: %d unreadable line(s) in %s/devices/%s (torn or corrupt), ignoring them",
+                            d->name, r, state_dir(m), d->name);
         if (r >= 0 && !originals_empty(&d->originals))
                 log_info("%s: found original settings recorded by an earlier run", d->name);
         *ret = d;
@@ -661,7 +664,7 @@ static int manager_setup_loop(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
         /* monitor before the scan: a device added during the scan is not lost */
-        r = discover_start_monitor(m->discover, m->event, &cb);
+        r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
         r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, &m->control);

@@ -90,9 +90,23 @@ static const char *json_string(const cJSON *o, const char *key) {
         return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static double json_number(const cJSON *o, const char *key) {
+/* A whole number in [0, max], or -EBADMSG: a recording is untrusted input,
+ * and converting an out-of-range double to an integer is undefined. */
+static int json_whole(double v, double max, uint64_t *ret) {
+        if (!(v >= 0 && v <= max) || v != (double) (uint64_t) v)
+                return -EBADMSG;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+static int json_unsigned(const cJSON *o, const char *key, unsigned *ret) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsNumber(v) ? v->valuedouble : 0;
+        uint64_t u = 0;
+
+        if (v && (!cJSON_IsNumber(v) || json_whole(v->valuedouble, UINT32_MAX, &u) < 0))
+                return -EBADMSG;
+        *ret = (unsigned) u;
+        return 0;
 }
 
 int record_parse_device(const cJSON *j, DeviceFacts *f) {
@@ -115,9 +129,10 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
         (void) strscpy(f->subsystem, sizeof(f->subsystem), json_string(facts, "subsystem"));
         (void) strscpy(f->model, sizeof(f->model), json_string(facts, "model"));
         (void) strscpy(f->scheduler, sizeof(f->scheduler), json_string(facts, "scheduler"));
-        f->hw_queues = (unsigned) json_number(facts, "hw_queues");
-        f->poll_queues = (unsigned) json_number(facts, "poll_queues");
-        f->nr_requests = (unsigned) json_number(facts, "nr_requests");
+        if (json_unsigned(facts, "hw_queues", &f->hw_queues) < 0 ||
+            json_unsigned(facts, "poll_queues", &f->poll_queues) < 0 ||
+            json_unsigned(facts, "nr_requests", &f->nr_requests) < 0 || f->poll_queues > f->hw_queues)
+                return -EBADMSG;
         f->rotational = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "rotational"));
         f->hidden = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "hidden"));
         z = zoned_from_string(json_string(facts, "zoned"));
@@ -149,12 +164,16 @@ int record_parse_stat(const cJSON *array, DiskStat *st, double *dispatch_busy) {
         if (!cJSON_IsArray(array) || cJSON_GetArraySize(array) != RECORD_STAT_FIELDS)
                 return -EBADMSG;
         cJSON_ArrayForEach(c, array) {
-                if (!cJSON_IsNumber(c) || (i < ELEMENTSOF(fields) && c->valuedouble < 0))
+                if (!cJSON_IsNumber(c))
                         return -EBADMSG;
-                if (i < ELEMENTSOF(fields))
-                        *fields[i] = (uint64_t) c->valuedouble;
-                else
+                if (i < ELEMENTSOF(fields)) {
+                        /* counters beyond 2^53 lose precision in JSON anyway */
+                        if (json_whole(c->valuedouble, 9007199254740992.0, fields[i]) < 0)
+                                return -EBADMSG;
+                } else if (c->valuedouble >= -1 && c->valuedouble <= 1000)
                         *dispatch_busy = c->valuedouble;
+                else
+                        return -EBADMSG;
                 i++;
         }
         return 0;

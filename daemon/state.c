@@ -45,8 +45,11 @@ static int state_path(char *buf, size_t size, const char *state_dir, const char 
 
 int originals_load(const char *state_dir, const char *dev, Originals *o) {
         _cleanup_fclose_ FILE *f = NULL;
-        char path[PATH_MAX], line[256];
-        int r;
+        _cleanup_free_ char *line = NULL;
+        char path[PATH_MAX];
+        size_t size = 0;
+        ssize_t len;
+        int r, bad = 0;
 
         r = state_path(path, sizeof(path), state_dir, dev, "");
         if (r < 0)
@@ -54,21 +57,32 @@ int originals_load(const char *state_dir, const char *dev, Originals *o) {
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        while (fgets(line, sizeof(line), f)) {
-                char *eq, *l = strstrip(line);
+        while ((len = getline(&line, &size, f)) >= 0) {
+                char *eq, *l;
                 int t;
 
+                if (memchr(line, 0, (size_t) len)) {
+                        bad++;  /* binary garbage: the file is corrupt */
+                        continue;
+                }
+                l = strstrip(line);
                 if (*l == '#' || !*l)
                         continue;
                 eq = strchr(l, '=');
-                if (!eq)
-                        continue;  /* torn line: the rename makes this rare, but never fatal */
+                if (!eq) {
+                        bad++;  /* torn line: the rename makes this rare, but never fatal */
+                        continue;
+                }
                 *eq = 0;
                 t = tunable_find_attr(l);
-                if (t >= 0 && *(eq + 1) && originals_record(o, (unsigned) t, eq + 1) < 0)
+                if (t < 0 || !*(eq + 1) || strlen(eq + 1) >= VALUE_MAX_STATE) {
+                        bad++;
+                        continue;
+                }
+                if (originals_record(o, (unsigned) t, eq + 1) < 0)
                         return -ENOMEM;
         }
-        return 0;
+        return bad;
 }
 
 static int mkdir_p_devices(const char *state_dir) {

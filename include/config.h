@@ -21,6 +21,7 @@ typedef struct Config {
         unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;
+        unsigned uevent_buffer_bytes;   /* receive buffer of the uevent socket */
 } Config;
 
 int config_init_defaults(Config *c);

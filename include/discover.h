@@ -20,7 +20,6 @@ typedef struct DiscoverCallbacks {
         void *userdata;
 } DiscoverCallbacks;
 
-#define UEVENT_RCVBUF_SIZE (8 * 1024 * 1024)
 
 int discover_new(const Roots *roots, char *const *device_globs, Discover **ret);
 Discover *discover_free(Discover *d);
@@ -30,7 +29,7 @@ int discover_enumerate(Discover *d, char ***ret);
 /* udev properties of a disk ("KEY=VALUE"), NULL when udev has none. */
 int discover_properties(Discover *d, const char *name, char ***ret);
 
-int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb);
+int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
 /* "udev", "kernel" or "none". */
 const char *discover_monitor_kind(const Discover *d);
 bool discover_name_wanted(const Discover *d, const char *name);

@@ -20,8 +20,11 @@ const char *originals_get(const Originals *o, unsigned t);
  * Returns 1 if recorded, 0 if it was there, -ENOMEM. */
 int originals_record(Originals *o, unsigned t, const char *value);
 
+#define VALUE_MAX_STATE 32
+
 /* <state_dir>/devices/<dev>. Load merges into o without overwriting;
- * -ENOENT when there is no file. Unknown or torn lines are skipped. */
+ * -ENOENT when there is no file. Unknown or torn lines are skipped and
+ * counted: returns how many (0 for a clean file). */
 int originals_load(const char *state_dir, const char *dev, Originals *o);
 int originals_save(const char *state_dir, const char *dev, const Originals *o);
 int originals_remove(const char *state_dir, const char *dev);
