@@ -145,18 +145,6 @@ int discover_properties(Discover *d, const char *name, char ***ret) {
         return 0;
 }
 
-static UeventAction action_of(const char *s) {
-        if (!s)
-                return UEVENT_OTHER;
-        if (streq(s, "add"))
-                return UEVENT_ADD;
-        if (streq(s, "change"))
-                return UEVENT_CHANGE;
-        if (streq(s, "remove"))
-                return UEVENT_REMOVE;
-        return UEVENT_OTHER;
-}
-
 /* After an overflow the kernel reports ENOBUFS once and then drops quietly
  * until the queue has been empty again (NETLINK_S_CONGESTED): empty it before
  * rescanning, so that a loss during the rescan is reported too. What is
@@ -187,7 +175,7 @@ static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t 
                 name = udev_device_get_sysname(dev);
                 if (name && discover_name_wanted(d, name))
                         d->cb.device(d->cb.userdata, name, udev_device_get_devnum(dev),
-                                     action_of(udev_device_get_action(dev)));
+                                     uevent_action_from_string(udev_device_get_action(dev)));
                 udev_device_unref(dev);
         }
 }

@@ -29,7 +29,9 @@ static int parse_u32(const char *s, unsigned *ret) {
         return 0;
 }
 
-static UeventAction action_from_string(const char *s) {
+UeventAction uevent_action_from_string(const char *s) {
+        if (!s)
+                return UEVENT_OTHER;
         if (streq(s, "add"))
                 return UEVENT_ADD;
         if (streq(s, "change"))
@@ -46,7 +48,7 @@ static int uevent_take(Uevent *u, const char *kv, bool *have_major, bool *have_m
                 return -EBADMSG;
         v++;
         if (startswith(kv, "ACTION="))
-                u->action = action_from_string(v);
+                u->action = uevent_action_from_string(v);
         else if (startswith(kv, "DEVPATH="))
                 u->devpath = v;
         else if (startswith(kv, "SUBSYSTEM="))

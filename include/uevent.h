@@ -31,6 +31,8 @@ typedef struct Uevent {
  * be NUL-terminated; it is modified (the terminator is set at len - 1). */
 int uevent_parse(char *buf, size_t len, Uevent *ret);
 
+UeventAction uevent_action_from_string(const char *s);
+
 /* Is this a whole-disk block device event blkpolicyd cares about? */
 bool uevent_is_disk(const Uevent *u);
 /* The kernel name (as in /sys/block): the last component of DEVPATH. */

@@ -16,17 +16,11 @@ import tempfile
 import time
 
 blkpolicyd, blkpolicyctl, fixture, top = sys.argv[1:5]
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+from loopdev import Results  # noqa: E402
 
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"not ok - {name}\n  {detail}")
+res = Results()
+check = res.check
 
 
 work = tempfile.mkdtemp(prefix="blkpolicyd-control-")
@@ -251,9 +245,8 @@ finally:
     check("exits 0 on SIGTERM", rc == 0)
     check("removes its socket", not os.path.exists(sock_path))
     log.seek(0)
-    if failed:
+    if res.failed:
         print(log.read()[-3000:])
     shutil.rmtree(work, ignore_errors=True)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+res.finish()

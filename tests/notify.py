@@ -14,17 +14,11 @@ import time
 
 blkpolicyd, fixture, top = sys.argv[1:4]
 WATCHDOG_USEC = 400000
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+from loopdev import Results  # noqa: E402
 
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"not ok - {name}\n  {detail}")
+res = Results()
+check = res.check
 
 
 work = tempfile.mkdtemp(prefix="blkpolicyd-notify-")
@@ -97,5 +91,4 @@ finally:
         daemon.wait()
     subprocess.run(["rm", "-rf", work])
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+res.finish()

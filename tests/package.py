@@ -11,17 +11,11 @@ import sys
 import tempfile
 
 top = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+from loopdev import Results  # noqa: E402
 
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"not ok - {name}\n{detail}")
+res = Results()
+check = res.check
 
 
 EXPECTED = [
@@ -53,5 +47,4 @@ with tempfile.TemporaryDirectory(prefix="blkpolicyd-deb-") as tmp:
         check("postinst and prerm from debhelper are in the package",
               "postinst" in info and "prerm" in info, info)
 
-print(f"package: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+res.finish("package: ")

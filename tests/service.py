@@ -12,17 +12,11 @@ import sys
 import tempfile
 
 build_root, source_root = sys.argv[1:3]
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+from loopdev import Results  # noqa: E402
 
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"not ok - {name}\n  {detail}")
+res = Results()
+check = res.check
 
 
 def pkgvar(pkg, var, default):
@@ -89,5 +83,4 @@ for page in ["blkpolicyd.8", "blkpolicyctl.8", "blkpolicyd.conf.5", "blkpolicyd.
     check(f"man page {page} renders without warnings", r.returncode == 0 and not r.stderr and not r2.stderr,
           r.stderr + r2.stderr)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+res.finish()

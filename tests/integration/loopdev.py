@@ -133,6 +133,6 @@ class Results:
             self.failed += 1
             print(f"not ok - {name}\n  {detail}")
 
-    def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
+    def finish(self, label=""):
+        print(f"{label}{self.passed} passed, {self.failed} failed")
         sys.exit(1 if self.failed else 0)
