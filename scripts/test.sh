@@ -18,8 +18,8 @@ meson_setup() {
         fi
 }
 
-meson_setup build -Dwerror=true
-meson_setup build-sanitize -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+meson_setup build -Dwerror=true -Dfault_injection=true
+meson_setup build-sanitize -Dwerror=true -Dfault_injection=true -Db_sanitize=address,undefined -Db_lundef=false \
         -Dc_args=-fno-sanitize-recover=all -Dbuildtype=debug
 
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
