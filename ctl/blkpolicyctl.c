@@ -33,7 +33,7 @@ static int ctl_connect(Ctl *c) {
                 fprintf(stderr, "Socket path too long: %s\n", c->socket_path);
                 return -EXIT_USAGE;
         }
-        strcpy(sa.sun_path, c->socket_path);
+        memcpy(sa.sun_path, c->socket_path, strlen(c->socket_path) + 1);
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (c->fd < 0 || connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
                 int e = errno;

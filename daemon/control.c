@@ -137,7 +137,7 @@ static int client_process(Client *c) {
                         if (c->in_len < CONTROL_REQUEST_MAX)
                                 return 0;
                         c->closing = true;
-                        log_warning("Control client pid %d uid %u sent a request over %d bytes, closing",
+                        log_warning("Control client pid %d uid %u sent a request over %zu bytes, closing",
                                     (int) c->peer.pid, (unsigned) c->peer.uid, CONTROL_REQUEST_MAX);
                         return client_queue_reply(c, reply_error("request-too-large",
                                                                  "a request is one line of at most 65536 bytes"));
@@ -212,6 +212,8 @@ static int on_client_timeout(sd_event_source *s _unused_, uint64_t usec _unused_
 static void evict_idlest(ControlServer *s) {
         Client *idlest = s->clients;
 
+        if (!idlest)
+                return;
         for (Client *c = s->clients; c; c = c->next)
                 if (c->last_activity < idlest->last_activity)
                         idlest = c;

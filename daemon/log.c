@@ -56,7 +56,7 @@ int log_internal(int level, int error, const char *fmt, ...) {
                         fprintf(stderr, "<%d>", level);
                 va_start(ap, fmt);
                 errno = error;  /* so %m in fmt prints this error */
-                vfprintf(stderr, fmt, ap);
+                vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
                 va_end(ap);
                 fputc('\n', stderr);
         }
@@ -71,7 +71,7 @@ void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) 
         if (level > max_level)
                 return;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
         va_end(ap);
         if (stderr_is_journal < 0)
                 stderr_is_journal = detect_journal_stream();

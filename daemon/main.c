@@ -130,9 +130,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_REPLAY:
                         o->replay_path = optarg;
                         break;
-                case '?':
-                        return -EINVAL;
-                default:
+                default:        /* '?': getopt has said what was wrong */
                         return -EINVAL;
                 }
         if (optind < argc)

@@ -451,10 +451,8 @@ static char *counting_reader(char *str, int num, void *stream) {
         if (!r)
                 return NULL;
         n = strlen(r);
-        if (n > 0 && r[n - 1] == '\n')
-                s->line++;
-        else if (!feof(s->file))
-                s->line_too_long = true;
+        if (n > 0 && r[n - 1] != '\n' && !feof(s->file))
+                s->line_too_long = true;        /* inih would read the rest as another line */
         else
                 s->line++;
         return r;

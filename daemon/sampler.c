@@ -46,7 +46,7 @@ static int read_diskstats(Manager *m, size_t *len) {
                 ssize_t k;
 
                 if (n + 1 >= m->diskstats_size) {
-                        size_t size = m->diskstats_size ? m->diskstats_size * 2 : 64 * 1024;
+                        size_t size = m->diskstats_size ? m->diskstats_size * 2 : (size_t) 64 * 1024;
                         char *b = realloc(m->diskstats, size);
                         if (!b)
                                 return -ENOMEM;

@@ -13,7 +13,7 @@
 typedef struct Manager Manager;
 typedef struct ControlServer ControlServer;
 
-#define CONTROL_REQUEST_MAX (64 * 1024)
+#define CONTROL_REQUEST_MAX ((size_t) 64 * 1024)
 
 typedef struct Peer {
         pid_t pid;

@@ -145,10 +145,12 @@ void device_table_remove(DeviceTable *t, Device *d);
 /* Sorted by name, for reports. Caller frees the array (not the devices). */
 int device_table_sorted(const DeviceTable *t, Device ***ret);
 void device_table_done(DeviceTable *t);
+/* NOLINTBEGIN(bugprone-macro-parentheses): d is the name of the loop variable */
 #define DEVICE_TABLE_FOREACH(d, t)                                               \
         for (size_t _b = 0; _b < (t)->n_buckets; _b++)                           \
                 for (Device *d = (t)->buckets[_b], *_n = d ? d->hash_next : NULL; d; \
                      d = _n, _n = d ? d->hash_next : NULL)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 Device *device_free(Device *d);
 

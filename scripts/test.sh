@@ -36,19 +36,24 @@ done
 echo "=== package"
 python3 tests/package.py . | tee build/package.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log <<'PY'
+# Static analysis: cppcheck and clang-tidy with the tree's configs.
+echo "=== lint"
+scripts/lint.sh build | tee build/lint.log || status=1
+
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log build/lint.log <<'PY'
 import json, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
     for line in open(path):
         r = json.loads(line)["result"]
         counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
-m = re.search(r"package: (\d+) passed, (\d+) failed", open(sys.argv[3]).read())
-if m:
-    counts["passed"] += int(m.group(1))
-    counts["failed"] += int(m.group(2))
-else:
-    counts["failed"] += 1
+for path, label in ((sys.argv[3], "package"), (sys.argv[4], "lint")):
+    m = re.search(label + r": (\d+) passed, (\d+) failed", open(path).read())
+    if m:
+        counts["passed"] += int(m.group(1))
+        counts["failed"] += int(m.group(2))
+    else:
+        counts["failed"] += 1
 print(f"tests: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
 PY
 exit $status
