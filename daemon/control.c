@@ -46,10 +46,7 @@ struct ControlServer {
 };
 
 static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        return clock_usec(CLOCK_MONOTONIC);
 }
 
 static void client_free(Client *c) {

@@ -14,13 +14,6 @@
 #include "record.h"
 #include "util.h"
 
-static uint64_t clock_usec(clockid_t clock) {
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static uint64_t now_usec(void) {
         return clock_usec(CLOCK_MONOTONIC);
 }

@@ -132,10 +132,22 @@ bool device_is_held(const Manager *m, const Device *d);
 /* sampler.c: one tick, one read of /proc/diskstats for every device */
 int manager_start_ticks(Manager *m);
 void manager_tick(Manager *m, uint64_t now_usec);
-/* manager.c: decide and apply again for a device whose dynamic state flipped */
-void device_flip(Manager *m, Device *d, const DynDecision *dec);
+/* device.c: one device's life */
+const char *manager_state_dir(const Manager *m);
+/* Classifies a disk that appeared or changed and finds (or makes) its Device
+ * by dev_t. NULL for partitions, vanished devices and per-device errors
+ * (logged); *error is set only for -ENOMEM. */
+Device *manager_refresh(Manager *m, const char *name, int *error);
+/* decide + apply; may forget d if it vanished */
+void device_process(Manager *m, Device *d);
 /* decide and apply again (drift with on_drift=reapply) */
 void device_process_again(Manager *m, Device *d);
+/* decide and apply again for a device whose dynamic state flipped */
+void device_flip(Manager *m, Device *d, const DynDecision *dec);
+void device_forget(Manager *m, Device *d, bool drop_state);
+int manager_process_all(Manager *m);
+/* New kernel capabilities change decisions: take them all again, once. */
+int manager_redecide(Manager *m);
 
 /* device-table.c: O(1) lookup by major:minor */
 Device *device_table_get(const DeviceTable *t, dev_t devnum);

@@ -102,6 +102,9 @@ typedef struct PolicySet {
 
 Policy *policy_free(Policy *p);
 PolicySet *policy_set_free(PolicySet *s);
+/* Appends "path:line: message" to the set's errors; -ENOMEM only. */
+int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 
 /* Parses one file. Errors are appended to *set's error list with file:line;
  * returns -EINVAL if the file had any (and then *ret is NULL), -ENOMEM fatal. */

@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -73,6 +75,13 @@ static inline int strscpy(char *dst, size_t size, const char *src) {
         }
         memcpy(dst, src, n + 1);
         return 0;
+}
+
+static inline uint64_t clock_usec(clockid_t clock) {
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* NULL-terminated string vectors, as in systemd's strv.h. */
