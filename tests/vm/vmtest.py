@@ -69,8 +69,10 @@ echo "===BLKPOLICYD-REPORT==="
 echo "===BLKPOLICYD-END==="
 
 # the daemon: follows hotplug from raw kernel uevents (no udevd here)
-/bin/blkpolicyd --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd \
-        --socket /run/blkpolicyd.sock 2>/dev/null &
+echo "[Daemon]" > /etc/blkpolicyd/vm.conf
+echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
+/bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
+        --policy-dir /etc/blkpolicyd/vm-policies --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
 pid=$!
 for i in $(seq 100); do [ -S /run/blkpolicyd.sock ] && break; sleep 0.05; done
 nullb nullb4 queue_mode=2 submit_queues=1 poll_queues=0 size=64
@@ -83,6 +85,19 @@ for i in $(seq 100); do /bin/blkpolicyctl --socket /run/blkpolicyd.sock devices 
 echo "===DEVICES==="
 /bin/blkpolicyctl --socket /run/blkpolicyd.sock --json devices
 echo "===DEVICES-END==="
+
+# the dynamic policy: a slow, shallow null_blk under a fio write flood
+nullb nullb5 queue_mode=2 submit_queues=1 poll_queues=0 irqmode=2 completion_nsec=50000 hw_queue_depth=4 size=64
+for i in $(seq 100); do grep -q '\[none\]' /sys/block/nullb5/queue/scheduler && break; sleep 0.02; done
+/bin/fio --name=flood --filename=/dev/nullb5 --rw=write --bs=4k --iodepth=32 --ioengine=libaio --direct=1 \
+        --runtime=4 --time_based --output-format=terse >/dev/null 2>&1 &
+fio=$!
+busy=fail
+for i in $(seq 200); do grep -q '\[mq-deadline\]' /sys/block/nullb5/queue/scheduler && busy=ok && break; sleep 0.02; done
+wait $fio
+base=fail
+for i in $(seq 200); do grep -q '\[none\]' /sys/block/nullb5/queue/scheduler && base=ok && break; sleep 0.02; done
+echo "===DYNAMIC busy=$busy base=$base==="
 kill -TERM $pid
 wait $pid
 echo "===RESTORED vda: $(cat /sys/block/vda/queue/scheduler) (before: $SCHEDULERS_BEFORE)==="
@@ -143,6 +158,9 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules):
         ctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
         shutil.copy2(ctl, os.path.join(root, "bin/blkpolicyctl"))
         copy_libs(ctl, root)
+        shutil.copy2(shutil.which("fio"), os.path.join(root, "bin/fio"))
+        copy_libs(shutil.which("fio"), root)
+        shutil.copytree(os.path.join(TOP, "tests", "vm", "policies"), os.path.join(root, "etc/blkpolicyd/vm-policies"))
         shutil.copytree(os.path.join(TOP, "policies"), os.path.join(root, "etc/blkpolicyd/policies"),
                         ignore=shutil.ignore_patterns("meson.build"))
         order = []
@@ -175,7 +193,7 @@ def boot(kdir, kver, initrd, work):
         with open(path, "wb") as f:
             f.truncate(64 << 20)
         disks.append(path)
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2", "-nographic", "-no-reboot",
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", "2", "-nographic", "-no-reboot",
            "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd,
            "-append", "console=ttyS0 panic=-1 loglevel=3",
            "-drive", f"if=none,id=d0,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d0,num-queues=1",
@@ -231,6 +249,10 @@ def check_daemon(res, which, serial):
     names = [d["name"] for d in json.loads(m.group(1).replace("\r", ""))["result"]] if m else None
     res.check(f"{which}: the removed null_blk is forgotten, the others are known",
               names is not None and "nullb4" not in names and "nullb0" in names, names)
+    m = re.search(r"===DYNAMIC busy=(\w+) base=(\w+)===", serial)
+    res.check(f"{which}: a slow, shallow null_blk flips to busy under a fio write flood", m and m.group(1) == "ok",
+              m and m.groups())
+    res.check(f"{which}: ... and back to base when it stops", m and m.group(2) == "ok", m and m.groups())
     m = re.search(r"===RESTORED vda: ([^(]*)\(before: ([^)]*)\)===", serial)
     res.check(f"{which}: SIGTERM restores what the kernel had",
               m and m.group(1).strip() == m.group(2).strip(), m and m.groups())
