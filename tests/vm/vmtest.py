@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 from loopdev import Results  # noqa: E402
 
 CACHE = os.environ.get("BLKPOLICYD_VM_CACHE", "/var/cache/blkpolicyd-vm")
-MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "null_blk", "zram", "bfq",
+MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "null_blk", "zram", "nvme", "bfq",
            "kyber-iosched"]
 APPLETS = ["sh", "mount", "mkdir", "rmdir", "cat", "echo", "sleep", "insmod", "poweroff", "ls", "grep", "xargs",
            "kill", "seq"]
@@ -188,7 +188,7 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules):
 
 def boot(kdir, kver, initrd, work):
     disks = []
-    for i in range(3):
+    for i in range(5):
         path = os.path.join(work, f"disk{i}.img")
         with open(path, "wb") as f:
             f.truncate(64 << 20)
@@ -199,7 +199,12 @@ def boot(kdir, kver, initrd, work):
            "-drive", f"if=none,id=d0,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d0,num-queues=1",
            "-drive", f"if=none,id=d1,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=2",
            "-device", "virtio-scsi-pci,id=scsi",
-           "-drive", f"if=none,id=d2,file={disks[2]},format=raw", "-device", "scsi-hd,drive=d2,rotation_rate=7200"]
+           "-drive", f"if=none,id=d2,file={disks[2]},format=raw", "-device", "scsi-hd,drive=d2,rotation_rate=7200",
+           # an NVMe controller with a conventional and a zoned (ZNS) namespace
+           "-device", "nvme,id=nvme0,serial=blkpolicyd0",
+           "-drive", f"if=none,id=d3,file={disks[3]},format=raw", "-device", "nvme-ns,drive=d3,bus=nvme0,nsid=1",
+           "-drive", f"if=none,id=d4,file={disks[4]},format=raw",
+           "-device", "nvme-ns,drive=d4,bus=nvme0,nsid=2,zoned=true,zoned.zone_size=4M,zoned.zone_capacity=4M"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     return r.stdout
 
@@ -235,6 +240,9 @@ def check_kernel(res, which, report):
     expect("null_blk, four queues", devs.get("nullb3"), ["null_blk", "multi-queue"], "none")
     zoned_sched = "mq-deadline" if which == "6.1" else "none"
     expect("zoned null_blk", devs.get("nullb2"), ["null_blk", "zoned"], zoned_sched)
+    ns = {d["facts"]["zoned"]: d for d in report["devices"] if "nvme" in d["classes"]}
+    expect("an NVMe namespace", ns.get("none"), ["nvme", "multi-queue"], "none")
+    expect("a zoned NVMe namespace", ns.get("host-managed"), ["nvme", "zoned"], zoned_sched)
     z = devs.get("zram0")
     res.check(f"{which}: zram is bio-based and untouched", z and z["classes"] == ["bio-based"] and not z["managed"]
               and z["settings"] == {}, z)
