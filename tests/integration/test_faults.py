@@ -104,6 +104,21 @@ try:
     res.check("state dir unusable (a file): warned, settings still applied",
               rc == 0 and "cannot save original settings" in err and scheduler(a) == "mq-deadline", err[-500:])
 
+    # a read-only and a full state dir: tmpfs mounts of the test's own
+    for label, opts, fill in (("read-only", "ro,size=64k", False), ("full", "size=8k", True)):
+        reset()
+        mnt = os.path.join(work, label)
+        os.mkdir(mnt)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", mnt], check=True)
+        try:
+            if fill:
+                subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/filler", "bs=4k", "count=64"], capture_output=True)
+            rc, devs, err = once("", state=mnt)
+            res.check(f"state dir {label}: warned, settings still applied",
+                      rc == 0 and "cannot save original settings" in err and scheduler(a) == "mq-deadline", err[-500:])
+        finally:
+            subprocess.run(["umount", mnt], check=False)
+
     reset()
     notadir = os.path.join(work, "not-a-dir")
     open(notadir, "w").close()

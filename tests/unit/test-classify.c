@@ -28,6 +28,7 @@ TEST(scheduler_brackets_not_position) {
         CHECK(scheduler_list_parse("none", &f) == 0);
         CHECK(f.n_schedulers == 1 && streq(f.scheduler, ""));
         CHECK(scheduler_list_parse("", &f) == 0 && f.n_schedulers == 0);
+        CHECK(scheduler_list_parse("none [adios] mq-deadline", &f) == 0 && streq(f.scheduler, "adios"));
         CHECK(scheduler_list_parse("a b c d e f g h i", &f) == -EBADMSG);
 }
 

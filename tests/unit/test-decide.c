@@ -309,3 +309,22 @@ TEST(busy_settings_layer_over_the_base) {
         CHECK(item(&plan, "mq-deadline", "fifo_batch")->result != RESULT_UNSUPPORTED);
         policy_set_free(s);
 }
+
+TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        PolicySet *s = set_of(policy("20-x.policy", "adios none"), NULL);
+        Plan plan;
+        PlanBuffer pb;
+
+        plan = (Plan) { .items = pb.items };
+        /* a kernel with a scheduler newer than blkpolicyd: listed, so usable */
+        (void) strscpy(f.schedulers[f.n_schedulers++], SCHED_NAME_MAX, "adios");
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "adios");
+        /* and where it is not listed, the next one */
+        f.n_schedulers--;
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        policy_set_free(s);
+}
