@@ -136,3 +136,39 @@ class Results:
     def finish(self, label=""):
         print(f"{label}{self.passed} passed, {self.failed} failed")
         sys.exit(1 if self.failed else 0)
+
+
+class Daemon:
+    """blkpolicyd in the foreground: its log in a file, its readiness and
+    reloads heard on a NOTIFY_SOCKET the test binds, as systemd would."""
+
+    def __init__(self, blkpolicyd, work, args, env=None):
+        import socket
+        path = os.path.join(work, "notify")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(path)
+        self.log = open(os.path.join(work, "daemon.log"), "w+")
+        self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, NOTIFY_SOCKET=path, **(env or {})))
+
+    def wait_for(self, word, timeout=10):
+        """Returns the sd_notify message that carries word (e.g. READY=1)."""
+        self.notify.settimeout(timeout)
+        while True:
+            msg = self.notify.recv(4096).decode()
+            if word in msg.split("\n"):
+                return msg
+
+    def text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, timeout=10):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

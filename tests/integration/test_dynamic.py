@@ -4,15 +4,13 @@
 loads it, back when the load stops, and not at all under a steady light
 load. Ticks are 200 ms; the policy wants 2 ticks above/below threshold."""
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -42,14 +40,9 @@ conf = os.path.join(work, "blkpolicyd.conf")
 with open(conf, "w") as f:
     f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
 
-notify_path = os.path.join(work, "notify")
-notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-notify.bind(notify_path)
-notify.settimeout(10)
-log = open(os.path.join(work, "daemon.log"), "w+")
-daemon = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",
-                           os.path.join(work, "state"), "--device", dev],
-                          stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir",
+                                     os.path.join(work, "state"), "--device", dev])
+daemon_log = daemon.text
 
 
 def fio(*args, runtime):
@@ -59,15 +52,8 @@ def fio(*args, runtime):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def daemon_log():
-    log.flush()
-    log.seek(0)
-    return log.read()
-
-
 try:
-    while b"READY=1" not in notify.recv(4096):
-        pass
+    daemon.wait_for("READY=1")
     res.check("base scheduler at start", scheduler(dev) == "none")
 
     # steady light load: 200 IOPS at qd1 for 3 s, watched all the way
@@ -100,13 +86,10 @@ try:
               f"{dev}: base -> busy: iops > 5000" in text and f"{dev}: busy -> base: iops < 1000" in text, text)
     res.check("exactly two flips", text.count(f"{dev}: base -> busy") == 1 and text.count(f"{dev}: busy -> base") == 1,
               text)
-    daemon.send_signal(signal.SIGTERM)
-    res.check("exits 0", daemon.wait(timeout=10) == 0, daemon_log())
+    res.check("exits 0", daemon.stop() == 0, daemon_log())
     res.check("base scheduler after exit", scheduler(dev) == "none")
 finally:
-    if daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    daemon.cleanup()
     loops.remove_all()
     subprocess.run(["rm", "-rf", work])
 res.finish()

@@ -5,13 +5,12 @@ old decisions (nothing written); a fixed one applies the new decision to
 exactly the device whose decision changed, and writes nothing to the other."""
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, require_root, scheduler  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -31,25 +30,18 @@ def write_policy(name, text):
 
 write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = mq-deadline\n")
 write_policy("50-b.policy", f"[Match]\nname = {b}\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
-notify_path = os.path.join(work, "notify")
-notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-notify.bind(notify_path)
-notify.settimeout(10)
-log = open(os.path.join(work, "daemon.log"), "w+")
-daemon = subprocess.Popen([blkpolicyd, "--config", "/dev/null", "--policy-dir", policies, "--state-dir",
-                           os.path.join(work, "state"), "--device", glob, "--socket", os.path.join(work, "sock")],
-                          stderr=log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+daemon = Daemon(blkpolicyd, work, ["--config", "/dev/null", "--policy-dir", policies, "--state-dir",
+                                     os.path.join(work, "state"), "--device", glob, "--socket",
+                                     os.path.join(work, "sock")])
+log = daemon.log
 
 
 def wait_ready():
-    while b"READY=1" not in notify.recv(4096):
-        pass
+    daemon.wait_for("READY=1")
 
 
 def log_since(pos):
-    log.flush()
-    log.seek(pos)
-    return log.read()
+    return daemon.text()[pos:]
 
 
 try:
@@ -58,7 +50,7 @@ try:
 
     pos = log.seek(0, 2)
     write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = kyber\nnr_requests = banana\n")
-    daemon.send_signal(signal.SIGHUP)
+    daemon.proc.send_signal(signal.SIGHUP)
     wait_ready()
     text = log_since(pos)
     res.check("broken set: the error is logged as file:line", "50-a.policy:5:" in text, text)
@@ -67,7 +59,7 @@ try:
 
     pos = log.seek(0, 2)
     write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = kyber\n")
-    daemon.send_signal(signal.SIGHUP)
+    daemon.proc.send_signal(signal.SIGHUP)
     wait_ready()
     text = log_since(pos)
     res.check("fixed set: the changed device gets the new decision", scheduler(a) == "kyber")
@@ -75,13 +67,10 @@ try:
     res.check("fixed set: the other device is not written to",
               scheduler(b) == "mq-deadline" and f"{b}: scheduler" not in text and f"{b}: read_ahead_kb" not in text,
               text)
-    daemon.send_signal(signal.SIGTERM)
-    res.check("exits 0", daemon.wait(timeout=10) == 0)
+    res.check("exits 0", daemon.stop() == 0)
     res.check("restores both", scheduler(a) == "none" and scheduler(b) == "none")
 finally:
-    if daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    daemon.cleanup()
     loops.remove_all()
     subprocess.run(["rm", "-rf", work])
 res.finish()
