@@ -51,6 +51,18 @@ static int ctl_connect(Ctl *c) {
         return 0;
 }
 
+static int send_line(int fd, const char *text) {
+        size_t len = strlen(text);
+
+        for (size_t done = 0; done < len;) {
+                ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
+                if (n < 0)
+                        return -errno;
+                done += (size_t) n;
+        }
+        return send(fd, "\n", 1, MSG_NOSIGNAL) == 1 ? 0 : -EIO;
+}
+
 /* One request, one reply line. */
 static cJSON *ctl_call(Ctl *c, const char *command, const char *device) {
         cJSON *req = cJSON_CreateObject();
@@ -63,7 +75,7 @@ static cJSON *ctl_call(Ctl *c, const char *command, const char *device) {
                 cJSON_AddStringToObject(req, "device", device);
         text = cJSON_PrintUnformatted(req);
         cJSON_Delete(req);
-        if (!text || dprintf(c->fd, "%s\n", text) < 0) {
+        if (!text || send_line(c->fd, text) < 0) {
                 free(text);
                 return NULL;
         }
