@@ -20,12 +20,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "vm"))
 import vmtest  # noqa: E402
 
-INIT = r"""#!/bin/sh
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-mount -t debugfs debugfs /sys/kernel/debug
-for m in $(cat /modules.list); do
+INIT = vmtest.MOUNTS + r"""for m in $(cat /modules.list); do
         case $m in
                 null_blk.ko) insmod /lib/modules/$m nr_devices=0 ;;
                 scsi_debug.ko|zram.ko) ;;
@@ -73,9 +68,8 @@ def main():
             # alternate: each repeat starts with the next configuration
             seq = [configs[(r + i) % len(configs)] for r in range(args.repeats) for i in range(len(configs))]
             init = INIT.replace("@SEQUENCE@", " ".join(seq)).replace("@SECONDS@", str(args.seconds))
-            vmtest.INIT = init
             initrd = os.path.join(work, "initrd.gz")
-            vmtest.build_initramfs(kdir, kver, args.blkpolicyd, initrd, [])
+            vmtest.build_initramfs(kdir, kver, args.blkpolicyd, initrd, [], init=init)
             serial = vmtest.boot(kdir, kver, initrd, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -36,12 +36,15 @@ MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "n
 APPLETS = ["sh", "mount", "mkdir", "rmdir", "cat", "echo", "sleep", "insmod", "poweroff", "ls", "grep", "xargs",
            "kill", "seq"]
 
-INIT = r"""#!/bin/sh
+# every init script starts here; bench/vm-nullblk.py uses it too
+MOUNTS = r"""#!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t debugfs debugfs /sys/kernel/debug
-for m in $(cat /modules.list); do
+"""
+
+INIT = MOUNTS + r"""for m in $(cat /modules.list); do
         case $m in
                 scsi_debug.ko) insmod /lib/modules/$m dev_size_mb=16 ;;
                 null_blk.ko) insmod /lib/modules/$m nr_devices=0 ;;
@@ -145,7 +148,7 @@ def copy_libs(binary, root):
             shutil.copy2(m.group(1), dest)
 
 
-def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules):
+def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT):
     root = tempfile.mkdtemp(prefix="blkpolicyd-initramfs-")
     try:
         for d in ("bin", "proc", "sys", "dev", "run", "lib/modules", "etc/blkpolicyd"):
@@ -179,7 +182,7 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules):
         with open(os.path.join(root, "modules.list"), "w") as f:
             f.write("\n".join(order) + "\n")
         with open(os.path.join(root, "init"), "w") as f:
-            f.write(INIT)
+            f.write(init)
         os.chmod(os.path.join(root, "init"), 0o755)
         subprocess.run(f"cd {root} && find . | cpio -o -H newc --quiet | gzip -1 > {out}", shell=True, check=True)
     finally:
