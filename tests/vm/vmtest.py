@@ -4,17 +4,21 @@
 
 For each kernel: fetch the Debian package (apt-get download; cached outside
 the repo), build a busybox initramfs with blkpolicyd, its shared libraries,
-the shipped policies and the needed modules, boot it with virtio-blk disks
-(1 and 2 queues) and a rotational virtio-scsi disk, make null_blk devices
-(single-queue, single-queue plus a poll queue, zoned, multi-queue) and a
-scsi_debug disk, run `blkpolicyd --once` (the VM's own devices: it applies
-for real), and check the JSON report against what each device must get.
+the shipped policies and the needed modules, and boot it with virtio-blk
+disks (1 and 2 queues), a rotational virtio-scsi disk, an IDE disk and an
+NVMe controller with a conventional and a zoned namespace. Inside, make
+null_blk devices (single-queue, single-queue plus a poll queue, zoned,
+multi-queue), a scsi_debug disk and, on 6.12, a ublk disk served by
+tests/vm/ublk-null; run `blkpolicyd --once` (the VM's own devices: it
+applies for real) and check the JSON report against what each device must
+get. Then start the daemon and follow, from raw kernel uevents: a null_blk
+and a ublk disk coming and going, scsi_debug unloaded and loaded again as a
+host-managed zoned disk, a dynamic flip under fio, and restore on SIGTERM.
 
   sudo python3 tests/vm/vmtest.py [--kernel 6.1|6.12|all] [--blkpolicyd PATH]
 
 Cache: $BLKPOLICYD_VM_CACHE or /var/cache/blkpolicyd-vm. Prints TAP-like
 lines and "N passed, N failed"; the exit status says the same.
-Not yet covered here (see the issue): hotplug, the dynamic flip, ublk.
 """
 import argparse
 import glob
@@ -32,9 +36,9 @@ from loopdev import Results  # noqa: E402
 
 CACHE = os.environ.get("BLKPOLICYD_VM_CACHE", "/var/cache/blkpolicyd-vm")
 MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "null_blk", "zram", "nvme", "bfq",
-           "kyber-iosched"]
+           "kyber-iosched", "ata_piix"]
 APPLETS = ["sh", "mount", "mkdir", "rmdir", "cat", "echo", "sleep", "insmod", "poweroff", "ls", "grep", "xargs",
-           "kill", "seq"]
+           "kill", "seq", "rmmod"]
 
 # every init script starts here; bench/vm-nullblk.py uses it too
 MOUNTS = r"""#!/bin/sh
@@ -64,8 +68,15 @@ nullb nullb1 queue_mode=2 submit_queues=1 poll_queues=1 size=64
 nullb nullb2 queue_mode=2 submit_queues=1 poll_queues=0 zoned=1 zone_size=16 size=64
 nullb nullb3 queue_mode=2 submit_queues=4 poll_queues=0 size=64
 echo 16M > /sys/block/zram0/disksize
-# the SCSI scan is asynchronous: wait (bounded) for both SCSI disks
-for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done
+# ublk (Debian's 6.1 does not build ublk_drv): a disk served by tests/vm/ublk-null
+ublk_start() {
+        /bin/ublk-null > /run/$1.name 2>/run/$1.err &
+        echo $! > /run/$1.pid
+        for i in $(seq 500); do [ -s /run/$1.name ] && break; sleep 0.02; done
+}
+[ -c /dev/ublk-control ] && ublk_start ublk0 && echo "===UBLK-START $(cat /run/ublk0.name /run/ublk0.err)==="
+# the SCSI scan is asynchronous: wait (bounded) for the three SCSI disks
+for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 3 ] && break; sleep 0.1; done
 SCHEDULERS_BEFORE=$(cat /sys/block/vda/queue/scheduler)
 echo "===BLKPOLICYD-REPORT==="
 /bin/blkpolicyd --once --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd 2>/dev/null
@@ -85,6 +96,31 @@ echo "===HOTPLUG-ADD $r $(cat /sys/block/nullb4/queue/scheduler)==="
 echo 0 > /sys/kernel/config/nullb/nullb4/power
 rmdir /sys/kernel/config/nullb/nullb4
 for i in $(seq 100); do /bin/blkpolicyctl --socket /run/blkpolicyd.sock devices | grep -q nullb4 || break; sleep 0.02; done
+# a second ublk disk, added and stopped while the daemon runs
+if [ -c /dev/ublk-control ]; then
+        ublk_start ublk1
+        ub=$(cat /run/ublk1.name)
+        add=fail
+        for i in $(seq 100); do grep -q '\[none\]' /sys/block/$ub/queue/scheduler 2>/dev/null && add=ok && break; sleep 0.02; done
+        kill -TERM $(cat /run/ublk1.pid)
+        wait $(cat /run/ublk1.pid)
+        gone=fail
+        for i in $(seq 100); do /bin/blkpolicyctl --socket /run/blkpolicyd.sock devices | grep -qw "$ub" || { gone=ok; break; }; sleep 0.02; done
+        echo "===UBLK-HOTPLUG $ub add=$add gone=$gone==="
+fi
+# scsi_debug unloaded, then loaded again as a host-managed zoned disk
+for d in /sys/block/sd*; do grep -q scsi_debug $d/device/model && old=${d##*/}; done
+rmmod scsi_debug
+gone=fail
+for i in $(seq 100); do /bin/blkpolicyctl --socket /run/blkpolicyd.sock devices | grep -qw "$old" || { gone=ok; break; }; sleep 0.02; done
+insmod /lib/modules/scsi_debug.ko dev_size_mb=32 zbc=host-managed zone_size_mb=4
+new=none
+for i in $(seq 250); do
+        for d in /sys/block/sd*; do grep -q host-managed $d/queue/zoned && new=${d##*/}; done
+        [ $new != none ] && /bin/blkpolicyctl --socket /run/blkpolicyd.sock devices | grep -qw "$new" && break
+        sleep 0.02
+done
+echo "===SCSI-HOTPLUG old=$old gone=$gone new=$new==="
 echo "===DEVICES==="
 /bin/blkpolicyctl --socket /run/blkpolicyd.sock --json devices
 echo "===DEVICES-END==="
@@ -161,6 +197,10 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT):
         ctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
         shutil.copy2(ctl, os.path.join(root, "bin/blkpolicyctl"))
         copy_libs(ctl, root)
+        ublk_null = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "tests", "vm", "ublk-null")
+        if os.path.exists(ublk_null):
+            shutil.copy2(ublk_null, os.path.join(root, "bin/ublk-null"))
+            copy_libs(ublk_null, root)
         shutil.copy2(shutil.which("fio"), os.path.join(root, "bin/fio"))
         copy_libs(shutil.which("fio"), root)
         shutil.copytree(os.path.join(TOP, "tests", "vm", "policies"), os.path.join(root, "etc/blkpolicyd/vm-policies"))
@@ -191,7 +231,7 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT):
 
 def boot(kdir, kver, initrd, work):
     disks = []
-    for i in range(5):
+    for i in range(6):
         path = os.path.join(work, f"disk{i}.img")
         with open(path, "wb") as f:
             f.truncate(64 << 20)
@@ -207,7 +247,9 @@ def boot(kdir, kver, initrd, work):
            "-device", "nvme,id=nvme0,serial=blkpolicyd0",
            "-drive", f"if=none,id=d3,file={disks[3]},format=raw", "-device", "nvme-ns,drive=d3,bus=nvme0,nsid=1",
            "-drive", f"if=none,id=d4,file={disks[4]},format=raw",
-           "-device", "nvme-ns,drive=d4,bus=nvme0,nsid=2,zoned=true,zoned.zone_size=4M,zoned.zone_capacity=4M"]
+           "-device", "nvme-ns,drive=d4,bus=nvme0,nsid=2,zoned=true,zoned.zone_size=4M,zoned.zone_capacity=4M",
+           # an IDE disk on the PC machine's own PIIX controller (no rotation rate: rotational)
+           "-drive", f"if=none,id=d5,file={disks[5]},format=raw", "-device", "ide-hd,drive=d5,bus=ide.0,model=BLKPOLICYD IDE"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     return r.stdout
 
@@ -217,7 +259,7 @@ def report_of(serial):
     return json.loads(m.group(1).replace("\r", "")) if m else None
 
 
-def check_kernel(res, which, report):
+def check_kernel(res, which, report, serial):
     devs = {d["name"]: d for d in report["devices"]}
     by_model = {d["facts"]["model"]: d for d in report["devices"] if d["facts"]["model"]}
 
@@ -246,6 +288,12 @@ def check_kernel(res, which, report):
     ns = {d["facts"]["zoned"]: d for d in report["devices"] if "nvme" in d["classes"]}
     expect("an NVMe namespace", ns.get("none"), ["nvme", "multi-queue"], "none")
     expect("a zoned NVMe namespace", ns.get("host-managed"), ["nvme", "zoned"], zoned_sched)
+    expect("an IDE disk", by_model.get("BLKPOLICYD IDE"), ["scsi", "rotational"], "mq-deadline")
+    if which == "6.12":         # Debian's 6.1 does not build ublk_drv
+        m = re.search(r"===UBLK-START (\w+)===", serial)
+        u = devs.get(m.group(1)) if m else None
+        expect("a ublk disk (tests/vm/ublk-null), mq-deadline by the kernel,", u, ["ublk", "single-queue"], "none",
+               u and u["facts"]["scheduler"] == "mq-deadline")
     z = devs.get("zram0")
     res.check(f"{which}: zram is bio-based and untouched", z and z["classes"] == ["bio-based"] and not z["managed"]
               and z["settings"] == {}, z)
@@ -257,9 +305,21 @@ def check_daemon(res, which, serial):
     res.check(f"{which}: a null_blk added after the daemon started is set from a raw uevent",
               m and m.group(1) == "ok", m and m.group(2))
     m = re.search(r"===DEVICES===\r?\n(.*?)===DEVICES-END===", serial, re.S)
-    names = [d["name"] for d in json.loads(m.group(1).replace("\r", ""))["result"]] if m else None
+    devs = {d["name"]: d for d in json.loads(m.group(1).replace("\r", ""))["result"]} if m else {}
     res.check(f"{which}: the removed null_blk is forgotten, the others are known",
-              names is not None and "nullb4" not in names and "nullb0" in names, names)
+              m and "nullb4" not in devs and "nullb0" in devs, list(devs))
+    if which == "6.12":
+        m = re.search(r"===UBLK-HOTPLUG (\S+) add=(\w+) gone=(\w+)===", serial)
+        res.check(f"{which}: a ublk disk started after the daemon is set to none, and forgotten when stopped",
+                  m and m.group(2) == "ok" and m.group(3) == "ok" and m.group(1) not in devs, m and m.groups())
+    m = re.search(r"===SCSI-HOTPLUG old=(\S+) gone=(\w+) new=(\S+)===", serial)
+    res.check(f"{which}: rmmod scsi_debug: its disk is forgotten", m and m.group(2) == "ok", m and m.groups())
+    z = devs.get(m.group(3)) if m else None
+    zoned_sched = "mq-deadline" if which == "6.1" else "none"
+    res.check(f"{which}: scsi_debug loaded again with zbc=host-managed: scsi+zoned, runs {zoned_sched}",
+              z is not None and {"scsi", "zoned"} <= set(z["classes"]) and z["facts"]["zoned"] == "host-managed"
+              and z["settings"].get("scheduler", {}).get("current") == zoned_sched,
+              z and (z["classes"], z["settings"]))
     m = re.search(r"===DYNAMIC busy=(\w+) base=(\w+)===", serial)
     res.check(f"{which}: a slow, shallow null_blk flips to busy under a fio write flood", m and m.group(1) == "ok",
               m and m.groups())
@@ -285,7 +345,7 @@ def main():
             report = report_of(serial)
             res.check(f"{which}: booted and reported", report is not None, serial[-3000:])
             if report:
-                check_kernel(res, which, report)
+                check_kernel(res, which, report, serial)
                 check_daemon(res, which, serial)
         finally:
             shutil.rmtree(work, ignore_errors=True)
