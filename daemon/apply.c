@@ -75,10 +75,12 @@ static int write_and_verify(const ApplyRequest *req, PlanItem *item, const char 
 /* EINVAL from a scheduler write means "not available here": the next
  * alternative of the policy's list is tried, once each. */
 static int apply_scheduler_fallbacks(const ApplyRequest *req, const Plan *plan, PlanItem *item) {
-        for (unsigned i = 0; i < plan->n_fallbacks; i++) {
-                const char *name = plan->fallbacks[i].name;
+        for (unsigned i = 0; i < SCHED_CHOICES_MAX; i++) {
+                const char *name = plan->choices[i].name;
                 int k;
 
+                if (!(plan->fallback_mask & (1u << i)))
+                        continue;
                 (void) strscpy(item->target, sizeof(item->target), name);
                 if (streq(item->current, name)) {
                         item->result = RESULT_UNCHANGED;

@@ -107,14 +107,16 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
         bool locking = needs_zone_write_locking(in->facts, in->caps);
         unsigned k = 0;
 
+        _Static_assert(SCHED_CHOICES_MAX <= 32, "fallback_mask has a bit per choice");
         *item = (PlanItem) { .tunable = TUNABLE_SCHEDULER, .source = source };
+        plan->choices = choices;
         for (unsigned i = 0; i < n; i++) {
                 if (!sched_choice_usable(&choices[i], in->facts, in->caps, locking))
                         continue;
                 if (k == 0)
                         (void) sched_choice_format(&choices[i], item->target, sizeof(item->target));
                 else
-                        plan->fallbacks[plan->n_fallbacks++] = choices[i];
+                        plan->fallback_mask |= 1u << i;
                 k++;
         }
         if (k == 0 && locking && device_facts_has_scheduler(in->facts, "mq-deadline")) {

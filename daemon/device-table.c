@@ -96,14 +96,28 @@ void device_table_done(DeviceTable *t) {
         *t = (DeviceTable) {};
 }
 
+DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
+        if (!y)
+                return NULL;
+        free(y->history);
+        free(y);
+        return NULL;
+}
+
+void device_clear_hold(Device *d) {
+        d->paused = d->overridden = false;
+        d->override_note = mfree(d->override_note);
+}
+
 Device *device_free(Device *d) {
         if (!d)
                 return NULL;
         sd_event_source_disable_unref(d->retry_source);
         device_facts_done(&d->facts);
         plan_done(&d->plan);
-        free(d->dynamic);
+        device_dynamic_free(d->dynamic);
         originals_done(&d->originals);
+        free(d->override_note);
         free(d);
         return NULL;
 }

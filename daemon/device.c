@@ -161,7 +161,7 @@ void device_process(Manager *m, Device *d) {
 
         decide(&in, plan);
         if (!plan->managed || !plan->dynamic)
-                d->dynamic = mfree(d->dynamic);         /* no state machine: back to base */
+                d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
                 r = -ENOMEM;
         if (plan->managed && r == 0)
@@ -195,21 +195,26 @@ void device_process_again(Manager *m, Device *d) {
         device_process(m, d);
 }
 
-static void device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
-        FlipRecord *f = &y->history[y->history_pos];
+static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
+        FlipRecord *f;
 
+        if (!y->history && !(y->history = calloc(FLIP_HISTORY, sizeof(FlipRecord))))
+                return -ENOMEM;
+        f = &y->history[y->history_pos];
         *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
                             .to_busy = dec->to_busy, .cost_ms = (float) ms };
         (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
         y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
         if (y->n_history < FLIP_HISTORY)
                 y->n_history++;
+        return 0;
 }
 
 /* dynamic_step() flipped d->dyn.busy: apply the other settings set and
  * account what it cost (a scheduler switch freezes the queue). */
 void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
+        dev_t devnum = d->devnum;       /* d may be freed by device_process */
         double ms;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan.dynamic_source,
@@ -221,11 +226,15 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         device_process(m, d);
         ms = (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0;
         /* device_process may have forgotten a vanished device: d is then gone */
-        if (device_table_get(&m->devices, d->devnum) == d && d->dynamic) {
-                d->dynamic->state.flip_cost_ms += ms;
-                device_remember_flip(m, d->dynamic, dec, ms);
-                log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        if (device_table_get(&m->devices, devnum) != d || !d->dynamic)
+                return;
+        d->dynamic->state.flip_cost_ms += ms;
+        if (device_remember_flip(m, d->dynamic, dec, ms) < 0) {
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+                return;
         }
+        log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }
 
 /* A device that now runs mq-deadline shows whether the kernel has
@@ -342,6 +351,7 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                 if (d->overridden && f.diskseq && f.diskseq != d->facts.diskseq) {
                         log_info("%s: new media, the override ends", name);
                         d->overridden = false;
+                        d->override_note = mfree(d->override_note);
                 }
                 device_facts_done(&d->facts);
                 d->facts = f;

@@ -89,9 +89,15 @@ static void device_check_drift(Manager *m, Device *d) {
                 device_process_again(m, d);
                 return;
         }
+        free(d->override_note);
+        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)",
+                     tunables[it->tunable].attr, live, it->target) < 0) {
+                d->override_note = NULL;
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+                return;
+        }
         d->overridden = true;
-        snprintf(d->override_note, sizeof(d->override_note), "%s changed to %s (blkpolicyd wanted %s)",
-                 tunables[it->tunable].attr, live, it->target);
         log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
                    d->override_note, d->name);
 }

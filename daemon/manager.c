@@ -136,12 +136,11 @@ void manager_pause(Manager *m, Device *d, bool pause) {
                 m->paused_all = pause;
                 DEVICE_TABLE_FOREACH(x, &m->devices)
                         if (!pause)
-                                x->paused = x->overridden = false;
-        } else {
-                d->paused = pause;
-                if (!pause)
-                        d->overridden = false;
-        }
+                                device_clear_hold(x);
+        } else if (pause)
+                d->paused = true;
+        else
+                device_clear_hold(d);
         log_info("%s %s", pause ? "Paused" : "Resumed", d ? d->name : "all devices");
         if (!pause)
                 (void) manager_process_all(m);

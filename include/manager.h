@@ -50,7 +50,8 @@ typedef struct FlipRecord {
 /* Only devices whose policy has [Dynamic] carry this. */
 typedef struct DeviceDynamic {
         DynState state;
-        FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
+        FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
+                                 * the first flip, since most devices never flip */
         unsigned n_history, history_pos;
 } DeviceDynamic;
 
@@ -71,7 +72,7 @@ typedef struct Device {
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         bool paused;            /* pause DEV: left as it is until resume */
         bool overridden;        /* someone else changed a managed setting: left alone */
-        char override_note[128];
+        char *override_note;    /* what someone else changed; set while overridden */
         struct Device *hash_next;
 } Device;
 
@@ -165,6 +166,9 @@ void device_table_done(DeviceTable *t);
 /* NOLINTEND(bugprone-macro-parentheses) */
 
 Device *device_free(Device *d);
+DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
+/* resume: neither paused nor overridden any more */
+void device_clear_hold(Device *d);
 
 int manager_new(const Options *o, Manager **ret);
 Manager *manager_free(Manager *m);

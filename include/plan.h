@@ -44,9 +44,11 @@ typedef struct Plan {
         unsigned n_matched;
         PlanItem *items;                /* decide() needs room for TUNABLES_MAX */
         unsigned n_items;
-        /* the scheduler candidates after the target, tried on EINVAL */
-        SchedChoice fallbacks[SCHED_CHOICES_MAX];
-        unsigned n_fallbacks;
+        /* the scheduler candidates after the target, tried on EINVAL: bits
+         * into `choices`, which points into the policy set as matched[] does
+         * (a reload decides every device again before the old set goes) */
+        const SchedChoice *choices;
+        uint32_t fallback_mask;
         const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
         const char *dynamic_source;
         bool busy;                      /* the plan holds the busy settings */

@@ -84,7 +84,7 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         sched = item(&plan, "Queue", "scheduler");
         dd = item(&plan, "mq-deadline", "dispatch_direct");
         CHECK_STR(sched->target, "mq-deadline");
-        CHECK(plan.n_fallbacks == 1 && streq(plan.fallbacks[0].name, "none"));
+        CHECK(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "none"));
         CHECK(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
         CHECK_STR(dd->source, "20-fast.policy");
         /* scheduler first, its tunable after */
