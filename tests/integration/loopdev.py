@@ -138,16 +138,39 @@ class Results:
         sys.exit(1 if self.failed else 0)
 
 
+def control_call(sock_path, req, timeout=5):
+    """One request on the control socket; the whole reply (ok/result or error)."""
+    import json
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    return json.loads(buf)
+
+
 class Daemon:
     """blkpolicyd in the foreground: its log in a file, its readiness and
     reloads heard on a NOTIFY_SOCKET the test binds, as systemd would."""
 
-    def __init__(self, blkpolicyd, work, args, env=None):
+    def __init__(self, blkpolicyd, work, args, env=None, append_log=False):
+        """append_log: a restarted daemon continues the log of the one before."""
         import socket
         path = os.path.join(work, "notify")
+        if os.path.exists(path):        # left by a daemon started before in the same work dir
+            os.unlink(path)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(path)
-        self.log = open(os.path.join(work, "daemon.log"), "w+")
+        self.log = open(os.path.join(work, "daemon.log"), "a+" if append_log else "w+")
         self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT,
                                      env=dict(os.environ, NOTIFY_SOCKET=path, **(env or {})))
 

@@ -8,15 +8,13 @@
 - pause, then a load change: no flip."""
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, set_attr, wait_for  # noqa: E402
+from loopdev import (Daemon, LoopDevices, Results, control_call, require_root, scheduler, set_attr,  # noqa: E402
+                     wait_for)
 
 require_root()
 blkpolicyd, blkpolicyctl = sys.argv[1:3]
@@ -49,25 +47,13 @@ conf = os.path.join(work, "blkpolicyd.conf")
 with open(conf, "w") as f:
     f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\nsocket_group = {GROUP}\n")
 set_attr(dev, "scheduler", "mq-deadline")
-log = open(os.path.join(work, "daemon.log"), "w+")
-daemon = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",
-                           os.path.join(work, "state"), "--device", dev, "--socket", sock_path],
-                          stderr=log)
+daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir",
+                                     os.path.join(work, "state"), "--device", dev, "--socket", sock_path])
+daemon_log = daemon.text
 
 
 def call(req):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock_path)
-    s.sendall(json.dumps(req).encode() + b"\n")
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
-    s.close()
-    return json.loads(buf)
+    return control_call(sock_path, req)
 
 
 def as_user(uid, gid, req):
@@ -94,15 +80,9 @@ def as_user(uid, gid, req):
     return json.loads(data)
 
 
-def daemon_log():
-    log.flush()
-    log.seek(0)
-    return log.read()
-
-
 try:
-    wait_for(lambda: os.path.exists(sock_path), 10, "the control socket")
-    wait_for(lambda: scheduler(dev) == "none", 2, "the policy to be applied")
+    daemon.wait_for("READY=1")
+    res.check("the policy is applied by READY", scheduler(dev) == "none")
     st = os.stat(sock_path)
     res.check("socket is 0660 root:nogroup", (st.st_mode & 0o777) == 0o660 and st.st_gid == GID,
               oct(st.st_mode))
@@ -125,6 +105,9 @@ try:
     except AssertionError as e:
         res.check("drift noticed, device marked overridden", False, f"{e}\n{daemon_log()}")
     res.check("the admin's value is left alone", scheduler(dev) == "kyber")
+    ex = call({"command": "explain", "device": dev})["result"]
+    res.check("explain says what was changed", ex.get("overridden") is True
+              and ex.get("override") == "scheduler changed to kyber (blkpolicyd wanted none)", ex)
     v = call({"command": "verify"})["result"]
     drift = v["devices"][0]["drift"] if v["devices"] else []
     res.check("verify reports the drift", v["drifted"] == 1 and drift and drift[0]["live"] == "kyber"
@@ -133,6 +116,8 @@ try:
     res.check("blkpolicyctl resume exits 0", r.returncode == 0, r.stderr)
     res.check("resume takes the device back", scheduler(dev) == "none"
               and not call({"command": "device", "device": dev})["result"]["overridden"])
+    ex = call({"command": "explain", "device": dev})["result"]
+    res.check("... and explain no longer names an override", ex.get("overridden") is False and "override" not in ex, ex)
 
     # pause, then a load change: no flip
     call({"command": "pause", "device": dev})
@@ -144,13 +129,10 @@ try:
               fio.returncode == 0 and scheduler(dev) == "none" and d["dynamic"]["flips"] == 0
               and "-> busy" not in daemon_log(), d)
     call({"command": "resume", "device": dev})
-    daemon.send_signal(signal.SIGTERM)
-    res.check("exits 0", daemon.wait(timeout=10) == 0)
+    res.check("exits 0", daemon.stop() == 0)
     res.check("restores the original scheduler", scheduler(dev) == "mq-deadline")
 finally:
-    if daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    daemon.cleanup()
     loops.remove_all()
     subprocess.run(["rm", "-rf", work])
 res.finish()

@@ -5,15 +5,13 @@ added (LOOP_CTL_ADD: 'add') and attached (losetup: 'change') while it runs
 are set within 1 s; a removed device is forgotten; SIGTERM puts back every
 original setting. Readiness comes from sd_notify on a socket the test binds."""
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -32,32 +30,12 @@ first = loops.add()
 loops.attach(first)
 defaults = {"scheduler": scheduler(first), "read_ahead_kb": sysfs(first, "read_ahead_kb")}
 
-notify_path = os.path.join(work, "notify")
-notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-notify.bind(notify_path)
-log = open(os.path.join(work, "daemon.log"), "w+")
-daemon = subprocess.Popen([blkpolicyd, "--config", "/dev/null", "--policy-dir", policies,
-                           "--state-dir", state, "--device", glob, "--log-level", "debug"],
-                          stdout=log, stderr=subprocess.STDOUT,
-                          env=dict(os.environ, NOTIFY_SOCKET=notify_path))
-
-
-def wait_notify(word, timeout=10):
-    notify.settimeout(timeout)
-    while True:
-        msg = notify.recv(4096).decode()
-        if word in msg.split("\n"):
-            return msg
-
-
-def daemon_log():
-    log.flush()
-    log.seek(0)
-    return log.read()
-
+daemon = Daemon(blkpolicyd, work, ["--config", "/dev/null", "--policy-dir", policies,
+                                   "--state-dir", state, "--device", glob, "--log-level", "debug"])
+daemon_log = daemon.text
 
 try:
-    ready = wait_notify("READY=1")
+    ready = daemon.wait_for("READY=1")
     res.check("READY=1 after the first pass", "STATUS=Managing 1 block devices" in ready, ready)
     res.check("device present at start is set", scheduler(first) == "mq-deadline"
               and sysfs(first, "read_ahead_kb") == "256")
@@ -93,11 +71,10 @@ try:
     except AssertionError as e:
         res.check("removed device forgotten", False, str(e))
 
-    res.check("the daemon is still running", daemon.poll() is None, daemon_log())
+    res.check("the daemon is still running", daemon.proc.poll() is None, daemon_log())
 
     # SIGTERM: everything back as the kernel had it
-    daemon.send_signal(signal.SIGTERM)
-    rc = daemon.wait(timeout=10)
+    rc = daemon.stop()
     res.check("exits 0 on SIGTERM", rc == 0, daemon_log())
     for name in (first, added):
         res.check(f"{name}: scheduler restored", scheduler(name) == defaults["scheduler"], scheduler(name))
@@ -107,9 +84,7 @@ try:
     res.check("every change is one log line", daemon_log().count(f"{first}: scheduler none -> mq-deadline") == 1,
               daemon_log())
 finally:
-    if daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    daemon.cleanup()
     loops.remove_all()
     subprocess.run(["rm", "-rf", work])
 

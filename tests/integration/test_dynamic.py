@@ -10,7 +10,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, control_call, require_root, scheduler, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -40,8 +40,9 @@ conf = os.path.join(work, "blkpolicyd.conf")
 with open(conf, "w") as f:
     f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
 
+sock = os.path.join(work, "control.sock")
 daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir",
-                                     os.path.join(work, "state"), "--device", dev])
+                                     os.path.join(work, "state"), "--device", dev, "--socket", sock])
 daemon_log = daemon.text
 
 
@@ -86,6 +87,10 @@ try:
               f"{dev}: base -> busy: iops > 5000" in text and f"{dev}: busy -> base: iops < 1000" in text, text)
     res.check("exactly two flips", text.count(f"{dev}: base -> busy") == 1 and text.count(f"{dev}: busy -> base") == 1,
               text)
+    hist = control_call(sock, {"command": "explain", "device": dev})["result"]["dynamic"]["history"]
+    res.check("explain lists both flips, oldest first, with their conditions",
+              [h["to"] for h in hist] == ["busy", "base"] and hist[0]["condition"].startswith("iops > 5000")
+              and hist[1]["condition"].startswith("iops < 1000") and all(h["cost_ms"] > 0 for h in hist), hist)
     res.check("exits 0", daemon.stop() == 0, daemon_log())
     res.check("base scheduler after exit", scheduler(dev) == "none")
 finally:

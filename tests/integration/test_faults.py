@@ -8,13 +8,13 @@ unusable, a policy dir that cannot be read."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import SKIP, LoopDevices, Results, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
+from loopdev import (SKIP, LoopDevices, Results, control_call, require_root, scheduler, set_attr, sysfs,  # noqa: E402
+                     wait_for)
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -140,14 +140,7 @@ try:
                          stderr=log, env=dict(os.environ, BLKPOLICYD_FAULTS=f"write:{qpath(a, 'scheduler')}:EBUSY"))
 
     def call(cmd, dev=None):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sock)
-        s.sendall(json.dumps({"command": cmd, **({"device": dev} if dev else {})}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(1 << 20)
-        s.close()
-        return json.loads(buf)["result"]
+        return control_call(sock, {"command": cmd, **({"device": dev} if dev else {})})["result"]
 
     try:
         wait_for(lambda: os.path.exists(sock) and call("device", a)["error"] == "gave up after 7 retries", 10,

@@ -9,17 +9,15 @@
 - devices removed while the daemon is still writing to them;
 - crash safety: SIGKILL after it changed settings, a torn state file, a new
   daemon that still restores the recorded originals on SIGTERM."""
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, control_call, require_root, scheduler, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -36,35 +34,17 @@ with open(os.path.join(policies, "50-races.policy"), "w") as f:
 conf = os.path.join(work, "blkpolicyd.conf")
 with open(conf, "w") as f:
     f.write("[Daemon]\nuevent_buffer_bytes = 65536\ndrift_checks_per_tick = 0\n")
-log = open(os.path.join(work, "daemon.log"), "w+")
 
 
 def start():
-    notify_path = os.path.join(work, "notify")
-    if os.path.exists(notify_path):
-        os.unlink(notify_path)
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(notify_path)
-    notify.settimeout(120)
-    p = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir", state,
-                          "--device", GLOB, "--socket", sock_path], stderr=log,
-                         env=dict(os.environ, NOTIFY_SOCKET=notify_path))
-    while b"READY=1" not in notify.recv(4096):
-        pass
-    notify.close()
-    return p
+    d = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
+                                  "--device", GLOB, "--socket", sock_path], append_log=True)
+    d.wait_for("READY=1", timeout=120)
+    return d
 
 
 def known_devices():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(30)
-    s.connect(sock_path)
-    s.sendall(b'{"command": "devices"}\n')
-    buf = b""
-    while not buf.endswith(b"\n"):
-        buf += s.recv(1 << 20)
-    s.close()
-    return {d["name"] for d in json.loads(buf)["result"]}
+    return {d["name"] for d in control_call(sock_path, {"command": "devices"}, timeout=30)["result"]}
 
 
 def alive():
@@ -84,27 +64,25 @@ def consistent(timeout, what):
 
 
 def log_text():
-    log.flush()
-    log.seek(0)
-    return log.read()
+    return daemon.text()
 
 
 daemon = None
 try:
     daemon = start()
     # 1: stopped for 4 s through a burst that overflows a 64 KiB buffer
-    daemon.send_signal(signal.SIGSTOP)
+    daemon.proc.send_signal(signal.SIGSTOP)
     t0 = time.monotonic()
     burst = [loops.add() for _ in range(1000)]
     for name in burst[::3][:300]:
         loops.remove(name)
     time.sleep(max(0.0, 4 - (time.monotonic() - t0)))     # the stall itself is what is tested
-    daemon.send_signal(signal.SIGCONT)
+    daemon.proc.send_signal(signal.SIGCONT)
     ok, why = consistent(120, "every survivor set after the stall")
     res.check(f"SIGSTOP through 1000 adds and 300 removals: {len(alive())} survivors set, removed ones forgotten",
               ok, why)
     res.check("the lost events were noticed and answered with a rescan", "were lost" in log_text(), log_text()[-2000:])
-    res.check("still running", daemon.poll() is None)
+    res.check("still running", daemon.proc.poll() is None)
 
     # 2: add 200 and remove half of them in a burst, while it runs
     quick = [loops.add() for _ in range(200)]
@@ -118,14 +96,13 @@ try:
     for name in batch[-30:]:
         loops.remove(name)
     ok, why = consistent(60, "removals during apply to settle")
-    res.check("devices removed while being applied: no crash, consistent", ok and daemon.poll() is None, why)
+    res.check("devices removed while being applied: no crash, consistent", ok and daemon.proc.poll() is None, why)
 
     # 4: crash safety
     victims = sorted(alive())[:3]
     res.check("originals recorded for the survivors",
               all(os.path.exists(os.path.join(state, "devices", v)) for v in victims))
-    daemon.kill()
-    daemon.wait()
+    daemon.cleanup()    # SIGKILL: a crash
     with open(os.path.join(state, "devices", victims[0]), "a") as f:
         f.write("scheduler=mq-dead")   # a torn last line, as a crash mid-write could leave
     with open(os.path.join(state, "devices", victims[1]), "w") as f:
@@ -133,16 +110,14 @@ try:
     daemon = start()
     text = log_text()
     res.check("a torn or corrupt state file is reported, not fatal",
-              "unreadable line" in text and daemon.poll() is None, text[-2000:])
-    daemon.send_signal(signal.SIGTERM)
-    res.check("exits 0", daemon.wait(timeout=120) == 0)
+              "unreadable line" in text and daemon.proc.poll() is None, text[-2000:])
+    res.check("exits 0", daemon.stop(timeout=120) == 0)
     res.check("after SIGKILL and restart, SIGTERM restores what the first daemon recorded",
               scheduler(victims[0]) == "none" and scheduler(victims[2]) == "none",
               [scheduler(v) for v in victims])
 finally:
-    if daemon and daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    if daemon:
+        daemon.cleanup()
     loops.remove_all()
     subprocess.run(["rm", "-rf", work])
 res.finish()
