@@ -8,7 +8,10 @@ Per device count N (loop devices made with LOOP_CTL_ADD, removed after):
     each tick, over thousands of 10 ms ticks) against bench/diskstats-read's
     CPU per bare read; with --callgrind also user-space instructions per tick
     against per bare read (valgrind --toggle-collect, repeatable);
-  - RSS and its anonymous part after start-up and after 10,000 1 ms ticks;
+  - RSS and its anonymous part after start-up and after 10,000 1 ms ticks,
+    next to the RSS of bench/library-floor: a program that initialises the
+    same libraries the same way and keeps nothing (what blkpolicyd cannot
+    go below);
   - time to READY=1 (one pass over all devices).
 Then, with a policy that makes every bench device need mq-deadline:
   - reaction: LOOP_CTL_ADD to scheduler set, p50/p99 over 200 devices, and
@@ -39,6 +42,7 @@ from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
 BUILD = os.path.join(TOP, "build")
 BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
 BARE = os.path.join(BUILD, "bench", "diskstats-read")
+FLOOR = os.path.join(BUILD, "bench", "library-floor")
 BASE = 3000
 GLOB = "loop[3-4][0-9][0-9][0-9]"
 
@@ -98,23 +102,47 @@ class Daemon:
         return json.loads(buf)["result"]
 
     def memory(self):
-        out = {}
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "RssAnon", "RssFile"):
-                    out[k] = int(v.split()[0])
-        with open(f"/proc/{self.proc.pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    out["Pss"] = int(line.split()[1])
-        return out
+        return memory_of(self.proc.pid)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=600)
         self.log.seek(0)
         return self.log.read()
+
+
+def memory_of(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "RssFile"):
+                out[k] = int(v.split()[0])
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                out["Pss"] = int(line.split()[1])
+    return out
+
+
+def library_floor(work):
+    """RSS of bench/library-floor, started like the daemon, once READY=1."""
+    notify_path = os.path.join(work, "floor-notify")
+    if os.path.exists(notify_path):
+        os.unlink(notify_path)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(60)
+    proc = subprocess.Popen([FLOOR, "10"], env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+    RUNNING.append(proc)
+    while b"READY=1" not in notify.recv(4096):
+        pass
+    notify.close()
+    time.sleep(1)       # 100 ticks of its loop, as the daemon had before it was measured
+    mem = memory_of(proc.pid)
+    proc.terminate()
+    proc.wait()
+    return mem
 
 
 def callgrind(cmd, toggle, out, stop_after=None):
@@ -149,6 +177,7 @@ def measure_n(n, loops, work, policy_dir, args):
     res["ticks"] = st["tick"]["count"]
     res["mem_start"] = d.memory()
     d.stop()
+    res["floor"] = library_floor(work)
     # 10,000 ticks at 1 ms: does memory grow?
     d = Daemon(work, [os.path.join(TOP, "policies"), policy_dir], tick_ms=1)
     while d.call("status")["tick"]["count"] < 100:     # warm-up: the diskstats buffer is sized
@@ -273,6 +302,18 @@ def report(results, storm, args):
         cg = f"{r['tick_ir']:,.0f} / {r['bare_ir']:,.0f} = {r['tick_ir'] / r['bare_ir']:.2f} | " if args.callgrind else ""
         print(f"| {r['n']} | {r['bare_us']:.1f} | {r['tick_us']:.1f} | {r['tick_us'] / r['bare_us']:.2f} | {cg}"
               f"{m['VmRSS']} | {m['RssAnon']} | {m['Pss']} | {a['RssAnon']} -> {b['RssAnon']} | {r['ready_s']:.2f} |")
+    print("\nmemory against the library floor (bench/library-floor: the same libraries initialised the same way, "
+          "nothing kept), measured with the same devices present:\n")
+    print("| devices | floor RSS (KiB) | floor anon (KiB) | blkpolicyd RSS (KiB) | above the floor (KiB) "
+          f"| per device more than at {results[0]['n']} (bytes) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    first = results[0]["mem_start"]["VmRSS"] - results[0]["floor"]["VmRSS"]
+    for r in results:
+        m, fl = r["mem_start"], r["floor"]
+        above = m["VmRSS"] - fl["VmRSS"]
+        extra = r["n"] - results[0]["n"]
+        per = f"{(above - first) * 1024 // extra}" if extra else "-"
+        print(f"| {r['n']} | {fl['VmRSS']} | {fl['RssAnon']} | {m['VmRSS']} | {above} | {per} |")
     if storm:
         print(f"\nreaction (LOOP_CTL_ADD to mq-deadline set, 200 devices): p50 {storm['reaction_p50_ms']:.2f} ms, "
               f"p99 {storm['reaction_p99_ms']:.2f} ms; the kernel's own scheduler write: "
