@@ -338,6 +338,10 @@ def main():
     for which in (["6.1", "6.12"] if args.kernel == "all" else [args.kernel]):
         work = tempfile.mkdtemp(prefix="blkpolicyd-vm-")
         try:
+            if which == "6.12":
+                ublk_null = os.path.join(os.path.dirname(os.path.dirname(args.blkpolicyd)), "tests", "vm", "ublk-null")
+                res.check("6.12: tests/vm/ublk-null is built (it needs liburing-dev)", os.path.exists(ublk_null),
+                          ublk_null)
             kdir, kver = fetch_kernel(which)
             initrd = os.path.join(work, "initrd.gz")
             build_initramfs(kdir, kver, args.blkpolicyd, initrd, ["ublk_drv"] if which == "6.12" else [])
