@@ -18,16 +18,14 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+import loopdev  # noqa: E402
 from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
 
 DYNAMIC_EXAMPLE = """[Match]
@@ -80,32 +78,20 @@ def measure(dev, phase, seconds):
     return {"iops": iops, "p99_us": p99, "cpu_us_per_io": cpu_s * 1e6 / max(ios, 1)}
 
 
-class Daemon:
+class Daemon(loopdev.Daemon):
     def __init__(self, blkpolicyd, dev, policy_dirs, work):
-        self.work = work
-        notify_path = os.path.join(work, "notify")
-        if os.path.exists(notify_path):
-            os.unlink(notify_path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(notify_path)
-        sock.settimeout(10)
         conf = os.path.join(work, "bench.conf")
         with open(conf, "w") as f:
             f.write("[Daemon]\ntick_interval_ms = 250\n")
-        self.log = open(os.path.join(work, "daemon.log"), "w+")
-        args = [blkpolicyd, "--config", conf, "--state-dir", os.path.join(work, "state"), "--device", dev]
+        args = ["--config", conf, "--state-dir", os.path.join(work, "state"), "--device", dev]
         for d in policy_dirs:
             args += ["--policy-dir", d]
-        self.proc = subprocess.Popen(args, stderr=self.log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
-        while b"READY=1" not in sock.recv(4096):
-            pass
-        sock.close()
+        super().__init__(blkpolicyd, work, args)
+        self.wait_for("READY=1")
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=10)
-        self.log.seek(0)
-        text = self.log.read()
+        super().stop()
+        text = self.text()
         return text.count("base -> busy") + text.count("busy -> base")
 
 

@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import platform
-import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +35,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+import loopdev  # noqa: E402
 from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
 
 BUILD = os.path.join(TOP, "build")
@@ -64,51 +63,34 @@ scheduler = mq-deadline
 RUNNING = []
 
 
-class Daemon:
+class Daemon(loopdev.Daemon):
+    """blkpolicyd on the bench devices; wrapper: e.g. valgrind and its options."""
+
     def __init__(self, work, policy_dirs, tick_ms, wrapper=()):
-        self.work = work
         self.sock_path = os.path.join(work, "control.sock")
-        notify_path = os.path.join(work, "notify")
-        if os.path.exists(notify_path):
-            os.unlink(notify_path)
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(notify_path)
-        notify.settimeout(600)
         conf = os.path.join(work, "bench.conf")
         with open(conf, "w") as f:
             f.write(f"[Daemon]\ntick_interval_ms = {tick_ms}\n")
-        args = [*wrapper, BLKPOLICYD, "--config", conf, "--state-dir", os.path.join(work, "state"),
+        args = [BLKPOLICYD, "--config", conf, "--state-dir", os.path.join(work, "state"),
                 "--device", GLOB, "--socket", self.sock_path, "--log-level", "notice"]
         for d in policy_dirs:
             args += ["--policy-dir", d]
-        self.log = open(os.path.join(work, "daemon.log"), "w+")
+        cmd = [*wrapper, *args]
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(args, stderr=self.log, env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+        super().__init__(cmd[0], work, cmd[1:])
         RUNNING.append(self.proc)
-        while b"READY=1" not in notify.recv(4096):
-            pass
+        self.wait_for("READY=1", timeout=600)
         self.ready_s = time.monotonic() - t0
-        notify.close()
 
     def call(self, command):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(60)
-        s.connect(self.sock_path)
-        s.sendall(json.dumps({"command": command}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(1 << 20)
-        s.close()
-        return json.loads(buf)["result"]
+        return loopdev.control_call(self.sock_path, {"command": command}, timeout=60)["result"]
 
     def memory(self):
         return memory_of(self.proc.pid)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=600)
-        self.log.seek(0)
-        return self.log.read()
+        super().stop(timeout=600)
+        return self.text()
 
 
 def memory_of(pid):
@@ -127,21 +109,12 @@ def memory_of(pid):
 
 def library_floor(work):
     """RSS of bench/library-floor, started like the daemon, once READY=1."""
-    notify_path = os.path.join(work, "floor-notify")
-    if os.path.exists(notify_path):
-        os.unlink(notify_path)
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(notify_path)
-    notify.settimeout(60)
-    proc = subprocess.Popen([FLOOR, "10"], env=dict(os.environ, NOTIFY_SOCKET=notify_path))
-    RUNNING.append(proc)
-    while b"READY=1" not in notify.recv(4096):
-        pass
-    notify.close()
+    floor = loopdev.Daemon(FLOOR, work, ["10"])
+    RUNNING.append(floor.proc)
+    floor.wait_for("READY=1", timeout=60)
     time.sleep(1)       # 100 ticks of its loop, as the daemon had before it was measured
-    mem = memory_of(proc.pid)
-    proc.terminate()
-    proc.wait()
+    mem = memory_of(floor.proc.pid)
+    floor.stop()
     return mem
 
 
@@ -305,14 +278,16 @@ def report(results, storm, args):
     print("\nmemory against the library floor (bench/library-floor: the same libraries initialised the same way, "
           "nothing kept), measured with the same devices present:\n")
     print("| devices | floor RSS (KiB) | floor anon (KiB) | blkpolicyd RSS (KiB) | above the floor (KiB) "
-          f"| per device more than at {results[0]['n']} (bytes) |")
+          f"| per device more than at {results[0]['n']}, anonymous (bytes) |")
     print("|---:|---:|---:|---:|---:|---:|")
-    first = results[0]["mem_start"]["VmRSS"] - results[0]["floor"]["VmRSS"]
+    # per device from the anonymous parts: which file pages fault-around maps
+    # moves VmRSS by +-200 KiB from one start to the next
+    first = results[0]["mem_start"]["RssAnon"] - results[0]["floor"]["RssAnon"]
     for r in results:
         m, fl = r["mem_start"], r["floor"]
         above = m["VmRSS"] - fl["VmRSS"]
         extra = r["n"] - results[0]["n"]
-        per = f"{(above - first) * 1024 // extra}" if extra else "-"
+        per = f"{(m['RssAnon'] - fl['RssAnon'] - first) * 1024 // extra}" if extra else "-"
         print(f"| {r['n']} | {fl['VmRSS']} | {fl['RssAnon']} | {m['VmRSS']} | {above} | {per} |")
     if storm:
         print(f"\nreaction (LOOP_CTL_ADD to mq-deadline set, 200 devices): p50 {storm['reaction_p50_ms']:.2f} ms, "
