@@ -88,9 +88,28 @@ bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *cap
         return !why;
 }
 
+/* The in-tree schedulers that distributions build as modules (Debian: bfq
+ * and kyber). The kernel loads one itself, request_module("%s-iosched"), on
+ * the first write of its name to queue/scheduler, so a queue that does not
+ * list it yet will still take it; if the module is missing the write fails
+ * with EINVAL and apply goes on to the next choice. A queue that lists only
+ * none takes no scheduler at all. */
+static bool scheduler_available(const DeviceFacts *f, const char *name) {
+        static const char *const loadable[] = { "mq-deadline", "kyber", "bfq" };
+
+        if (device_facts_has_scheduler(f, name))
+                return true;
+        if (f->n_schedulers < 2)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(loadable); i++)
+                if (streq(loadable[i], name))
+                        return true;
+        return false;
+}
+
 static bool sched_choice_usable(const SchedChoice *c, const DeviceFacts *f, const KernelCaps *caps,
                                 bool zone_locking) {
-        if (!device_facts_has_scheduler(f, c->name))
+        if (!scheduler_available(f, c->name))
                 return false;
         if (c->dispatch_direct && caps->dispatch_direct != TRISTATE_YES)
                 return false;
@@ -119,7 +138,7 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
                         plan->fallback_mask |= 1u << i;
                 k++;
         }
-        if (k == 0 && locking && device_facts_has_scheduler(in->facts, "mq-deadline")) {
+        if (k == 0 && locking && scheduler_available(in->facts, "mq-deadline")) {
                 (void) strscpy(item->target, sizeof(item->target), "mq-deadline");
                 plan->reason = "zoned device on a kernel before 6.10: mq-deadline keeps zone writes in order";
                 k = 1;

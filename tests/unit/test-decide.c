@@ -211,11 +211,30 @@ TEST(unavailable_schedulers_are_skipped) {
 
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
-        f.n_schedulers = 1;   /* only "none" */
+        f.n_schedulers = 1;   /* only "none": the queue takes no scheduler */
         policy_set_free(s);
         s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
         run(&f, &k, s, &plan);
         CHECK(item(&plan, "Queue", "scheduler")->result == RESULT_UNSUPPORTED);
+        policy_set_free(s);
+}
+
+TEST(modular_schedulers_are_tried_before_they_are_loaded) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 12, TRISTATE_NO);
+        PolicySet *s = set_of(policy("80-x.policy", "bfq mq-deadline"), NULL);
+        PlanBuffer pb;
+        Plan plan = { .items = pb.items };
+
+        f.n_schedulers = 2;   /* "none mq-deadline": Debian at boot, bfq and kyber not loaded yet */
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "bfq");
+        CHECK(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
+        policy_set_free(s);
+        /* an out-of-tree name must be listed to be chosen */
+        s = set_of(policy("80-y.policy", "bfq-mq none"), NULL);
+        run(&f, &k, s, &plan);
+        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_free(s);
 }
 
