@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3 bash-completion)
-test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian valgrind cppcheck clang-tidy qemu-system-x86 busybox-static cpio kmod xz-utils liburing-dev)
+test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian valgrind cppcheck clang-tidy qemu-system-x86 busybox-static cpio kmod xz-utils liburing-dev debootstrap e2fsprogs)
 
 want=("${build[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test[@]}")

@@ -34,7 +34,7 @@ done
 
 # The Debian package: built from a copy of the tree, listed, lintian'ed.
 echo "=== package"
-python3 tests/package.py . | tee build/package.log || status=1
+python3 tests/package.py . build | tee build/package.log || status=1
 
 # Real kernels: Debian's 6.1 and 6.12 under QEMU (root: apt-get download).
 echo "=== vm"
@@ -47,18 +47,30 @@ else
         echo "vm: 0 passed, 0 failed" > build/vm.log
 fi
 
+# The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
+echo "=== systemd"
+if [ "$(id -u)" -eq 0 ]; then
+        python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb | tee build/systemd.log || status=1
+elif [ "${CI:-}" = "true" ]; then
+        echo "systemd: 0 passed, 1 failed (CI=true needs root for the VM tests)" | tee build/systemd.log; status=1
+else
+        echo "SKIP: the systemd VM test needs root (debootstrap, chroot dpkg -i); run with sudo"
+        echo "systemd: 0 passed, 0 failed" > build/systemd.log
+fi
+
 # Static analysis: cppcheck and clang-tidy with the tree's configs.
 echo "=== lint"
 scripts/lint.sh build | tee build/lint.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log build/lint.log build/vm.log <<'PY'
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log build/lint.log build/vm.log \
+        build/systemd.log <<'PY'
 import json, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
     for line in open(path):
         r = json.loads(line)["result"]
         counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
-for path, label in ((sys.argv[3], "package"), (sys.argv[4], "lint"), (sys.argv[5], "vm")):
+for path, label in ((sys.argv[3], "package"), (sys.argv[4], "lint"), (sys.argv[5], "vm"), (sys.argv[6], "systemd")):
     m = re.search(label + r": (\d+) passed, (\d+) failed", open(path).read())
     if m:
         counts["passed"] += int(m.group(1))

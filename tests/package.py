@@ -3,7 +3,10 @@
 """Builds the Debian package from a copy of the tree (dpkg-buildpackage -us
 -uc -b, about 10 s here), lists it with dpkg-deb -c, and runs lintian: no
 errors allowed. Run by scripts/test.sh outside meson, since it builds the
-project again."""
+project again. With a second argument, the .deb is kept there (the systemd
+VM test installs it).
+
+  python3 tests/package.py SRC [KEEP_DIR]"""
 import os
 import shutil
 import subprocess
@@ -11,6 +14,7 @@ import sys
 import tempfile
 
 top = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+keep = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
 from loopdev import Results  # noqa: E402
 
@@ -21,7 +25,7 @@ check = res.check
 EXPECTED = [
     "./usr/sbin/blkpolicyd", "./usr/bin/blkpolicyctl", "./lib/systemd/system/blkpolicyd.service",
     "./lib/udev/rules.d/90-blkpolicyd.rules", "./etc/blkpolicyd/blkpolicyd.conf",
-    "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy",
+    "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy", "./etc/blkpolicyd/policies.d/",
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
     "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
     "./usr/share/bash-completion/completions/blkpolicyctl",
@@ -46,5 +50,7 @@ with tempfile.TemporaryDirectory(prefix="blkpolicyd-deb-") as tmp:
         info = subprocess.run(["dpkg-deb", "-I", deb], capture_output=True, text=True).stdout
         check("postinst and prerm from debhelper are in the package",
               "postinst" in info and "prerm" in info, info)
+        if keep:
+            shutil.copy2(deb, os.path.join(keep, "blkpolicyd.deb"))
 
 res.finish("package: ")

@@ -38,7 +38,7 @@ CACHE = os.environ.get("BLKPOLICYD_VM_CACHE", "/var/cache/blkpolicyd-vm")
 MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "null_blk", "zram", "nvme", "bfq",
            "kyber-iosched", "ata_piix"]
 APPLETS = ["sh", "mount", "mkdir", "rmdir", "cat", "echo", "sleep", "insmod", "poweroff", "ls", "grep", "xargs",
-           "kill", "seq", "rmmod"]
+           "kill", "seq", "rmmod", "umount", "switch_root"]
 
 # every init script starts here; bench/vm-nullblk.py uses it too
 MOUNTS = r"""#!/bin/sh
@@ -184,7 +184,26 @@ def copy_libs(binary, root):
             shutil.copy2(m.group(1), dest)
 
 
-def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT):
+def copy_payload(blkpolicyd, root):
+    """blkpolicyd, blkpolicyctl, ublk-null and fio with their libraries, the policies."""
+    shutil.copy2(blkpolicyd, os.path.join(root, "bin/blkpolicyd"))
+    copy_libs(blkpolicyd, root)
+    ctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
+    shutil.copy2(ctl, os.path.join(root, "bin/blkpolicyctl"))
+    copy_libs(ctl, root)
+    ublk_null = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "tests", "vm", "ublk-null")
+    if os.path.exists(ublk_null):
+        shutil.copy2(ublk_null, os.path.join(root, "bin/ublk-null"))
+        copy_libs(ublk_null, root)
+    shutil.copy2(shutil.which("fio"), os.path.join(root, "bin/fio"))
+    copy_libs(shutil.which("fio"), root)
+    shutil.copytree(os.path.join(TOP, "tests", "vm", "policies"), os.path.join(root, "etc/blkpolicyd/vm-policies"))
+    shutil.copytree(os.path.join(TOP, "policies"), os.path.join(root, "etc/blkpolicyd/policies"),
+                    ignore=shutil.ignore_patterns("meson.build"))
+
+
+def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT, modules=MODULES):
+    """blkpolicyd=None: busybox and the modules only (the systemd test's root mounter)."""
     root = tempfile.mkdtemp(prefix="blkpolicyd-initramfs-")
     try:
         for d in ("bin", "proc", "sys", "dev", "run", "lib/modules", "etc/blkpolicyd"):
@@ -192,22 +211,10 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT):
         shutil.copy2("/bin/busybox", os.path.join(root, "bin/busybox"))
         for a in APPLETS:
             os.symlink("busybox", os.path.join(root, "bin", a))
-        shutil.copy2(blkpolicyd, os.path.join(root, "bin/blkpolicyd"))
-        copy_libs(blkpolicyd, root)
-        ctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
-        shutil.copy2(ctl, os.path.join(root, "bin/blkpolicyctl"))
-        copy_libs(ctl, root)
-        ublk_null = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "tests", "vm", "ublk-null")
-        if os.path.exists(ublk_null):
-            shutil.copy2(ublk_null, os.path.join(root, "bin/ublk-null"))
-            copy_libs(ublk_null, root)
-        shutil.copy2(shutil.which("fio"), os.path.join(root, "bin/fio"))
-        copy_libs(shutil.which("fio"), root)
-        shutil.copytree(os.path.join(TOP, "tests", "vm", "policies"), os.path.join(root, "etc/blkpolicyd/vm-policies"))
-        shutil.copytree(os.path.join(TOP, "policies"), os.path.join(root, "etc/blkpolicyd/policies"),
-                        ignore=shutil.ignore_patterns("meson.build"))
+        if blkpolicyd:
+            copy_payload(blkpolicyd, root)
         order = []
-        for m in MODULES + extra_modules:
+        for m in modules + extra_modules:
             for path in module_order(kdir, kver, m):
                 base = os.path.basename(path).replace(".xz", "")
                 if base in order:

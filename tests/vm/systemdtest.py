@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""blkpolicyd as Debian installs it, under a real systemd and udevd.
+
+Builds a Debian 12 root file system with debootstrap (cached outside the
+repo), installs the project's .deb into it with dpkg, disables the unit so
+that only the udev rule can start it, and boots it on Debian's 6.12 kernel
+in QEMU (TCG), with a small initramfs that mounts the root and hands over to
+systemd. A test unit then checks, from inside:
+  - the service is active although not enabled: udev's coldplug started it;
+  - it runs with the unit's sandbox, and still sets the disks (sysfs is
+    writable under ProtectSystem=strict, debugfs is readable);
+  - it follows udevd's monitor: a null_blk made after boot is set;
+  - the watchdog is fed; blkpolicyctl reaches the socket; the journal has
+    the structured fields; reload (SIGHUP) keeps it active;
+  - systemctl stop restores what the kernel had.
+The lines come back over the serial console as "ok - ..." / "not ok - ...".
+
+  sudo python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb
+"""
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vmtest  # noqa: E402
+from vmtest import Results  # noqa: E402
+
+# what the image needs beyond minbase: systemd as init, udevd, modprobe, and
+# the .deb's dependencies (dpkg -i runs offline)
+PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "libinih1", "libnl-3-200", "libcjson1"]
+MIRROR = "http://deb.debian.org/debian"
+ROOT_MODULES = ["virtio_pci", "virtio_blk", "ext4"]
+
+# the initramfs only mounts the root and hands over to systemd
+INIT = vmtest.MOUNTS + r"""for m in $(cat /modules.list); do insmod /lib/modules/$m; done
+mkdir -p /newroot
+for i in $(seq 100); do [ -b /dev/vda ] && break; sleep 0.05; done
+mount -t ext4 /dev/vda /newroot
+umount /sys/kernel/debug /sys /proc
+mount --move /dev /newroot/dev
+exec switch_root /newroot /sbin/init
+"""
+
+# runs inside, as a systemd unit, once the system is up
+TEST = r"""#!/bin/sh
+# Each check runs a command or a function of this script in this shell.
+say() { echo "$@" > /dev/ttyS0; }
+check() { name=$1; shift; if "$@" >/dev/null 2>&1; then say "ok - $name"; else say "not ok - $name"; fi; }
+until_true() { n=$1; shift; for i in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+prop() { systemctl show -p "$1" --value blkpolicyd.service; }
+sched() { sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler; }
+runs() { [ "$(sched $1)" = "$2" ]; }
+not_enabled() { ! systemctl is-enabled -q blkpolicyd.service; }
+only_two_caps() { grep -q "^CapEff:.*0000000000001001$" /proc/$(prop MainPID)/status; }
+udev_monitor() { blkpolicyctl --json status | grep -q '"monitor":[[:space:]]*"udev"'; }
+reads_dispatch_busy() { blkpolicyctl --json device nullb0 | grep -Eq '"dispatch_busy":[[:space:]]*[0-9]'; }
+watchdog_fed() { [ "$(prop WatchdogTimestampMonotonic)" != "$1" ]; }
+journal_fields() { journalctl -b -u blkpolicyd -o json | grep -q '"DEVICE":"vdb"'; }
+reload_ok() { systemctl reload blkpolicyd && systemctl is-active -q blkpolicyd; }
+reload_refused() {
+        printf '[Match]\nname = vdb\n[Queue]\nno_such_setting = 1\n' > /etc/blkpolicyd/policies.d/99-broken.policy
+        ! systemctl reload blkpolicyd
+        r=$?
+        rm /etc/blkpolicyd/policies.d/99-broken.policy
+        [ $r = 0 ] && systemctl is-active -q blkpolicyd && runs vdb none
+}
+bfq_loaded() { runs vdc bfq && [ -d /sys/module/bfq ]; }
+no_restarts() { [ "$(prop NRestarts)" = 0 ]; }
+nullb() {
+        modprobe null_blk nr_devices=0 &&
+        mkdir /sys/kernel/config/nullb/nullb0 &&
+        echo 2 > /sys/kernel/config/nullb/nullb0/queue_mode &&
+        echo 1 > /sys/kernel/config/nullb/nullb0/submit_queues &&
+        echo 0 > /sys/kernel/config/nullb/nullb0/poll_queues &&
+        echo 1 > /sys/kernel/config/nullb/nullb0/power
+}
+
+check "blkpolicyd.service is active" until_true 300 systemctl is-active -q blkpolicyd.service
+check "... though not enabled: the udev rule started it" not_enabled
+check "... with no capabilities but CAP_CHOWN and CAP_NET_ADMIN" only_two_caps
+check "the single-queue virtio disk vdb was set to none, under ProtectSystem=strict" runs vdb none
+check "vdc got bfq, which the kernel loaded on the write (an admin's policy)" bfq_loaded
+check "blkpolicyctl reaches the control socket" blkpolicyctl status
+check "it follows udevd's monitor, not raw uevents" udev_monitor
+check "a null_blk made after boot" nullb
+check "... is set to none (the kernel gave it mq-deadline)" until_true 50 runs nullb0 none
+check "... and its dispatch_busy is read from debugfs (an admin's [Dynamic] policy)" until_true 100 reads_dispatch_busy
+check "the watchdog is fed" until_true 400 watchdog_fed "$(prop WatchdogTimestampMonotonic)"
+check "the journal has its structured fields" journal_fields
+check "systemctl reload: done, still active" reload_ok
+check "systemctl reload with a broken policy fails, and the running set stays" reload_refused
+check "no restarts" no_restarts
+systemctl stop blkpolicyd
+check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
+check "... and on nullb0" runs nullb0 mq-deadline
+check "... and on vdc" runs vdc mq-deadline
+say "===JOURNAL==="
+journalctl -b -u blkpolicyd --no-pager -o cat > /dev/ttyS0 2>&1
+say "===SYSTEMD-TEST-END==="
+systemctl poweroff
+"""
+
+# an admin's policies: null_blk devices sample dispatch_busy from debugfs
+# (it never fires; the test reads the signal); vdc wants bfq, which Debian
+# builds as a module that nothing has loaded at boot
+ADMIN_POLICIES = {
+    "90-vmtest-dynamic.policy": """[Match]
+name = nullb*
+[Dynamic]
+enter = dispatch_busy > 100
+leave = dispatch_busy < 1
+[Busy]
+scheduler = mq-deadline
+""",
+    "80-vmtest-bfq.policy": """[Match]
+name = vdc
+[Queue]
+scheduler = bfq mq-deadline
+""",
+}
+
+TEST_UNIT = """[Unit]
+Description=blkpolicyd VM test
+After=multi-user.target
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/blkpolicyd-vmtest
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def rootfs():
+    """Debian 12 minbase plus PACKAGES, made once and kept in the cache."""
+    digest = hashlib.sha256(",".join(PACKAGES).encode()).hexdigest()[:12]     # a new list, a new tree
+    path = os.path.join(vmtest.CACHE, "rootfs-bookworm-" + digest)
+    if not os.path.isdir(path):
+        shutil.rmtree(path + ".tmp", ignore_errors=True)
+        subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), "bookworm",
+                        path + ".tmp", MIRROR], check=True, capture_output=True)
+        os.rename(path + ".tmp", path)
+    return path
+
+
+def chroot(root, *cmd):
+    return subprocess.run(["chroot", root, *cmd], capture_output=True, text=True)
+
+
+def build_image(base, deb, kdir, kver, out):
+    root = tempfile.mkdtemp(prefix="blkpolicyd-rootfs-")
+    try:
+        subprocess.run(["cp", "-a", base + "/.", root], check=True)
+        shutil.copy2(deb, os.path.join(root, "tmp", "blkpolicyd.deb"))
+        r = chroot(root, "dpkg", "-i", "/tmp/blkpolicyd.deb")
+        if r.returncode != 0:
+            raise RuntimeError("dpkg -i: " + r.stdout + r.stderr)
+        # only the udev rule may start it
+        chroot(root, "systemctl", "disable", "blkpolicyd.service")
+        chroot(root, "systemctl", "mask", "serial-getty@ttyS0.service", "getty@tty1.service")
+        dropin = os.path.join(root, "etc/systemd/system/blkpolicyd.service.d")
+        os.makedirs(dropin, exist_ok=True)
+        with open(os.path.join(dropin, "vmtest.conf"), "w") as f:
+            f.write("[Service]\n# the test waits for one watchdog ping; 30 s under TCG is long\nWatchdogSec=4s\n")
+        for name, text in ADMIN_POLICIES.items():
+            with open(os.path.join(root, "etc/blkpolicyd/policies.d", name), "w") as f:   # the .deb made the dir
+                f.write(text)
+        with open(os.path.join(root, "usr/local/sbin/blkpolicyd-vmtest"), "w") as f:
+            f.write(TEST)
+        os.chmod(os.path.join(root, "usr/local/sbin/blkpolicyd-vmtest"), 0o755)
+        with open(os.path.join(root, "etc/systemd/system/blkpolicyd-vmtest.service"), "w") as f:
+            f.write(TEST_UNIT)
+        chroot(root, "systemctl", "enable", "blkpolicyd-vmtest.service")
+        with open(os.path.join(root, "etc/fstab"), "w") as f:
+            f.write("/dev/vda / ext4 defaults 0 1\n")
+        shutil.copytree(os.path.join(kdir, "lib/modules", kver), os.path.join(root, "lib/modules", kver),
+                        symlinks=True)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-d", root, out, "1G"], check=True, capture_output=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def boot(kdir, kver, initrd, image, work):
+    disks = [os.path.join(work, f"vd{c}.img") for c in "bc"]
+    for disk in disks:
+        with open(disk, "wb") as f:
+            f.truncate(64 << 20)
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", "2", "-nographic", "-no-reboot",
+           "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd,
+           "-append", "console=ttyS0 panic=-1 loglevel=3 systemd.show_status=0 rw",
+           "-drive", f"if=none,id=root,file={image},format=raw", "-device", "virtio-blk-pci,drive=root",
+           "-drive", f"if=none,id=d1,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=1",
+           "-drive", f"if=none,id=d2,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d2,num-queues=1"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--deb", required=True)
+    args = ap.parse_args()
+    res = Results()
+    work = tempfile.mkdtemp(prefix="blkpolicyd-systemd-")
+    try:
+        kdir, kver = vmtest.fetch_kernel("6.12")
+        image = os.path.join(work, "root.img")
+        build_image(rootfs(), args.deb, kdir, kver, image)
+        initrd = os.path.join(work, "initrd.gz")
+        vmtest.build_initramfs(kdir, kver, None, initrd, [], init=INIT, modules=ROOT_MODULES)
+        serial = boot(kdir, kver, initrd, image, work).replace("\r", "")
+        res.check("booted Debian 12 with systemd and ran the test unit", "===SYSTEMD-TEST-END===" in serial,
+                  serial[-4000:])
+        journal = re.search(r"===JOURNAL===\n(.*?)===SYSTEMD-TEST-END===", serial, re.S)
+        for m in re.finditer(r"^(ok|not ok) - (.*)$", serial, re.M):
+            res.check("systemd: " + m.group(2), m.group(1) == "ok", journal.group(1)[-3000:] if journal else "")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    res.finish("systemd: ")
+
+
+if __name__ == "__main__":
+    main()
