@@ -170,7 +170,12 @@ class Daemon:
             os.unlink(path)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(path)
-        self.log = open(os.path.join(work, "daemon.log"), "a+" if append_log else "w+")
+        self.log_path = os.path.join(work, "daemon.log")
+        if not append_log:
+            open(self.log_path, "w").close()
+        # O_APPEND, and text() reads through a file of its own: a seek on
+        # this one would move the offset the daemon writes at
+        self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT,
                                      env=dict(os.environ, NOTIFY_SOCKET=path, **(env or {})))
 
@@ -183,9 +188,8 @@ class Daemon:
                 return msg
 
     def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        with open(self.log_path) as f:
+            return f.read()
 
     def stop(self, timeout=10):
         self.proc.send_signal(signal.SIGTERM)
