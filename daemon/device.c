@@ -164,6 +164,8 @@ void device_process(Manager *m, Device *d) {
                 d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
                 r = -ENOMEM;
+        else
+                r = device_dynamic_fit(d->dynamic, plan->dynamic);
         if (plan->managed && r == 0)
                 r = apply_plan(&req, plan, &changed);
         if (plan_copy(&d->plan, plan) < 0)

@@ -2,6 +2,7 @@
 /* Hysteresis (separate enter and leave conditions), a duration for each,
  * a minimum dwell time and a cap on flips per window: load that oscillates
  * around a threshold must not make the device flap. */
+#include <assert.h>
 #include <stdio.h>
 
 #include "dynamic.h"
@@ -104,6 +105,7 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         if (!sig->valid)
                 return;         /* no baseline or a counter wrapped: hold everything */
         if (p->window > 1) {
+                assert(s->history);     /* the caller's part: see DynState */
                 history_push(s, sig);
                 history_average(s, p->window, &avg);
         } else

@@ -16,6 +16,7 @@ typedef struct ReplayDevice {
         PlanBuffer buffer;
         Plan plan;
         DynState dyn;
+        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX];        /* dyn's ring, for windows over 1 */
         DiskStat stat;
         bool have_stat;
 } ReplayDevice;
@@ -108,6 +109,7 @@ static int replay_tick(Replay *r, const cJSON *j) {
                 d->have_stat = true;
                 if (!d->plan.managed || !d->plan.dynamic)
                         continue;
+                d->dyn.history = d->history;    /* here: the devices array moves as it grows */
                 dynamic_step(d->plan.dynamic, &d->dyn, &sig, r->tick, &dec);
                 if (!dec.flip)
                         continue;

@@ -18,7 +18,11 @@ typedef struct DynState {
         bool started;
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
         unsigned enter_streak, leave_streak;
-        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX]; /* ring of the last valid samples */
+        /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows. The caller
+         * provides it when the policy's window is over 1 tick, and leaves it
+         * NULL otherwise: the default window of 1 needs none, and 1000
+         * devices would carry 416 KB of it for nothing. */
+        float (*history)[_SIGNAL_MAX];
         unsigned n_history, history_pos;
         uint32_t flip_ticks[DYNAMIC_FLIPS_MAX]; /* ring, for the flip cap (tick numbers mod 2^32) */
         unsigned n_flip_ticks, flip_pos;

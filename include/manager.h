@@ -167,6 +167,7 @@ void device_table_done(DeviceTable *t);
 
 Device *device_free(Device *d);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
+int device_dynamic_fit(DeviceDynamic *y, const DynamicPolicy *p);
 /* resume: neither paused nor overridden any more */
 void device_clear_hold(Device *d);
 

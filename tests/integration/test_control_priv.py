@@ -39,6 +39,8 @@ enter = iops > 5000
 enter_ticks = 2
 leave = iops < 1000
 leave_ticks = 2
+# a window over 1 tick: the daemon allocates the averaging ring
+window = 2
 min_dwell_ticks = 0
 [Busy]
 scheduler = mq-deadline

@@ -141,6 +141,7 @@ TEST(invalid_samples_hold_everything) {
 
 TEST(window_averages_signals) {
         DynamicPolicy p = iops_policy();
+        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX];
         DynState s = {};
         double trace[] = { 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0 };
         uint64_t flips[8];
@@ -150,10 +151,10 @@ TEST(window_averages_signals) {
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         /* over a two-tick window the mean is 10000: still not > 10000 */
         p.window = 2;
-        s = (DynState) {};
+        s = (DynState) { .history = history };
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         p.enter[0].threshold = 9000;
-        s = (DynState) {};
+        s = (DynState) { .history = history };
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
 }
 
