@@ -76,11 +76,12 @@ static int write_and_verify(const ApplyRequest *req, PlanItem *item, const char 
  * alternative of the policy's list is tried, once each. */
 static int apply_scheduler_fallbacks(const ApplyRequest *req, const Plan *plan, PlanItem *item) {
         for (unsigned i = 0; i < SCHED_CHOICES_MAX; i++) {
-                const char *name = plan->choices[i].name;
+                const char *name;
                 int k;
 
                 if (!(plan->fallback_mask & (1u << i)))
                         continue;
+                name = plan->choices[i].name;
                 (void) strscpy(item->target, sizeof(item->target), name);
                 if (streq(item->current, name)) {
                         item->result = RESULT_UNCHANGED;

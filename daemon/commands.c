@@ -74,7 +74,7 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         DEVICE_TABLE_FOREACH(x, &m->devices) {
                 managed += x->plan.managed;
                 paused += x->paused || m->paused_all;
-                overridden += x->overridden;
+                overridden += device_overridden(x);
                 busy += x->plan.busy;
         }
         cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);

@@ -119,7 +119,7 @@ DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
 }
 
 void device_clear_hold(Device *d) {
-        d->paused = d->overridden = false;
+        d->paused = false;
         d->override_note = mfree(d->override_note);
 }
 

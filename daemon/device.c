@@ -350,9 +350,8 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                 }
         } else {
                 /* new media (loop attach, disk swap) is a new device to an override */
-                if (d->overridden && f.diskseq && f.diskseq != d->facts.diskseq) {
+                if (device_overridden(d) && f.diskseq && f.diskseq != d->facts.diskseq) {
                         log_info("%s: new media, the override ends", name);
-                        d->overridden = false;
                         d->override_note = mfree(d->override_note);
                 }
                 device_facts_done(&d->facts);

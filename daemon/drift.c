@@ -9,7 +9,7 @@
 #include "util.h"
 
 bool device_is_held(const Manager *m, const Device *d) {
-        return m->paused_all || d->paused || d->overridden;
+        return m->paused_all || d->paused || device_overridden(d);
 }
 
 /* The first managed setting whose live value differs from the target. */
@@ -66,7 +66,7 @@ cJSON *manager_verify(Manager *m) {
                 e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "name", d->name);
                 cJSON_AddBoolToObject(e, "paused", d->paused || m->paused_all);
-                cJSON_AddBoolToObject(e, "overridden", d->overridden);
+                cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
                 cJSON_AddItemToObject(e, "drift", drift);
                 cJSON_AddItemToArray(a, e);
         }
@@ -97,7 +97,6 @@ static void device_check_drift(Manager *m, Device *d) {
                 sd_event_exit(m->event, -ENOMEM);
                 return;
         }
-        d->overridden = true;
         log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
                    d->override_note, d->name);
 }

@@ -12,8 +12,8 @@ cJSON *manager_report_device(Manager *m, Device *d) {
         cJSON *o = report_device(&rd);
 
         cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);
-        cJSON_AddBoolToObject(o, "overridden", d->overridden);
-        if (d->overridden)
+        cJSON_AddBoolToObject(o, "overridden", device_overridden(d));
+        if (device_overridden(d))
                 cJSON_AddStringToObject(o, "override", d->override_note);
         return o;
 }

@@ -41,7 +41,7 @@ static double v_busy(const Device *d) { return d->plan.busy; }
 static double v_flips(const Device *d) { return d->dynamic ? d->dynamic->state.flips : 0; }
 static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.flip_cost_ms / 1000.0 : 0; }
 static double v_paused(const Device *d) { return d->paused; }
-static double v_overridden(const Device *d) { return d->overridden; }
+static double v_overridden(const Device *d) { return device_overridden(d); }
 static double v_iops(const Device *d) { return d->signals.iops; }
 static double v_mbps(const Device *d) { return d->signals.mbps * 1e6; }
 static double v_util(const Device *d) { return d->signals.util / 100.0; }

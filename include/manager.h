@@ -71,8 +71,7 @@ typedef struct Device {
         Signals signals;        /* of the last tick */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         bool paused;            /* pause DEV: left as it is until resume */
-        bool overridden;        /* someone else changed a managed setting: left alone */
-        char *override_note;    /* what someone else changed; set while overridden */
+        char *override_note;    /* what someone else changed; set while overridden (left alone) */
         struct Device *hash_next;
 } Device;
 
@@ -168,6 +167,9 @@ void device_table_done(DeviceTable *t);
 Device *device_free(Device *d);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
 int device_dynamic_fit(DeviceDynamic *y, const DynamicPolicy *p);
+static inline bool device_overridden(const Device *d) {
+        return d->override_note;
+}
 /* resume: neither paused nor overridden any more */
 void device_clear_hold(Device *d);
 
