@@ -36,27 +36,26 @@ done
 echo "=== package"
 python3 tests/package.py . build | tee build/package.log || status=1
 
-# Real kernels: Debian's 6.1 and 6.12 under QEMU (root: apt-get download).
-echo "=== vm"
-if [ "$(id -u)" -eq 0 ]; then
-        python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd | tee build/vm.log || status=1
-elif [ "${CI:-}" = "true" ]; then
-        echo "vm: 0 passed, 1 failed (CI=true needs root for the VM tests)" | tee build/vm.log; status=1
-else
-        echo "SKIP: the VM tests need root (apt-get download of the kernels); run with sudo"
-        echo "vm: 0 passed, 0 failed" > build/vm.log
-fi
+# A suite that needs root: it runs as root, fails under CI=true without
+# it, and otherwise skips saying why. Its "LABEL: N passed, N failed" line
+# goes to build/LABEL.log for the summary.
+root_suite() {
+        local label=$1 why=$2; shift 2
+        echo "=== $label"
+        if [ "$(id -u)" -eq 0 ]; then
+                "$@" | tee "build/$label.log" || status=1
+        elif [ "${CI:-}" = "true" ]; then
+                echo "$label: 0 passed, 1 failed (CI=true needs root: $why)" | tee "build/$label.log"; status=1
+        else
+                echo "SKIP: $label needs root ($why); run with sudo"
+                echo "$label: 0 passed, 0 failed" > "build/$label.log"
+        fi
+}
 
+# Real kernels: Debian's 6.1 and 6.12 under QEMU.
+root_suite vm "apt-get download of the kernels" python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd
 # The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
-echo "=== systemd"
-if [ "$(id -u)" -eq 0 ]; then
-        python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb | tee build/systemd.log || status=1
-elif [ "${CI:-}" = "true" ]; then
-        echo "systemd: 0 passed, 1 failed (CI=true needs root for the VM tests)" | tee build/systemd.log; status=1
-else
-        echo "SKIP: the systemd VM test needs root (debootstrap, chroot dpkg -i); run with sudo"
-        echo "systemd: 0 passed, 0 failed" > build/systemd.log
-fi
+root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb
 
 # Static analysis: cppcheck and clang-tidy with the tree's configs.
 echo "=== lint"

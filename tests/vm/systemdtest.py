@@ -149,7 +149,9 @@ def rootfs():
 
 
 def chroot(root, *cmd):
-    return subprocess.run(["chroot", root, *cmd], capture_output=True, text=True)
+    r = subprocess.run(["chroot", root, *cmd], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stdout}{r.stderr}")
 
 
 def build_image(base, deb, kdir, kver, out):
@@ -157,9 +159,7 @@ def build_image(base, deb, kdir, kver, out):
     try:
         subprocess.run(["cp", "-a", base + "/.", root], check=True)
         shutil.copy2(deb, os.path.join(root, "tmp", "blkpolicyd.deb"))
-        r = chroot(root, "dpkg", "-i", "/tmp/blkpolicyd.deb")
-        if r.returncode != 0:
-            raise RuntimeError("dpkg -i: " + r.stdout + r.stderr)
+        chroot(root, "dpkg", "-i", "/tmp/blkpolicyd.deb")
         # only the udev rule may start it
         chroot(root, "systemctl", "disable", "blkpolicyd.service")
         chroot(root, "systemctl", "mask", "serial-getty@ttyS0.service", "getty@tty1.service")

@@ -184,14 +184,19 @@ def copy_libs(binary, root):
             shutil.copy2(m.group(1), dest)
 
 
+def built_beside(blkpolicyd, *path):
+    """Another program of the same meson build as build/daemon/blkpolicyd."""
+    return os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), *path)
+
+
 def copy_payload(blkpolicyd, root):
     """blkpolicyd, blkpolicyctl, ublk-null and fio with their libraries, the policies."""
     shutil.copy2(blkpolicyd, os.path.join(root, "bin/blkpolicyd"))
     copy_libs(blkpolicyd, root)
-    ctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
+    ctl = built_beside(blkpolicyd, "ctl", "blkpolicyctl")
     shutil.copy2(ctl, os.path.join(root, "bin/blkpolicyctl"))
     copy_libs(ctl, root)
-    ublk_null = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "tests", "vm", "ublk-null")
+    ublk_null = built_beside(blkpolicyd, "tests", "vm", "ublk-null")
     if os.path.exists(ublk_null):
         shutil.copy2(ublk_null, os.path.join(root, "bin/ublk-null"))
         copy_libs(ublk_null, root)
@@ -346,7 +351,7 @@ def main():
         work = tempfile.mkdtemp(prefix="blkpolicyd-vm-")
         try:
             if which == "6.12":
-                ublk_null = os.path.join(os.path.dirname(os.path.dirname(args.blkpolicyd)), "tests", "vm", "ublk-null")
+                ublk_null = built_beside(args.blkpolicyd, "tests", "vm", "ublk-null")
                 res.check("6.12: tests/vm/ublk-null is built (it needs liburing-dev)", os.path.exists(ublk_null),
                           ublk_null)
             kdir, kver = fetch_kernel(which)
