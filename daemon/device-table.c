@@ -96,23 +96,10 @@ void device_table_done(DeviceTable *t) {
         *t = (DeviceTable) {};
 }
 
-/* The averaging ring exists only for a window over 1 tick; a reload that
- * changes the window starts it empty. */
-int device_dynamic_fit(DeviceDynamic *y, const DynamicPolicy *p) {
-        DynState *s = &y->state;
-
-        if ((p->window > 1) == (s->history != NULL))
-                return 0;
-        free(s->history);
-        s->history = p->window > 1 ? calloc(DYNAMIC_WINDOW_MAX, sizeof(*s->history)) : NULL;
-        s->n_history = s->history_pos = 0;
-        return p->window > 1 && !s->history ? -ENOMEM : 0;
-}
-
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
         if (!y)
                 return NULL;
-        free(y->state.history);
+        dyn_state_done(&y->state);
         free(y->history);
         free(y);
         return NULL;

@@ -165,7 +165,7 @@ void device_process(Manager *m, Device *d) {
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
                 r = -ENOMEM;
         else
-                r = device_dynamic_fit(d->dynamic, plan->dynamic);
+                r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
         if (plan->managed && r == 0)
                 r = apply_plan(&req, plan, &changed);
         if (plan_copy(&d->plan, plan) < 0)

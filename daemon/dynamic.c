@@ -3,7 +3,9 @@
  * a minimum dwell time and a cap on flips per window: load that oscillates
  * around a threshold must not make the device flap. */
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dynamic.h"
 #include "util.h"
@@ -77,6 +79,62 @@ static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) 
         return n;
 }
 
+static void flip_ring_push(DynState *s, uint64_t tick) {
+        s->flip_ticks[s->flip_pos] = (uint32_t) tick;
+        s->flip_pos = (s->flip_pos + 1) % s->flip_ring;
+        if (s->n_flip_ticks < s->flip_ring)
+                s->n_flip_ticks++;
+}
+
+static int flip_ring_fit(DynState *s, unsigned size) {
+        DynState old = *s;
+        uint32_t *ring;
+
+        if (size == s->flip_ring)
+                return 0;
+        ring = size > 0 ? calloc(size, sizeof(uint32_t)) : NULL;
+        if (size > 0 && !ring)
+                return -ENOMEM;
+        s->flip_ticks = ring;
+        s->flip_ring = size;
+        s->n_flip_ticks = s->flip_pos = 0;
+        /* oldest first, so that the newest are the ones that stay */
+        for (unsigned k = old.n_flip_ticks; k > 0; k--)
+                flip_ring_push(s, old.flip_ticks[(old.flip_pos + old.flip_ring - k) % old.flip_ring]);
+        free(old.flip_ticks);
+        return 0;
+}
+
+int dyn_state_fit(DynState *s, const DynamicPolicy *p) {
+        bool want_history = p->window > 1;
+        float (*history)[_SIGNAL_MAX] = s->history;
+
+        if (want_history != (history != NULL)) {
+                history = want_history ? calloc(DYNAMIC_WINDOW_MAX, sizeof(*history)) : NULL;
+                if (want_history && !history)
+                        return -ENOMEM;
+        }
+        if (flip_ring_fit(s, p->max_flips) < 0) {
+                if (history != s->history)
+                        free(history);
+                return -ENOMEM;
+        }
+        if (history != s->history) {
+                free(s->history);
+                s->history = history;
+                s->n_history = s->history_pos = 0;
+        }
+        return 0;
+}
+
+void dyn_state_done(DynState *s) {
+        if (!s)
+                return;
+        s->history = mfree(s->history);
+        s->flip_ticks = mfree(s->flip_ticks);
+        s->n_history = s->history_pos = s->flip_ring = s->n_flip_ticks = s->flip_pos = 0;
+}
+
 static void describe(const Condition *c, unsigned n, unsigned ticks, const Signals *avg, char *buf, size_t size) {
         size_t len = 0;
 
@@ -104,13 +162,12 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         }
         if (!sig->valid)
                 return;         /* no baseline or a counter wrapped: hold everything */
+        assert(s->flip_ring == p->max_flips && (p->window > 1) == (s->history != NULL)); /* dyn_state_fit() */
         if (p->window > 1) {
-                assert(s->history);     /* the caller's part: see DynState */
                 history_push(s, sig);
                 history_average(s, p->window, &avg);
         } else
                 avg = *sig;     /* the common case costs no ring at all */
-        s->last = avg;
 
         conds = s->busy ? p->leave : p->enter;
         n = s->busy ? p->n_leave : p->n_enter;
@@ -130,9 +187,6 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         s->busy = !s->busy;
         s->since_tick = tick;
         s->enter_streak = s->leave_streak = 0;
-        s->flip_ticks[s->flip_pos] = (uint32_t) tick;
-        s->flip_pos = (s->flip_pos + 1) % DYNAMIC_FLIPS_MAX;
-        if (s->n_flip_ticks < DYNAMIC_FLIPS_MAX)
-                s->n_flip_ticks++;
+        flip_ring_push(s, tick);
         s->flips++;
 }

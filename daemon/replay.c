@@ -16,7 +16,6 @@ typedef struct ReplayDevice {
         PlanBuffer buffer;
         Plan plan;
         DynState dyn;
-        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX];        /* dyn's ring, for windows over 1 */
         DiskStat stat;
         bool have_stat;
 } ReplayDevice;
@@ -109,7 +108,8 @@ static int replay_tick(Replay *r, const cJSON *j) {
                 d->have_stat = true;
                 if (!d->plan.managed || !d->plan.dynamic)
                         continue;
-                d->dyn.history = d->history;    /* here: the devices array moves as it grows */
+                if (dyn_state_fit(&d->dyn, d->plan.dynamic) < 0)
+                        return -ENOMEM;
                 dynamic_step(d->plan.dynamic, &d->dyn, &sig, r->tick, &dec);
                 if (!dec.flip)
                         continue;
@@ -162,6 +162,8 @@ int replay_run(const char *path, const PolicySet *policies, FILE *out) {
         }
         if (ret == 0 && !r.have_header)
                 ret = log_error_errno(EBADMSG, "%s: no recording header", path);
+        for (size_t i = 0; i < r.n_devices; i++)
+                dyn_state_done(&r.devices[i].dyn);
         free(r.devices);
         return ret;
 }

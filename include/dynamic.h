@@ -11,25 +11,23 @@
 #include "policy.h"
 #include "sample.h"
 
-#define DYNAMIC_FLIPS_MAX DYNAMIC_FLIPS_CAP
-
 typedef struct DynState {
         bool busy;
         bool started;
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
         unsigned enter_streak, leave_streak;
-        /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows. The caller
-         * provides it when the policy's window is over 1 tick, and leaves it
-         * NULL otherwise: the default window of 1 needs none, and 1000
-         * devices would carry 416 KB of it for nothing. */
+        /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
+         * the policy's window is over 1 tick: the default window of 1 needs
+         * none, and 1000 devices would carry 416 KB of it for nothing. */
         float (*history)[_SIGNAL_MAX];
         unsigned n_history, history_pos;
-        uint32_t flip_ticks[DYNAMIC_FLIPS_MAX]; /* ring, for the flip cap (tick numbers mod 2^32) */
-        unsigned n_flip_ticks, flip_pos;
+        /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
+         * max_flips of them are all the cap looks at. */
+        uint32_t *flip_ticks;
+        unsigned flip_ring, n_flip_ticks, flip_pos;
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */
         double flip_cost_ms;                    /* time spent applying flips */
-        Signals last;                           /* the averaged signals of the last tick */
 } DynState;
 
 typedef struct DynDecision {
@@ -37,6 +35,13 @@ typedef struct DynDecision {
         bool to_busy;
         char reason[160];       /* the condition that fired, with the values seen */
 } DynDecision;
+
+/* Sizes the rings of s for policy p; s may be fresh (zeroed) or fitted to
+ * an earlier policy (a reload): the averaging ring starts empty when the
+ * window crosses 1 tick, the flip ring keeps the newest flips that fit.
+ * -ENOMEM leaves s as it was. dynamic_step() needs s fitted to its policy. */
+int dyn_state_fit(DynState *s, const DynamicPolicy *p);
+void dyn_state_done(DynState *s);
 
 void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret);
 bool condition_holds(const Condition *c, const Signals *s);

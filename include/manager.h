@@ -166,7 +166,6 @@ void device_table_done(DeviceTable *t);
 
 Device *device_free(Device *d);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
-int device_dynamic_fit(DeviceDynamic *y, const DynamicPolicy *p);
 static inline bool device_overridden(const Device *d) {
         return d->override_note;
 }

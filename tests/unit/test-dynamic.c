@@ -22,6 +22,7 @@ static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iop
                           uint64_t *flips) {
         unsigned k = 0;
 
+        CHECK(dyn_state_fit(s, p) == 0);
         for (unsigned i = 0; i < n; i++) {
                 Signals sig = at(iops[i]);
                 DynDecision d;
@@ -35,7 +36,7 @@ static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iop
 
 TEST(step_up_flips_after_enter_ticks) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[30];
         uint64_t flips[8];
         unsigned n;
@@ -50,7 +51,7 @@ TEST(step_up_flips_after_enter_ticks) {
 
 TEST(step_down_flips_back_after_leave_ticks) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[60];
         uint64_t flips[8];
         unsigned n;
@@ -64,7 +65,7 @@ TEST(step_down_flips_back_after_leave_ticks) {
 
 TEST(oscillation_around_one_threshold_does_not_flap) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[200];
         uint64_t flips[64];
 
@@ -73,6 +74,7 @@ TEST(oscillation_around_one_threshold_does_not_flap) {
                 trace[i] = i % 3 == 2 ? 9000 : 11000;
         CHECK(run_trace(&p, &s, trace, 200, 0, flips) == 0);
         /* once busy, the same oscillation never reaches the leave threshold */
+        dyn_state_done(&s);
         s = (DynState) {};
         for (unsigned i = 0; i < 200; i++)
                 trace[i] = i < 20 ? 50000 : (i % 2 ? 9000 : 11000);
@@ -81,7 +83,7 @@ TEST(oscillation_around_one_threshold_does_not_flap) {
 
 TEST(dwell_time_holds_a_fresh_state) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[40];
         uint64_t flips[8];
         unsigned n;
@@ -98,7 +100,7 @@ TEST(dwell_time_holds_a_fresh_state) {
 
 TEST(flip_cap_holds) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[100];
         uint64_t flips[64];
         unsigned n;
@@ -116,14 +118,39 @@ TEST(flip_cap_holds) {
         CHECK(s.capped > 0);
 }
 
+TEST(refit_keeps_the_newest_flips) {
+        DynamicPolicy p = iops_policy();
+        _cleanup_(dyn_state_done) DynState s = {};
+        double trace[10];
+        uint64_t flips[16];
+
+        p.enter_ticks = p.leave_ticks = 1;
+        p.min_dwell_ticks = 0;
+        p.max_flips = 3;
+        p.flip_window_ticks = 50;
+        for (unsigned i = 0; i < 10; i++)
+                trace[i] = i % 2 ? 50000 : 100;
+        CHECK(run_trace(&p, &s, trace, 10, 0, flips) == 3);
+        CHECK(flips[0] == 1 && flips[2] == 3);
+        /* a reload that lowers the cap keeps the two newest flips */
+        p.max_flips = 2;
+        CHECK(dyn_state_fit(&s, &p) == 0);
+        CHECK(s.n_flip_ticks == 2 && s.flip_ticks[0] + s.flip_ticks[1] == 2 + 3);
+        /* raising it to 4 leaves room for two more in the same window */
+        p.max_flips = 4;
+        CHECK(run_trace(&p, &s, trace, 10, 10, flips) == 2);
+        CHECK(s.n_flip_ticks == 4);
+}
+
 TEST(invalid_samples_hold_everything) {
         DynamicPolicy p = iops_policy();
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         Signals invalid = { .valid = false };
         DynDecision d;
 
         /* two busy ticks, a gap (device vanished or a counter wrapped), one more busy */
         p.min_dwell_ticks = 0;
+        CHECK(dyn_state_fit(&s, &p) == 0);
         for (uint64_t t = 0; t < 2; t++) {
                 Signals sig = at(50000);
                 dynamic_step(&p, &s, &sig, t, &d);
@@ -141,8 +168,7 @@ TEST(invalid_samples_hold_everything) {
 
 TEST(window_averages_signals) {
         DynamicPolicy p = iops_policy();
-        float history[DYNAMIC_WINDOW_MAX][_SIGNAL_MAX];
-        DynState s = {};
+        _cleanup_(dyn_state_done) DynState s = {};
         double trace[] = { 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0, 20000, 0 };
         uint64_t flips[8];
 
@@ -151,10 +177,12 @@ TEST(window_averages_signals) {
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         /* over a two-tick window the mean is 10000: still not > 10000 */
         p.window = 2;
-        s = (DynState) { .history = history };
+        dyn_state_done(&s);
+        s = (DynState) {};
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         p.enter[0].threshold = 9000;
-        s = (DynState) { .history = history };
+        dyn_state_done(&s);
+        s = (DynState) {};
         CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
 }
 
