@@ -12,7 +12,7 @@
 
 int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *buf, size_t size) {
         char raw[256];
-        DeviceFacts f;
+        SchedulerList l;
         int k;
 
         k = queue_attr_read(r, dev, tunables[tunable].attr, raw, sizeof(raw));
@@ -20,9 +20,9 @@ int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *b
                 return k;
         if (tunable != TUNABLE_SCHEDULER)
                 return strscpy(buf, size, raw);
-        if (scheduler_list_parse(raw, &f) < 0)
+        if (scheduler_list_parse(raw, &l) < 0)
                 return -EBADMSG;
-        return strscpy(buf, size, f.scheduler);
+        return strscpy(buf, size, scheduler_list_current(&l));
 }
 
 static bool device_present(const Roots *r, const char *dev) {

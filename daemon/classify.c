@@ -8,37 +8,6 @@
 #include "classify.h"
 #include "util.h"
 
-int scheduler_list_parse(const char *s, DeviceFacts *f) {
-        const char *p = s;
-
-        f->n_schedulers = 0;
-        f->scheduler[0] = 0;
-        for (;;) {
-                char word[SCHED_NAME_MAX + 2];
-                size_t n;
-                bool current;
-
-                p += strspn(p, " \t\n");
-                if (!*p)
-                        return 0;
-                n = strcspn(p, " \t\n");
-                if (n >= sizeof(word) || f->n_schedulers >= SCHED_LIST_MAX)
-                        return -EBADMSG;
-                memcpy(word, p, n);
-                word[n] = 0;
-                p += n;
-                current = n > 2 && word[0] == '[' && word[n - 1] == ']';
-                if (current) {
-                        word[n - 1] = 0;
-                        memmove(word, word + 1, n - 1);
-                }
-                if (strscpy(f->schedulers[f->n_schedulers++], SCHED_NAME_MAX, word) < 0)
-                        return -EBADMSG;
-                if (current)
-                        (void) strscpy(f->scheduler, sizeof(f->scheduler), word);
-        }
-}
-
 static int read_block_attr(const Roots *r, const char *name, const char *rel, char *buf, size_t size) {
         char path[PATH_MAX];
         int k = block_path(path, sizeof(path), r, name, rel);
@@ -143,7 +112,7 @@ static void classify_queue(const Roots *r, const char *name, DeviceFacts *f) {
         unsigned long long v;
 
         if (read_block_attr(r, name, "queue/scheduler", buf, sizeof(buf)) == 0)
-                (void) scheduler_list_parse(buf, f);
+                (void) scheduler_list_parse(buf, &f->schedulers);
         if (read_block_attr(r, name, "queue/nr_requests", buf, sizeof(buf)) == 0 &&
             sscanf(buf, "%llu", &v) == 1 && v <= UINT_MAX)
                 f->nr_requests = (unsigned) v;
@@ -209,7 +178,7 @@ bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const DeviceFacts *f) {
         char path[PATH_MAX];
         Tristate t;
 
-        if (!streq(f->scheduler, "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
+        if (!streq(device_facts_scheduler(f), "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
                 return false;
         if (block_path(path, sizeof(path), r, f->name, "queue/iosched/dispatch_direct") < 0)
                 return false;

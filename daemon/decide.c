@@ -97,9 +97,9 @@ bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *cap
 static bool scheduler_available(const DeviceFacts *f, const char *name) {
         static const char *const loadable[] = { "mq-deadline", "kyber", "bfq" };
 
-        if (device_facts_has_scheduler(f, name))
+        if (scheduler_list_has(&f->schedulers, name))
                 return true;
-        if (f->n_schedulers < 2)
+        if (f->schedulers.n < 2)
                 return false;
         for (size_t i = 0; i < ELEMENTSOF(loadable); i++)
                 if (streq(loadable[i], name))
@@ -158,10 +158,10 @@ void decide(const DecideInput *in, Plan *plan) {
         const SchedChoice *sched = NULL;
         unsigned n_sched = 0;
         const char *sched_source = NULL;
-        const char *effective = f->scheduler;
+        const char *effective = device_facts_scheduler(f);
         char effective_buf[SCHED_NAME_MAX];
 
-        *plan = (Plan) { .items = plan->items };
+        *plan = (Plan) { .items = plan->items, .matched = plan->matched };
         if (in->excluded) {
                 plan->reason = "excluded by the daemon configuration";
                 return;
@@ -250,22 +250,29 @@ void decide(const DecideInput *in, Plan *plan) {
         }
 }
 
-int plan_copy(Plan *dst, const Plan *src) {
-        PlanItem *items = dst->items;
-        unsigned have = dst->n_items;
+static size_t plan_block_size(const Plan *p) {
+        return sizeof(PlanItem) * p->n_items + sizeof(const char *) * p->n_matched;
+}
 
-        if (src->n_items > have || (src->n_items == 0 && items)) {
-                free(items);
-                items = src->n_items ? malloc(sizeof(PlanItem) * src->n_items) : NULL;
-                if (src->n_items && !items) {
+int plan_copy(Plan *dst, const Plan *src) {
+        size_t size = plan_block_size(src);
+        void *block = dst->items;
+
+        if (size > plan_block_size(dst) || (size == 0 && block)) {
+                free(block);
+                block = size ? malloc(size) : NULL;
+                if (size && !block) {
                         *dst = (Plan) {};
                         return -ENOMEM;
                 }
         }
         *dst = *src;
-        dst->items = items;
-        if (src->n_items)
-                memcpy(items, src->items, sizeof(PlanItem) * src->n_items);
+        dst->items = block;
+        dst->matched = block ? (const char **) (dst->items + src->n_items) : NULL;
+        if (size) {
+                memcpy(dst->items, src->items, sizeof(PlanItem) * src->n_items);
+                memcpy(dst->matched, src->matched, sizeof(const char *) * src->n_matched);
+        }
         return 0;
 }
 

@@ -119,6 +119,7 @@ Device *device_free(Device *d) {
         device_dynamic_free(d->dynamic);
         originals_done(&d->originals);
         free(d->override_note);
+        free(d->error);
         free(d);
         return NULL;
 }

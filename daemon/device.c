@@ -25,11 +25,12 @@ static bool device_excluded(const Manager *m, const Device *d) {
         return strv_fnmatch(m->config.exclude, d->name);
 }
 
+/* The text is only for status: without memory for it the device goes on
+ * without one. */
 static void device_set_error(Device *d, int error, const char *what) {
-        if (error == 0)
-                d->error[0] = 0;
-        else
-                snprintf(d->error, sizeof(d->error), "%s: %s", what, strerror(error < 0 ? -error : error));
+        d->error = mfree(d->error);
+        if (error != 0 && asprintf(&d->error, "%s: %s", what, strerror(error < 0 ? -error : error)) < 0)
+                d->error = NULL;
 }
 
 static void classes_format(ClassSet classes, char *buf, size_t size) {
@@ -118,8 +119,10 @@ static void device_schedule_retry(Manager *m, Device *d) {
         int r;
 
         if (++d->retries > RETRY_MAX) {
-                snprintf(d->error, sizeof(d->error), "gave up after %d retries", RETRY_MAX);
-                log_warning("%s: %s, ignoring", d->name, d->error);
+                free(d->error);
+                if (asprintf(&d->error, "gave up after %d retries", RETRY_MAX) < 0)
+                        d->error = NULL;
+                log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
                 return;
         }
         if (!m->event) {
@@ -244,6 +247,7 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
 static void device_learn_caps(Manager *m, const Device *d) {
         DeviceFacts probe = { .zoned = ZONED_NONE };
         const PlanItem *s = NULL;
+        int k;
 
         for (unsigned i = 0; i < d->plan.n_items; i++)
                 if (d->plan.items[i].tunable == TUNABLE_SCHEDULER)
@@ -251,7 +255,8 @@ static void device_learn_caps(Manager *m, const Device *d) {
         if (!s || s->result != RESULT_APPLIED)
                 return;
         (void) strscpy(probe.name, sizeof(probe.name), d->name);
-        (void) strscpy(probe.scheduler, sizeof(probe.scheduler), s->current);
+        k = scheduler_list_add(&probe.schedulers, s->current);
+        probe.schedulers.current = (int8_t) (k < 0 ? -1 : k);
         if (!kernel_caps_learn(&m->caps, &m->roots, &probe))
                 return;
         log_info("mq-deadline dispatch_direct: %s (seen on %s)",

@@ -7,7 +7,7 @@
 #include "util.h"
 
 cJSON *manager_report_device(Manager *m, Device *d) {
-        ReportDevice rd = { .facts = &d->facts, .plan = &d->plan, .error = d->error[0] ? d->error : NULL,
+        ReportDevice rd = { .facts = &d->facts, .plan = &d->plan, .error = d->error,
                             .dyn = d->dynamic ? &d->dynamic->state : NULL, .signals = d->signals.valid ? &d->signals : NULL };
         cJSON *o = report_device(&rd);
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Names and small pure helpers of the Facts contract. */
+#include <assert.h>
+
 #include "facts.h"
 #include "util.h"
 
@@ -53,11 +55,67 @@ void device_facts_done(DeviceFacts *f) {
         f->properties = strv_free(f->properties);
 }
 
-bool device_facts_has_scheduler(const DeviceFacts *f, const char *name) {
-        for (unsigned i = 0; i < f->n_schedulers; i++)
-                if (streq(f->schedulers[i], name))
+int scheduler_list_add(SchedulerList *l, const char *name) {
+        size_t used = 0, len = strlen(name);
+
+        for (unsigned i = 0; i < l->n; i++)
+                used += strlen(l->names + used) + 1;
+        if (len == 0 || len >= SCHED_NAME_MAX || used + len + 1 > sizeof(l->names) || l->n == UINT8_MAX)
+                return -EBADMSG;
+        memcpy(l->names + used, name, len + 1);
+        return l->n++;
+}
+
+const char *scheduler_list_at(const SchedulerList *l, unsigned i) {
+        const char *p = l->names;
+
+        assert(i < l->n);
+        while (i-- > 0)
+                p += strlen(p) + 1;
+        return p;
+}
+
+const char *scheduler_list_current(const SchedulerList *l) {
+        return l->current >= 0 && l->current < l->n ? scheduler_list_at(l, (unsigned) l->current) : "";
+}
+
+bool scheduler_list_has(const SchedulerList *l, const char *name) {
+        for (unsigned i = 0; i < l->n; i++)
+                if (streq(scheduler_list_at(l, i), name))
                         return true;
         return false;
+}
+
+int scheduler_list_parse(const char *s, SchedulerList *ret) {
+        const char *p = s;
+
+        *ret = (SchedulerList) { .current = -1 };
+        for (;;) {
+                char word[SCHED_NAME_MAX + 2];
+                size_t n;
+                bool current;
+                int k;
+
+                p += strspn(p, " \t\n");
+                if (!*p)
+                        return 0;
+                n = strcspn(p, " \t\n");
+                if (n >= sizeof(word))
+                        return -EBADMSG;
+                memcpy(word, p, n);
+                word[n] = 0;
+                p += n;
+                current = n > 2 && word[0] == '[' && word[n - 1] == ']';
+                if (current) {
+                        word[n - 1] = 0;
+                        memmove(word, word + 1, n - 1);
+                }
+                k = scheduler_list_add(ret, word);
+                if (k < 0)
+                        return k;
+                if (current)
+                        ret->current = (int8_t) k;
+        }
 }
 
 /* "6.12.38+deb12-amd64" → {6, 12, 38}; "6.10" → {6, 10, 0}. */

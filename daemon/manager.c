@@ -109,7 +109,7 @@ int manager_print_report(Manager *m) {
                 return log_oom();
         for (int i = 0; i < n; i++)
                 rd[i] = (ReportDevice) { .facts = &sorted[i]->facts, .plan = &sorted[i]->plan,
-                                         .error = sorted[i]->error[0] ? sorted[i]->error : NULL,
+                                         .error = sorted[i]->error,
                                          .dyn = sorted[i]->dynamic ? &sorted[i]->dynamic->state : NULL,
                                          .signals = sorted[i]->signals.valid ? &sorted[i]->signals : NULL };
         j = report_build(&m->caps, rd, (size_t) n);

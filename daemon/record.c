@@ -128,7 +128,6 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
         (void) strscpy(f->driver, sizeof(f->driver), json_string(facts, "driver"));
         (void) strscpy(f->subsystem, sizeof(f->subsystem), json_string(facts, "subsystem"));
         (void) strscpy(f->model, sizeof(f->model), json_string(facts, "model"));
-        (void) strscpy(f->scheduler, sizeof(f->scheduler), json_string(facts, "scheduler"));
         if (json_unsigned(facts, "hw_queues", &f->hw_queues) < 0 ||
             json_unsigned(facts, "poll_queues", &f->poll_queues) < 0 ||
             json_unsigned(facts, "nr_requests", &f->nr_requests) < 0 || f->poll_queues > f->hw_queues)
@@ -140,11 +139,14 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
         scheds = cJSON_GetObjectItemCaseSensitive(facts, "schedulers");
         if (!cJSON_IsArray(scheds))
                 scheds = NULL;
+        f->schedulers.current = -1;     /* unless "scheduler" is one of the list */
         cJSON_ArrayForEach(c, scheds) {
-                if (!cJSON_IsString(c) || f->n_schedulers >= SCHED_LIST_MAX ||
-                    strscpy(f->schedulers[f->n_schedulers], SCHED_NAME_MAX, c->valuestring) < 0)
+                int k = cJSON_IsString(c) ? scheduler_list_add(&f->schedulers, c->valuestring) : -EBADMSG;
+
+                if (k < 0)
                         return -EBADMSG;
-                f->n_schedulers++;
+                if (streq(c->valuestring, json_string(facts, "scheduler")))
+                        f->schedulers.current = (int8_t) k;
         }
         if (sscanf(json_string(facts, "dev"), "%u:%u", &f->major, &f->minor) != 2)
                 return -EBADMSG;

@@ -41,7 +41,8 @@ static ReplayDevice *replay_find(Replay *r, const char *name) {
 static void replay_decide(Replay *r, ReplayDevice *d) {
         DecideInput in = { .facts = &d->facts, .caps = &r->caps, .policies = r->policies, .busy = d->dyn.busy };
 
-        d->plan.items = d->buffer.items;        /* the array may have moved */
+        d->plan.items = d->buffer.items;        /* the arrays may have moved */
+        d->plan.matched = d->buffer.matched;
         decide(&in, &d->plan);
 }
 

@@ -37,9 +37,9 @@ cJSON *report_facts(const DeviceFacts *f) {
         cJSON_AddBoolToObject(o, "hidden", f->hidden);
         cJSON_AddStringToObject(o, "zoned", zoned_to_string(f->zoned));
         s = cJSON_AddArrayToObject(o, "schedulers");
-        for (unsigned i = 0; i < f->n_schedulers; i++)
-                cJSON_AddItemToArray(s, cJSON_CreateString(f->schedulers[i]));
-        add_string_or_null(o, "scheduler", f->scheduler);
+        for (unsigned i = 0; i < f->schedulers.n; i++)
+                cJSON_AddItemToArray(s, cJSON_CreateString(scheduler_list_at(&f->schedulers, i)));
+        add_string_or_null(o, "scheduler", device_facts_scheduler(f));
         return o;
 }
 

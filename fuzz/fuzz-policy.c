@@ -12,15 +12,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (policy_parse_file(path, "input.policy", &set, &p) == 0) {
                 /* what parsed must also decide without tripping anything */
-                DeviceFacts f = { .name = "vda", .hw_queues = 1, .n_schedulers = 2,
-                                  .schedulers = { "none", "mq-deadline" }, .scheduler = "mq-deadline",
-                                  .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) };
+                DeviceFacts f = { .name = "vda", .hw_queues = 1, .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) };
                 KernelCaps caps = { .version = { 6, 1, 0 }, .dispatch_direct = TRISTATE_YES };
                 Policy *list[] = { p };
                 PolicySet one = { .policies = list, .n_policies = 1 };
                 PlanBuffer b;
                 DecideInput in = { .facts = &f, .caps = &caps, .policies = &one };
 
+                (void) scheduler_list_parse("none [mq-deadline]", &f.schedulers);
                 decide(&in, plan_buffer_init(&b));
                 in.busy = true;
                 decide(&in, plan_buffer_init(&b));

@@ -10,7 +10,6 @@
 int classify_device(const Roots *r, const char *name, DeviceFacts *f);
 
 /* "none [mq-deadline] kyber" → list and current; "" current when no brackets. */
-int scheduler_list_parse(const char *s, DeviceFacts *f);
 
 int kernel_caps_read(const Roots *r, KernelCaps *caps);
 /* Learns dispatch_direct from a device that runs mq-deadline: its iosched/

@@ -42,7 +42,28 @@ int zoned_from_string(const char *s);
 
 #define NAME_MAX_LEN 32
 #define SCHED_NAME_MAX 24
-#define SCHED_LIST_MAX 8
+#define SCHED_LIST_BYTES 70
+
+/* queue/scheduler, packed: the names NUL-terminated one after the other in
+ * the kernel's order ("none\0mq-deadline\0kyber\0bfq\0" is 27 bytes), and
+ * which one is in brackets. A slot per possible name cost every device
+ * 216 bytes. */
+typedef struct SchedulerList {
+        char names[SCHED_LIST_BYTES];
+        uint8_t n;
+        int8_t current;         /* index of the bracketed name, -1 when none is */
+} SchedulerList;
+
+/* Pure. "none [mq-deadline] kyber bfq" → the list; -EBADMSG when a name is
+ * over SCHED_NAME_MAX - 1 or the names over SCHED_LIST_BYTES. */
+int scheduler_list_parse(const char *s, SchedulerList *ret);
+/* Appends name; returns its index, or -EBADMSG as above. */
+int scheduler_list_add(SchedulerList *l, const char *name);
+/* The i-th name (i < l->n). */
+const char *scheduler_list_at(const SchedulerList *l, unsigned i);
+/* The bracketed name, "" when the queue has none to offer. */
+const char *scheduler_list_current(const SchedulerList *l);
+bool scheduler_list_has(const SchedulerList *l, const char *name);
 
 typedef struct DeviceFacts {
         char name[NAME_MAX_LEN];
@@ -57,15 +78,16 @@ typedef struct DeviceFacts {
         bool rotational;      /* raw queue/rotational */
         bool hidden;          /* e.g. NVMe multipath path device nvmeXcYnZ */
         ZonedModel zoned;
-        char schedulers[SCHED_LIST_MAX][SCHED_NAME_MAX];
-        unsigned n_schedulers;
-        char scheduler[SCHED_NAME_MAX]; /* current; "" when the queue has none to offer */
+        SchedulerList schedulers;
         ClassSet classes;
         char **properties;    /* udev "KEY=VALUE" pairs where udev provides them */
 } DeviceFacts;
 
 void device_facts_done(DeviceFacts *f);
-bool device_facts_has_scheduler(const DeviceFacts *f, const char *name);
+/* The scheduler the queue runs, "" when it has none to offer. */
+static inline const char *device_facts_scheduler(const DeviceFacts *f) {
+        return scheduler_list_current(&f->schedulers);
+}
 
 typedef enum Tristate {
         TRISTATE_UNKNOWN = -1,

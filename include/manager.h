@@ -61,7 +61,7 @@ typedef struct Device {
         dev_t devnum;
         DeviceFacts facts;
         Plan plan;
-        char error[64];         /* last classify/apply error; "" when none */
+        char *error;            /* last classify/apply error; NULL when none */
         Originals originals;
         unsigned retries;
         sd_event_source *retry_source;

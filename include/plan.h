@@ -31,7 +31,7 @@ typedef struct PlanItem {
         char before[VALUE_MAX];         /* read before writing */
         char current[VALUE_MAX];        /* read back after writing */
         ItemResult result;
-        char error[96];
+        char error[64];
 } PlanItem;
 
 #define MATCHED_MAX 16
@@ -40,9 +40,10 @@ typedef struct Plan {
         bool managed;                   /* false: the device is left alone */
         const char *reason;             /* why not managed, or a safety note */
         const char *policy;             /* highest-priority matching policy, NULL if none */
-        const char *matched[MATCHED_MAX];
+        const char **matched;           /* decide() needs room for MATCHED_MAX */
         unsigned n_matched;
-        PlanItem *items;                /* decide() needs room for TUNABLES_MAX */
+        PlanItem *items;                /* decide() needs room for TUNABLES_MAX; the copy
+                                         * keeps items and matched in one block */
         unsigned n_items;
         /* the scheduler candidates after the target, tried on EINVAL: bits
          * into `choices`, which points into the policy set as matched[] does
@@ -67,16 +68,18 @@ typedef struct DecideInput {
 typedef struct PlanBuffer {
         Plan plan;
         PlanItem items[TUNABLES_MAX];
+        const char *matched[MATCHED_MAX];
 } PlanBuffer;
 
 static inline Plan *plan_buffer_init(PlanBuffer *b) {
-        b->plan = (Plan) { .items = b->items };
+        b->plan = (Plan) { .items = b->items, .matched = b->matched };
         return &b->plan;
 }
 
-/* ret->items must have room for TUNABLES_MAX items; it is kept. */
+/* ret->items and ret->matched must have room for TUNABLES_MAX and
+ * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
-/* Copies src into dst, dst->items resized to fit (reused when it does). */
+/* Copies src into dst, dst's block resized to fit (reused when it does). */
 int plan_copy(Plan *dst, const Plan *src);
 void plan_done(Plan *p);
 PlanItem *plan_find(Plan *p, unsigned tunable);

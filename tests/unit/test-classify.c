@@ -14,22 +14,39 @@ static Roots fixture(const char *machine, char bufs[3][PATH_MAX]) {
 }
 
 TEST(scheduler_brackets_not_position) {
-        DeviceFacts f = {};
+        SchedulerList l;
 
-        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq ", &f) == 0);
-        CHECK(f.n_schedulers == 4);
-        CHECK_STR(f.scheduler, "mq-deadline");
-        CHECK_STR(f.schedulers[0], "none");
-        CHECK(scheduler_list_parse("mq-deadline kyber [bfq] none", &f) == 0);
-        CHECK_STR(f.scheduler, "bfq");
-        CHECK(scheduler_list_parse("[none]", &f) == 0);
-        CHECK(f.n_schedulers == 1 && streq(f.scheduler, "none"));
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq ", &l) == 0);
+        CHECK(l.n == 4);
+        CHECK_STR(scheduler_list_current(&l), "mq-deadline");
+        CHECK_STR(scheduler_list_at(&l, 0), "none");
+        CHECK_STR(scheduler_list_at(&l, 3), "bfq");
+        CHECK(scheduler_list_has(&l, "kyber") && !scheduler_list_has(&l, "kyb"));
+        CHECK(scheduler_list_parse("mq-deadline kyber [bfq] none", &l) == 0);
+        CHECK_STR(scheduler_list_current(&l), "bfq");
+        CHECK(scheduler_list_parse("[none]", &l) == 0);
+        CHECK(l.n == 1 && streq(scheduler_list_current(&l), "none"));
         /* bio-based queues on old kernels: "none" without brackets */
-        CHECK(scheduler_list_parse("none", &f) == 0);
-        CHECK(f.n_schedulers == 1 && streq(f.scheduler, ""));
-        CHECK(scheduler_list_parse("", &f) == 0 && f.n_schedulers == 0);
-        CHECK(scheduler_list_parse("none [adios] mq-deadline", &f) == 0 && streq(f.scheduler, "adios"));
-        CHECK(scheduler_list_parse("a b c d e f g h i", &f) == -EBADMSG);
+        CHECK(scheduler_list_parse("none", &l) == 0);
+        CHECK(l.n == 1 && streq(scheduler_list_current(&l), ""));
+        CHECK(scheduler_list_parse("", &l) == 0 && l.n == 0 && streq(scheduler_list_current(&l), ""));
+        CHECK(scheduler_list_parse("none [adios] mq-deadline", &l) == 0);
+        CHECK_STR(scheduler_list_current(&l), "adios");
+}
+
+TEST(scheduler_list_is_packed_and_bounded) {
+        SchedulerList l;
+        DeviceFacts zeroed = {};
+
+        /* the in-tree four and two out-of-tree names fit */
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq adios ssg-iosched", &l) == 0 && l.n == 6);
+        CHECK_STR(scheduler_list_at(&l, 5), "ssg-iosched");
+        /* a name as long as SCHED_NAME_MAX, or names past the bytes, do not */
+        CHECK(scheduler_list_parse("none abcdefghijklmnopqrstuvwx", &l) == -EBADMSG);
+        CHECK(scheduler_list_parse("aaaaaaaaa1 aaaaaaaaa2 aaaaaaaaa3 aaaaaaaaa4 aaaaaaaaa5 aaaaaaaaa6 aaaaaaaaa7", &l) ==
+              -EBADMSG);
+        /* zeroed facts (a vanished device, a probe) have no current scheduler */
+        CHECK_STR(device_facts_scheduler(&zeroed), "");
 }
 
 TEST(kernel_versions) {
@@ -85,7 +102,7 @@ TEST(bio_based_devices) {
         DeviceFacts f;
 
         CHECK(classify_device(&r, "zram0", &f) == 0);
-        CHECK(f.classes == CLASS_BIT(CLASS_BIO_BASED) && f.hw_queues == 0 && f.n_schedulers == 0);
+        CHECK(f.classes == CLASS_BIT(CLASS_BIO_BASED) && f.hw_queues == 0 && f.schedulers.n == 0);
         CHECK(classify_device(&r, "dm-0", &f) == 0);
         CHECK(f.classes & CLASS_BIT(CLASS_BIO_BASED));
 }

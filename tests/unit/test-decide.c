@@ -7,8 +7,9 @@
 static DeviceFacts sq_virtio(void) {
         DeviceFacts f = { .name = "vda", .major = 254, .hw_queues = 1, .rotational = true,
                           .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_VIRTIO),
-                          .driver = "virtio_blk", .scheduler = "mq-deadline", .n_schedulers = 4,
-                          .schedulers = { "none", "mq-deadline", "kyber", "bfq" } };
+                          .driver = "virtio_blk" };
+
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq", &f.schedulers) == 0);
         return f;
 }
 
@@ -60,7 +61,7 @@ TEST(fallback_without_dispatch_direct) {
         DeviceFacts f = sq_virtio();
         PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         for (Tristate dd = TRISTATE_UNKNOWN; dd <= TRISTATE_NO; dd++) {
                 KernelCaps k = kernel(6, 18, dd);
@@ -77,7 +78,7 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         KernelCaps k = kernel(7, 2, TRISTATE_YES);
         PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline+dispatch_direct none"), NULL);
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
         const PlanItem *sched, *dd;
 
         run(&f, &k, s, &plan);
@@ -97,7 +98,7 @@ TEST(zoned_keeps_mq_deadline_before_6_10) {
         KernelCaps old = kernel(6, 1, TRISTATE_NO), now = kernel(6, 12, TRISTATE_NO);
         PolicySet *s = set_of(policy("20-fast.policy", "none"), NULL);
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         f.zoned = ZONED_HOST_MANAGED;
         f.classes |= CLASS_BIT(CLASS_ZONED);
@@ -119,7 +120,7 @@ TEST(bio_based_and_excluded_are_left_alone) {
         PolicySet *s = set_of(policy("00-all.policy", "none"), NULL);
         DecideInput in = { .facts = &v, .caps = &k, .policies = s, .excluded = true };
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         run(&f, &k, s, &plan);
         CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
@@ -134,7 +135,7 @@ TEST(later_files_override_setting_by_setting) {
         Policy *a = policy("20-vendor.policy", "bfq"), *b = policy("90-admin.policy", "kyber");
         PolicySet *s;
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         set_value(a, "Queue", "read_ahead_kb", "4096");
         set_value(a, "Queue", "nr_requests", "64");
@@ -151,13 +152,45 @@ TEST(later_files_override_setting_by_setting) {
         policy_set_free(s);
 }
 
+TEST(plan_copy_keeps_items_and_matched_in_one_block) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *a = policy("20-vendor.policy", "bfq"), *b = policy("90-admin.policy", NULL);
+        PolicySet *s;
+        PlanBuffer pb;
+        Plan plan = *plan_buffer_init(&pb), kept = {};
+        PlanItem *block;
+
+        set_value(a, "Queue", "read_ahead_kb", "4096");
+        s = set_of(a, b);
+        run(&f, &k, s, &plan);
+        CHECK(plan.n_items == 2 && plan.n_matched == 2);
+        CHECK(plan_copy(&kept, &plan) == 0);
+        CHECK(kept.items != pb.items && kept.matched != pb.matched);
+        CHECK_STR(kept.matched[0], "20-vendor.policy");
+        CHECK_STR(kept.matched[1], "90-admin.policy");
+        CHECK_STR(item(&kept, "Queue", "read_ahead_kb")->target, "4096");
+        /* a smaller plan reuses the block; the names follow its one item */
+        block = kept.items;
+        a->values[tunable_find("Queue", "read_ahead_kb")] = mfree(a->values[tunable_find("Queue", "read_ahead_kb")]);
+        run(&f, &k, s, &plan);
+        CHECK(plan.n_items == 1 && plan.n_matched == 2);
+        CHECK(plan_copy(&kept, &plan) == 0);
+        CHECK(kept.items == block && kept.matched == (const char **) (block + 1));
+        CHECK_STR(kept.matched[1], "90-admin.policy");
+        CHECK_STR(item(&kept, "Queue", "scheduler")->target, "bfq");
+        plan_done(&kept);
+        plan_done(&kept);       /* done twice is fine */
+        policy_set_free(s);
+}
+
 TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
         DeviceFacts f = sq_virtio();
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *a = policy("20-vendor.policy", "none"), *b = policy("90-admin.policy", NULL);
         PolicySet *s;
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         set_value(b, "Queue", "read_ahead_kb", "1024");
         s = set_of(a, b);
@@ -174,7 +207,7 @@ TEST(no_match_leaves_the_kernel_choice) {
         Policy *p = policy("10-nvme.policy", "none");
         PolicySet *s;
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         p->match.classes_required = CLASS_BIT(CLASS_NVME);
         s = set_of(p, NULL);
@@ -190,7 +223,7 @@ TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
         Policy *p = policy("20-x.policy", "none");
         PolicySet *s;
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         set_value(p, "mq-deadline", "fifo_batch", "8");
         set_value(p, "Queue", "nomerges", "1");
@@ -207,11 +240,11 @@ TEST(unavailable_schedulers_are_skipped) {
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         PolicySet *s = set_of(policy("20-x.policy", "bfq-mq kyber none"), NULL);
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
-        f.n_schedulers = 1;   /* only "none": the queue takes no scheduler */
+        CHECK(scheduler_list_parse("[none]", &f.schedulers) == 0);    /* the queue takes no scheduler */
         policy_set_free(s);
         s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
         run(&f, &k, s, &plan);
@@ -224,9 +257,10 @@ TEST(modular_schedulers_are_tried_before_they_are_loaded) {
         KernelCaps k = kernel(6, 12, TRISTATE_NO);
         PolicySet *s = set_of(policy("80-x.policy", "bfq mq-deadline"), NULL);
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
 
-        f.n_schedulers = 2;   /* "none mq-deadline": Debian at boot, bfq and kyber not loaded yet */
+        /* Debian at boot: bfq and kyber not loaded yet */
+        CHECK(scheduler_list_parse("none [mq-deadline]", &f.schedulers) == 0);
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "bfq");
         CHECK(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
@@ -300,7 +334,7 @@ TEST(busy_settings_layer_over_the_base) {
         PolicySet *s;
         DecideInput in;
         PlanBuffer pb;
-        Plan plan = { .items = pb.items };
+        Plan plan = *plan_buffer_init(&pb);
         const char *error;
 
         set_value(base, "Queue", "nr_requests", "256");
@@ -336,13 +370,13 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
         Plan plan;
         PlanBuffer pb;
 
-        plan = (Plan) { .items = pb.items };
+        plan = *plan_buffer_init(&pb);
         /* a kernel with a scheduler newer than blkpolicyd: listed, so usable */
-        (void) strscpy(f.schedulers[f.n_schedulers++], SCHED_NAME_MAX, "adios");
+        CHECK(scheduler_list_add(&f.schedulers, "adios") == 4);
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "adios");
         /* and where it is not listed, the next one */
-        f.n_schedulers--;
+        f.schedulers.n--;
         run(&f, &k, s, &plan);
         CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_free(s);
