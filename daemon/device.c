@@ -91,7 +91,7 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         r = classify_device(&m->roots, name, f);
         if (r < 0)
                 return r;
-        r = discover_properties(m->discover, name, &props);
+        r = discover_properties(m->discover, name, m->policies->property_keys, &props);
         if (r < 0)
                 return r;
         f->properties = props;
@@ -276,6 +276,21 @@ int manager_process_all(Manager *m) {
                 return log_oom();
         for (int i = 0; i < n; i++)
                 device_process(m, sorted[i]);
+        return 0;
+}
+
+/* Policies that name other udev properties: read what each device keeps
+ * again, before deciding with them. */
+int manager_refresh_properties(Manager *m) {
+        DEVICE_TABLE_FOREACH(d, &m->devices) {
+                char **props = NULL;
+                int r = discover_properties(m->discover, d->name, m->policies->property_keys, &props);
+
+                if (r < 0)
+                        return r;
+                strv_free(d->facts.properties);
+                d->facts.properties = props;
+        }
         return 0;
 }
 

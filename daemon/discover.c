@@ -118,13 +118,13 @@ int discover_enumerate(Discover *d, char ***ret) {
         return 0;
 }
 
-int discover_properties(Discover *d, const char *name, char ***ret) {
+int discover_properties(Discover *d, const char *name, char *const *keys, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         struct udev_device *dev;
         struct udev_list_entry *entry;
 
         *ret = NULL;
-        if (!d->udev || !d->udev_monitor)   /* udev's database only exists with udevd */
+        if (!d->udev || !d->udev_monitor || !keys)   /* udev's database only exists with udevd */
                 return 0;
         dev = udev_device_new_from_subsystem_sysname(d->udev, "block", name);
         if (!dev)
@@ -132,9 +132,11 @@ int discover_properties(Discover *d, const char *name, char ***ret) {
         udev_list_entry_foreach(entry, udev_device_get_properties_list_entry(dev)) {
                 char kv[512];
 
+                if (!strv_contains(keys, udev_list_entry_get_name(entry)))
+                        continue;
                 snprintf(kv, sizeof(kv), "%s=%s", udev_list_entry_get_name(entry),
                          udev_list_entry_get_value(entry) ?: "");
-                if (startswith(kv, "ID_") && strv_push(&l, kv) < 0) {
+                if (strv_push(&l, kv) < 0) {
                         udev_device_unref(dev);
                         return -ENOMEM;
                 }

@@ -169,7 +169,7 @@ int manager_reload(Manager *m, cJSON **errors) {
         _cleanup_(config_done) Config c = {};
         PolicySet *set = NULL, *old;
         Config swap;
-        int r;
+        int r, k;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading");
         r = config_init_defaults(&c);
@@ -209,7 +209,9 @@ int manager_reload(Manager *m, cJSON **errors) {
                 log_set_max_level(m->config.log_level);
         /* every plan points into the old set: decide them all before freeing it;
          * apply writes only what the new decisions change */
-        r = manager_process_all(m);
+        r = strv_equal(old->property_keys, set->property_keys) ? 0 : manager_refresh_properties(m);
+        k = manager_process_all(m);
+        r = r < 0 ? r : k;
         policy_set_free(old);
         log_info("Reloaded: %zu policies", m->policies->n_policies);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);

@@ -18,6 +18,7 @@ PolicySet *policy_set_free(PolicySet *s) {
                 free(s->errors[i].message);
         }
         free(s->errors);
+        strv_free(s->property_keys);
         free(s);
         return NULL;
 }
@@ -132,6 +133,19 @@ static int policy_set_append(PolicySet *set, Policy *p) {
         return 0;
 }
 
+static int collect_property_keys(PolicySet *set) {
+        for (size_t i = 0; i < set->n_policies; i++)
+                for (char *const *c = set->policies[i]->match.properties; c && *c; c++) {
+                        _cleanup_free_ char *key = strndup(*c, strcspn(*c, "="));
+
+                        if (!key)
+                                return -ENOMEM;
+                        if (!strv_contains(set->property_keys, key) && strv_push(&set->property_keys, key) < 0)
+                                return -ENOMEM;
+                }
+        return 0;
+}
+
 int policy_set_load(char *const *dirs, PolicySet **ret) {
         PolicySet *set;
         Candidate *c = NULL;
@@ -159,6 +173,8 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
                 }
         }
         candidates_free(c, n);
+        if (r >= 0)
+                r = collect_property_keys(set);
         if (r < 0) {
                 policy_set_free(set);
                 return r;

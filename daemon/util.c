@@ -42,6 +42,24 @@ int strv_push(char ***l, const char *s) {
         return 0;
 }
 
+bool strv_contains(char *const *l, const char *s) {
+        for (char *const *p = l; p && *p; p++)
+                if (streq(*p, s))
+                        return true;
+        return false;
+}
+
+bool strv_equal(char *const *a, char *const *b) {
+        size_t n = strv_length(a);
+
+        if (n != strv_length(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return true;
+}
+
 bool strv_fnmatch(char *const *patterns, const char *s) {
         if (!patterns)
                 return false;

@@ -26,8 +26,10 @@ Discover *discover_free(Discover *d);
 
 /* Sorted kernel names of whole disks that pass the --device globs. */
 int discover_enumerate(Discover *d, char ***ret);
-/* udev properties of a disk ("KEY=VALUE"), NULL when udev has none. */
-int discover_properties(Discover *d, const char *name, char ***ret);
+/* The udev properties of a disk ("KEY=VALUE") whose KEY is in keys; NULL
+ * when udev has none of them. A device keeps only what the policies can
+ * match: with udevd, a disk has dozens of properties (1 KiB or more). */
+int discover_properties(Discover *d, const char *name, char *const *keys, char ***ret);
 
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
 /* "udev", "kernel" or "none". */

@@ -146,6 +146,7 @@ void device_process_again(Manager *m, Device *d);
 void device_flip(Manager *m, Device *d, const DynDecision *dec);
 void device_forget(Manager *m, Device *d, bool drop_state);
 int manager_process_all(Manager *m);
+int manager_refresh_properties(Manager *m);
 /* New kernel capabilities change decisions: take them all again, once. */
 int manager_redecide(Manager *m);
 

@@ -98,6 +98,9 @@ typedef struct PolicySet {
         size_t n_policies;
         PolicyError *errors;
         size_t n_errors;
+        /* The KEYs of every property= condition, without repeats: the only
+         * udev properties a device needs to keep (NULL when none is named). */
+        char **property_keys;
 } PolicySet;
 
 Policy *policy_free(Policy *p);

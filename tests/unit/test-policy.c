@@ -245,6 +245,26 @@ TEST(missing_dirs_are_fine) {
         policy_set_free(s);
 }
 
+TEST(property_keys_are_collected_once) {
+        char d[PATH_MAX];
+        PolicySet *s;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-good.policy", GOOD);
+        put(d, "20-serial.policy", "[Match]\nproperty = ID_SERIAL=S4EV*\nproperty = ID_MODEL=*\n[Queue]\nscheduler = none\n");
+        s = load(d, NULL);
+        CHECK(s->n_errors == 0 && strv_length(s->property_keys) == 2);
+        CHECK_STR(s->property_keys[0], "ID_MODEL");
+        CHECK_STR(s->property_keys[1], "ID_SERIAL");
+        policy_set_free(s);
+        /* no property= anywhere: a device keeps no udev property at all */
+        s = load("/nonexistent/blkpolicyd/a", NULL);
+        CHECK(s->property_keys == NULL);
+        policy_set_free(s);
+        teardown();
+}
+
 TEST(line_too_long_rejects_file) {
         char d[PATH_MAX], text[600];
         PolicySet *s;

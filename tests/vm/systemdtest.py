@@ -13,6 +13,8 @@ systemd. A test unit then checks, from inside:
   - it follows udevd's monitor: a null_blk made after boot is set;
   - the watchdog is fed; blkpolicyctl reaches the socket; the journal has
     the structured fields; reload (SIGHUP) keeps it active;
+  - a reload that adds a property= policy reads the udev property it names
+    (devices keep only the properties the policies name);
   - systemctl stop restores what the kernel had.
 The lines come back over the serial console as "ok - ..." / "not ok - ...".
 
@@ -71,6 +73,13 @@ reload_refused() {
         [ $r = 0 ] && systemctl is-active -q blkpolicyd && runs vdb none
 }
 bfq_loaded() { runs vdc bfq && [ -d /sys/module/bfq ]; }
+# the running set names no udev property, so devices keep none: a reload
+# that names one must read it again before deciding
+property_reload() {
+        printf '[Match]\nproperty = ID_SERIAL=blkpd-vdc*\n[Queue]\nscheduler = kyber\n' > /etc/blkpolicyd/policies.d/95-serial.policy
+        systemctl reload blkpolicyd && runs vdc kyber && runs vdb none
+}
+property_dropped() { rm /etc/blkpolicyd/policies.d/95-serial.policy && systemctl reload blkpolicyd && runs vdc bfq; }
 no_restarts() { [ "$(prop NRestarts)" = 0 ]; }
 nullb() {
         modprobe null_blk nr_devices=0 &&
@@ -95,6 +104,8 @@ check "the watchdog is fed" until_true 400 watchdog_fed "$(prop WatchdogTimestam
 check "the journal has its structured fields" journal_fields
 check "systemctl reload: done, still active" reload_ok
 check "systemctl reload with a broken policy fails, and the running set stays" reload_refused
+check "a reload with a property= policy matches vdc by its udev ID_SERIAL" property_reload
+check "... and a reload without it puts vdc back to bfq" property_dropped
 check "no restarts" no_restarts
 systemctl stop blkpolicyd
 check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
@@ -195,7 +206,7 @@ def boot(kdir, kver, initrd, image, work):
            "-append", "console=ttyS0 panic=-1 loglevel=3 systemd.show_status=0 rw",
            "-drive", f"if=none,id=root,file={image},format=raw", "-device", "virtio-blk-pci,drive=root",
            "-drive", f"if=none,id=d1,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=1",
-           "-drive", f"if=none,id=d2,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d2,num-queues=1"]
+           "-drive", f"if=none,id=d2,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d2,num-queues=1,serial=blkpd-vdc"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
 
 
