@@ -258,7 +258,7 @@ int plan_copy(Plan *dst, const Plan *src) {
         size_t size = plan_block_size(src);
         void *block = dst->items;
 
-        if (size > plan_block_size(dst) || (size == 0 && block)) {
+        if (size == 0 || !block || size > plan_block_size(dst)) {
                 free(block);
                 block = size ? malloc(size) : NULL;
                 if (size && !block) {
@@ -268,11 +268,12 @@ int plan_copy(Plan *dst, const Plan *src) {
         }
         *dst = *src;
         dst->items = block;
-        dst->matched = block ? (const char **) (dst->items + src->n_items) : NULL;
-        if (size) {
-                memcpy(dst->items, src->items, sizeof(PlanItem) * src->n_items);
-                memcpy(dst->matched, src->matched, sizeof(const char *) * src->n_matched);
-        }
+        dst->matched = NULL;
+        if (!block)
+                return 0;
+        dst->matched = (const char **) (dst->items + src->n_items);
+        memcpy(dst->items, src->items, sizeof(PlanItem) * src->n_items);
+        memcpy(dst->matched, src->matched, sizeof(const char *) * src->n_matched);
         return 0;
 }
 

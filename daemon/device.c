@@ -312,7 +312,7 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         d->manager = m;
         d->facts = *f;
         *f = (DeviceFacts) {};
-        (void) strscpy(d->name, sizeof(d->name), d->facts.name);
+        d->name = d->facts.name;
         d->devnum = makedev(d->facts.major, d->facts.minor);
         r = originals_load(manager_state_dir(m), d->name, &d->originals);
         if (r == -ENOMEM || device_table_put(&m->devices, d) < 0) {

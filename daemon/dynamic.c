@@ -88,6 +88,7 @@ static void flip_ring_push(DynState *s, uint64_t tick) {
 
 static int flip_ring_fit(DynState *s, unsigned size) {
         DynState old = *s;
+        unsigned keep = old.flip_ticks ? old.n_flip_ticks : 0;
         uint32_t *ring;
 
         if (size == s->flip_ring)
@@ -98,8 +99,10 @@ static int flip_ring_fit(DynState *s, unsigned size) {
         s->flip_ticks = ring;
         s->flip_ring = size;
         s->n_flip_ticks = s->flip_pos = 0;
-        /* oldest first, so that the newest are the ones that stay */
-        for (unsigned k = old.n_flip_ticks; k > 0; k--)
+        /* the newest that fit, oldest of them first */
+        if (keep > size)
+                keep = size;
+        for (unsigned k = keep; k > 0; k--)
                 flip_ring_push(s, old.flip_ticks[(old.flip_pos + old.flip_ring - k) % old.flip_ring]);
         free(old.flip_ticks);
         return 0;

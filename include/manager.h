@@ -57,7 +57,7 @@ typedef struct DeviceDynamic {
 
 typedef struct Device {
         Manager *manager;
-        char name[NAME_MAX_LEN];
+        const char *name;       /* facts.name: a refresh replaces the facts of the same name only */
         dev_t devnum;
         DeviceFacts facts;
         Plan plan;

@@ -26,16 +26,18 @@ typedef struct DiskStat {
 int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]);
 
 /* What one tick saw on one device. Rates are per second over the tick. */
+/* Kept per device, so float: 7 digits are more than a rate over one tick
+ * means, and halve what every device carries. Computed in double. */
 typedef struct Signals {
         bool valid;             /* false: no previous sample, or a counter went backwards */
-        double riops, wiops, iops;
-        double rmbps, wmbps, mbps;
-        double rmerges, wmerges;
-        double rlat_ms, wlat_ms, lat_ms;  /* average completion time, ms per I/O */
-        double util;            /* % of the tick with I/O in flight */
-        double qdepth;          /* average queue depth */
-        double inflight;
-        double dispatch_busy;   /* 0..9 EWMA, max over default hctxs; -1 unknown */
+        float riops, wiops, iops;
+        float rmbps, wmbps, mbps;
+        float rmerges, wmerges;
+        float rlat_ms, wlat_ms, lat_ms;  /* average completion time, ms per I/O */
+        float util;             /* % of the tick with I/O in flight */
+        float qdepth;           /* average queue depth */
+        float inflight;
+        float dispatch_busy;    /* 0..9 EWMA, max over default hctxs; -1 unknown */
 } Signals;
 
 typedef enum SignalId {
