@@ -9,8 +9,6 @@
  * f->properties (udev's, filled in by discover.c). */
 int classify_device(const Roots *r, const char *name, DeviceFacts *f);
 
-/* "none [mq-deadline] kyber" → list and current; "" current when no brackets. */
-
 int kernel_caps_read(const Roots *r, KernelCaps *caps);
 /* Learns dispatch_direct from a device that runs mq-deadline: its iosched/
  * directory shows whether the tunable exists. Returns true if caps changed. */
