@@ -9,33 +9,44 @@
 #define STATE_HEADER "# blkpolicyd originals v1\n"
 
 void originals_done(Originals *o) {
-        if (!o || !o->values)
+        if (!o)
                 return;
-        for (size_t i = 0; i < TUNABLES_MAX; i++)
-                free(o->values[i]);
-        o->values = mfree(o->values);
+        for (unsigned i = 0; i < o->n; i++)
+                free(o->list[i].value);
+        o->list = mfree(o->list);
+        o->n = 0;
 }
 
 bool originals_empty(const Originals *o) {
-        for (size_t i = 0; o->values && i < TUNABLES_MAX; i++)
-                if (o->values[i])
-                        return false;
-        return true;
+        return o->n == 0;
 }
 
 const char *originals_get(const Originals *o, unsigned t) {
-        return o->values && t < TUNABLES_MAX ? o->values[t] : NULL;
+        for (unsigned i = 0; i < o->n; i++)
+                if (o->list[i].tunable == t)
+                        return o->list[i].value;
+        return NULL;
 }
 
 int originals_record(Originals *o, unsigned t, const char *value) {
+        char *copy;
+        Original *l;
+
         if (t >= TUNABLES_MAX)
                 return -EINVAL;
-        if (!o->values && !(o->values = calloc(TUNABLES_MAX, sizeof(char *))))
-                return -ENOMEM;
-        if (o->values[t])
+        if (originals_get(o, t))
                 return 0;
-        o->values[t] = strdup(value);
-        return o->values[t] ? 1 : -ENOMEM;
+        copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        l = realloc(o->list, sizeof(Original) * (o->n + 1));
+        if (!l) {
+                free(copy);
+                return -ENOMEM;
+        }
+        l[o->n++] = (Original) { .tunable = t, .value = copy };
+        o->list = l;
+        return 1;
 }
 
 static int state_path(char *buf, size_t size, const char *state_dir, const char *dev, const char *suffix) {
@@ -113,9 +124,12 @@ int originals_save(const char *state_dir, const char *dev, const Originals *o) {
         if (!f)
                 return -errno;
         fputs(STATE_HEADER, f);
-        for (size_t i = 0; i < n_tunables; i++)
-                if (originals_get(o, (unsigned) i))
-                        fprintf(f, "%s=%s\n", tunables[i].attr, o->values[i]);
+        for (size_t i = 0; i < n_tunables; i++) {       /* in tunables[] order, whatever the record order */
+                const char *v = originals_get(o, (unsigned) i);
+
+                if (v)
+                        fprintf(f, "%s=%s\n", tunables[i].attr, v);
+        }
         if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
                 r = -errno;
                 (void) unlink(tmp);

@@ -9,8 +9,16 @@
 
 #include "tunables.h"
 
+typedef struct Original {
+        unsigned tunable;
+        char *value;
+} Original;
+
+/* A device has one to three (the scheduler, a tunable or two): a list, not
+ * a slot per tunable, which cost every changed device 320 bytes. */
 typedef struct Originals {
-        char **values;          /* TUNABLES_MAX, indexed like tunables[]; allocated at the first record */
+        Original *list;
+        unsigned n;
 } Originals;
 
 void originals_done(Originals *o);

@@ -11,11 +11,16 @@ TEST(originals_round_trip_and_first_value_wins) {
         FILE *f;
 
         CHECK(mkdtemp(dir) != NULL);
+        CHECK(originals_empty(&o) && !originals_get(&o, TUNABLE_SCHEDULER));
+        /* recorded in another order than tunables[]: saved and restored in its order */
+        CHECK(originals_record(&o, (unsigned) tunable_find("Queue", "nr_requests"), "256") == 1);
         CHECK(originals_record(&o, TUNABLE_SCHEDULER, "mq-deadline") == 1);
         CHECK(originals_record(&o, TUNABLE_SCHEDULER, "none") == 0);   /* our own value never overwrites */
-        CHECK(originals_record(&o, (unsigned) tunable_find("Queue", "nr_requests"), "256") == 1);
+        CHECK(o.n == 2 && !originals_empty(&o));
+        CHECK(originals_record(&o, TUNABLES_MAX, "x") == -EINVAL);
         CHECK(originals_save(dir, "loop9", &o) == 0);
         CHECK(originals_load(dir, "loop9", &back) == 0);
+        CHECK(back.n == 2 && back.list[0].tunable == TUNABLE_SCHEDULER);
         CHECK_STR(originals_get(&back, TUNABLE_SCHEDULER), "mq-deadline");
         CHECK_STR(originals_get(&back, tunable_find("Queue", "nr_requests")), "256");
 
