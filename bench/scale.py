@@ -18,6 +18,7 @@ Then, with a policy that makes every bench device need mq-deadline:
   - reaction: LOOP_CTL_ADD to scheduler set, p50/p99 over 200 devices, and
     the kernel's own scheduler write timed directly;
   - storm: 1000 devices added at once, time until all are set, devices lost;
+    then the memory with all 1200 devices changed (an original kept each);
   - scheduler writes counted by the daemon against devices that needed one,
     then again after a reload (SIGHUP) that must write nothing.
 
@@ -218,6 +219,7 @@ def reaction_and_storm(loops, work, policy_dir):
             time.sleep(0.05)
     res["storm_all_set_s"] = time.perf_counter() - t0
     res["storm_lost"] = len(pending)
+    res["mem_after_storm"] = d.memory()     # 1200 devices, each changed: one original kept each
     st = d.call("status")
     res["devices_needing_a_write"] = 200 + 1000
     res["scheduler_writes"] = st["writes"]["scheduler"]
@@ -298,6 +300,9 @@ def report(results, storm, args):
               f"{storm['kernel_write_ms']:.2f} ms (median of 20)")
         print(f"storm: 1000 devices added in {storm['storm_add_s']:.2f} s, all set after {storm['storm_all_set_s']:.2f} s, "
               f"lost {storm['storm_lost']}, receive-buffer overflows {storm['overflows']}")
+        m = storm["mem_after_storm"]
+        print(f"memory after the storm, {storm['devices_needing_a_write']} devices each changed (no [Dynamic]): "
+              f"VmRSS {m['VmRSS']} KiB, anonymous {m['RssAnon']} KiB, PSS {m['Pss']} KiB")
         print(f"scheduler writes: {storm['scheduler_writes']} for {storm['devices_needing_a_write']} devices that needed one "
               f"(redundant: {storm['scheduler_writes'] - storm['devices_needing_a_write']}); after a reload: "
               f"{storm['scheduler_writes_after_reload'] - storm['scheduler_writes']} more")
