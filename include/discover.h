@@ -28,7 +28,8 @@ Discover *discover_free(Discover *d);
 int discover_enumerate(Discover *d, char ***ret);
 /* The udev properties of a disk ("KEY=VALUE") whose KEY is in keys; NULL
  * when udev has none of them. A device keeps only what the policies can
- * match: with udevd, a disk has dozens of properties (1 KiB or more). */
+ * match: under udevd an NVMe disk has a dozen ID_* ones (serial, WWN,
+ * model, path, partition table), some 0.5 KiB as a device kept them. */
 int discover_properties(Discover *d, const char *name, char *const *keys, char ***ret);
 
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
