@@ -140,6 +140,11 @@ TEST(refit_keeps_the_newest_flips) {
         p.max_flips = 4;
         CHECK(run_trace(&p, &s, trace, 10, 10, flips) == 2);
         CHECK(s.n_flip_ticks == 4);
+        /* the averaging ring comes and goes with a window over 1 tick; the flips stay */
+        p.window = 2;
+        CHECK(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
+        p.window = 1;
+        CHECK(dyn_state_fit(&s, &p) == 0 && !s.history && s.flips == 5);
 }
 
 TEST(invalid_samples_hold_everything) {
