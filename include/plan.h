@@ -31,7 +31,7 @@ typedef struct PlanItem {
         char before[VALUE_MAX];         /* read before writing */
         char current[VALUE_MAX];        /* read back after writing */
         ItemResult result;
-        char error[64];                 /* the longest apply and decide write is 58 bytes */
+        char error[64];                 /* fits what apply and decide write, for values up to 19 characters */
 } PlanItem;
 
 #define MATCHED_MAX 16
