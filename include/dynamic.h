@@ -12,8 +12,6 @@
 #include "sample.h"
 
 typedef struct DynState {
-        bool busy;
-        bool started;
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
         unsigned enter_streak, leave_streak;
         /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
@@ -27,6 +25,8 @@ typedef struct DynState {
         unsigned flip_ring, n_flip_ticks, flip_pos;
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */
+        bool busy;                              /* here, not first: no padding (every dynamic device has one) */
+        bool started;
         double flip_cost_ms;                    /* time spent applying flips */
 } DynState;
 

@@ -63,16 +63,17 @@ typedef struct Device {
         Plan plan;
         char *error;            /* last classify/apply error; NULL when none */
         Originals originals;
-        unsigned retries;
         sd_event_source *retry_source;
-        bool seen;              /* marks survivors during a rescan */
         DiskStat stat;          /* the last /proc/diskstats sample */
-        bool have_stat;
         Signals signals;        /* of the last tick */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
-        bool paused;            /* pause DEV: left as it is until resume */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         struct Device *hash_next;
+        unsigned retries;
+        /* together at the end: a bool between pointers costs 7 bytes of padding */
+        bool seen;              /* marks survivors during a rescan */
+        bool have_stat;
+        bool paused;            /* pause DEV: left as it is until resume */
 } Device;
 
 typedef struct DeviceTable {

@@ -25,33 +25,33 @@ const char *item_result_to_string(ItemResult r);
 
 typedef struct PlanItem {
         unsigned tunable;               /* index into tunables[] */
-        char target[VALUE_MAX];
+        ItemResult result;              /* filled in by apply, as are the fields after target */
         const char *source;             /* policy file name that set it */
-        /* filled in by apply */
+        char target[VALUE_MAX];
         char before[VALUE_MAX];         /* read before writing */
         char current[VALUE_MAX];        /* read back after writing */
-        ItemResult result;
         char error[64];                 /* fits what apply and decide write, for values up to 19 characters */
 } PlanItem;
 
 #define MATCHED_MAX 16
 
 typedef struct Plan {
-        bool managed;                   /* false: the device is left alone */
         const char *reason;             /* why not managed, or a safety note */
         const char *policy;             /* highest-priority matching policy, NULL if none */
         const char **matched;           /* decide() needs room for MATCHED_MAX */
-        unsigned n_matched;
         PlanItem *items;                /* decide() needs room for TUNABLES_MAX; the copy
                                          * keeps items and matched in one block */
-        unsigned n_items;
-        /* the scheduler candidates after the target, tried on EINVAL: bits
-         * into `choices`, which points into the policy set as matched[] does
-         * (a reload decides every device again before the old set goes) */
+        /* the scheduler candidates after the target, tried on EINVAL: the
+         * bits of fallback_mask into `choices`, which points into the policy
+         * set as matched[] does (a reload decides every device again before
+         * the old set goes) */
         const SchedChoice *choices;
-        uint32_t fallback_mask;
         const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
         const char *dynamic_source;
+        unsigned n_matched;
+        unsigned n_items;
+        uint32_t fallback_mask;
+        bool managed;                   /* false: the device is left alone */
         bool busy;                      /* the plan holds the busy settings */
 } Plan;
 
