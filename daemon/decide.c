@@ -48,13 +48,6 @@ static bool property_matches(char *const *props, const char *cond) {
         return false;
 }
 
-static bool driver_matches(char *const *drivers, const char *driver) {
-        for (char *const *d = drivers; *d; d++)
-                if (streq(*d, driver))
-                        return true;
-        return false;
-}
-
 bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
         const PolicyMatch *m = &p->match;
         const char *why = NULL;
@@ -65,7 +58,7 @@ bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *cap
                 why = "class (excluded)";
         else if (m->names && !strv_fnmatch(m->names, f->name))
                 why = "name";
-        else if (m->drivers && !driver_matches(m->drivers, f->driver))
+        else if (m->drivers && !strv_contains(m->drivers, f->driver))
                 why = "driver";
         else if (m->models && !strv_fnmatch(m->models, f->model))
                 why = "model";
