@@ -174,13 +174,13 @@ int kernel_caps_read(const Roots *r, KernelCaps *caps) {
         return kernel_version_parse(caps->release, caps->version);
 }
 
-bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const DeviceFacts *f) {
+bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const char *dev, const char *scheduler) {
         char path[PATH_MAX];
         Tristate t;
 
-        if (!streq(device_facts_scheduler(f), "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
+        if (!streq(scheduler, "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
                 return false;
-        if (block_path(path, sizeof(path), r, f->name, "queue/iosched/dispatch_direct") < 0)
+        if (block_path(path, sizeof(path), r, dev, "queue/iosched/dispatch_direct") < 0)
                 return false;
         t = sysfs_exists(path) ? TRISTATE_YES : TRISTATE_NO;
         if (t == caps->dispatch_direct)

@@ -245,19 +245,14 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
 /* A device that now runs mq-deadline shows whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
 static void device_learn_caps(Manager *m, const Device *d) {
-        DeviceFacts probe = { .zoned = ZONED_NONE };
         const PlanItem *s = NULL;
-        int k;
 
         for (unsigned i = 0; i < d->plan.n_items; i++)
                 if (d->plan.items[i].tunable == TUNABLE_SCHEDULER)
                         s = &d->plan.items[i];
         if (!s || s->result != RESULT_APPLIED)
                 return;
-        (void) strscpy(probe.name, sizeof(probe.name), d->name);
-        k = scheduler_list_add(&probe.schedulers, s->current);
-        probe.schedulers.current = (int8_t) (k < 0 ? -1 : k);
-        if (!kernel_caps_learn(&m->caps, &m->roots, &probe))
+        if (!kernel_caps_learn(&m->caps, &m->roots, d->name, s->current))
                 return;
         log_info("mq-deadline dispatch_direct: %s (seen on %s)",
                  m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", d->name);
@@ -380,7 +375,7 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
         device_set_error(d, 0, NULL);
         if (m->record)
                 record_write_device(m->record, &d->facts);
-        if (kernel_caps_learn(&m->caps, &m->roots, &d->facts))
+        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(&d->facts)))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
                           m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
         return d;

@@ -10,6 +10,7 @@
 int classify_device(const Roots *r, const char *name, DeviceFacts *f);
 
 int kernel_caps_read(const Roots *r, KernelCaps *caps);
-/* Learns dispatch_direct from a device that runs mq-deadline: its iosched/
- * directory shows whether the tunable exists. Returns true if caps changed. */
-bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const DeviceFacts *f);
+/* Learns dispatch_direct from device dev when it runs `scheduler` and that
+ * is mq-deadline: its iosched/ directory shows whether the tunable exists.
+ * Returns true if caps changed. */
+bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const char *dev, const char *scheduler);

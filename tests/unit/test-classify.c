@@ -171,11 +171,11 @@ TEST(dispatch_direct_is_probed_not_assumed) {
         CHECK(kernel_caps_read(&with, &caps) == 0);
         CHECK(caps.dispatch_direct == TRISTATE_UNKNOWN && caps.version[0] == 7);
         CHECK(classify_device(&with, "vdb", &f) == 0);   /* runs none: tells nothing */
-        CHECK(!kernel_caps_learn(&caps, &with, &f) && caps.dispatch_direct == TRISTATE_UNKNOWN);
+        CHECK(!kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_UNKNOWN);
         CHECK(classify_device(&with, "vda", &f) == 0);
-        CHECK(kernel_caps_learn(&caps, &with, &f) && caps.dispatch_direct == TRISTATE_YES);
+        CHECK(kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_YES);
 
         CHECK(kernel_caps_read(&without, &caps) == 0);
         CHECK(classify_device(&without, "vda", &f) == 0);
-        CHECK(kernel_caps_learn(&caps, &without, &f) && caps.dispatch_direct == TRISTATE_NO);
+        CHECK(kernel_caps_learn(&caps, &without, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_NO);
 }
