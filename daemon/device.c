@@ -2,6 +2,7 @@
 /* One device's life in the daemon: classify it (refresh), decide and apply
  * (process), retry what was transient, flip its dynamic state, forget it.
  * Per-device failures are logged "…, ignoring"; only -ENOMEM is fatal. */
+#include <stdarg.h>
 #include <sys/sysmacros.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -27,10 +28,22 @@ static bool device_excluded(const Manager *m, const Device *d) {
 
 /* The text is only for status: without memory for it the device goes on
  * without one. */
-static void device_set_error(Device *d, int error, const char *what) {
+static void device_set_errorf(Device *d, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void device_set_errorf(Device *d, const char *format, ...) {
+        va_list ap;
+
         d->error = mfree(d->error);
-        if (error != 0 && asprintf(&d->error, "%s: %s", what, strerror(error < 0 ? -error : error)) < 0)
+        va_start(ap, format);
+        if (vasprintf(&d->error, format, ap) < 0)
                 d->error = NULL;
+        va_end(ap);
+}
+
+static void device_set_error(Device *d, int error, const char *what) {
+        if (error == 0)
+                d->error = mfree(d->error);
+        else
+                device_set_errorf(d, "%s: %s", what, strerror(error < 0 ? -error : error));
 }
 
 static void classes_format(ClassSet classes, char *buf, size_t size) {
@@ -119,9 +132,7 @@ static void device_schedule_retry(Manager *m, Device *d) {
         int r;
 
         if (++d->retries > RETRY_MAX) {
-                free(d->error);
-                if (asprintf(&d->error, "gave up after %d retries", RETRY_MAX) < 0)
-                        d->error = NULL;
+                device_set_errorf(d, "gave up after %d retries", RETRY_MAX);
                 log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
                 return;
         }

@@ -6,9 +6,14 @@
 #include "report.h"
 #include "util.h"
 
+ReportDevice device_report_input(const Device *d) {
+        return (ReportDevice) { .facts = &d->facts, .plan = &d->plan, .error = d->error,
+                                .dyn = d->dynamic ? &d->dynamic->state : NULL,
+                                .signals = d->signals.valid ? &d->signals : NULL };
+}
+
 cJSON *manager_report_device(Manager *m, Device *d) {
-        ReportDevice rd = { .facts = &d->facts, .plan = &d->plan, .error = d->error,
-                            .dyn = d->dynamic ? &d->dynamic->state : NULL, .signals = d->signals.valid ? &d->signals : NULL };
+        ReportDevice rd = device_report_input(d);
         cJSON *o = report_device(&rd);
 
         cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);

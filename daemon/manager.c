@@ -108,10 +108,7 @@ int manager_print_report(Manager *m) {
         if (!rd)
                 return log_oom();
         for (int i = 0; i < n; i++)
-                rd[i] = (ReportDevice) { .facts = &sorted[i]->facts, .plan = &sorted[i]->plan,
-                                         .error = sorted[i]->error,
-                                         .dyn = sorted[i]->dynamic ? &sorted[i]->dynamic->state : NULL,
-                                         .signals = sorted[i]->signals.valid ? &sorted[i]->signals : NULL };
+                rd[i] = device_report_input(sorted[i]);
         j = report_build(&m->caps, rd, (size_t) n);
         text = j ? cJSON_Print(j) : NULL;
         cJSON_Delete(j);

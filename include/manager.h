@@ -17,6 +17,7 @@
 #include "facts.h"
 #include "plan.h"
 #include "policy.h"
+#include "report.h"
 #include "state.h"
 #include "sysfs.h"
 
@@ -122,6 +123,8 @@ int manager_reload(Manager *m, cJSON **errors);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
 void manager_pause(Manager *m, Device *d, bool pause);
 cJSON *manager_report_device(Manager *m, Device *d);
+/* What report.c reads of a device (explain.c) */
+ReportDevice device_report_input(const Device *d);
 cJSON *manager_explain(Manager *m, Device *d);
 /* drift.c: what is live in sysfs against what blkpolicyd intends */
 cJSON *manager_verify(Manager *m);
