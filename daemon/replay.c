@@ -38,12 +38,17 @@ static ReplayDevice *replay_find(Replay *r, const char *name) {
         return NULL;
 }
 
-static void replay_decide(Replay *r, ReplayDevice *d) {
+/* As device_process() does: the state machine's rings are sized when the
+ * plan is decided, not on every tick. */
+static int replay_decide(Replay *r, ReplayDevice *d) {
         DecideInput in = { .facts = &d->facts, .caps = &r->caps, .policies = r->policies, .busy = d->dyn.busy };
 
         d->plan.items = d->buffer.items;        /* the arrays may have moved */
         d->plan.matched = d->buffer.matched;
         decide(&in, &d->plan);
+        if (d->plan.managed && d->plan.dynamic)
+                return dyn_state_fit(&d->dyn, d->plan.dynamic);
+        return 0;
 }
 
 static int replay_device(Replay *r, const cJSON *j) {
@@ -62,8 +67,7 @@ static int replay_device(Replay *r, const cJSON *j) {
                 *d = (ReplayDevice) {};
         }
         d->facts = f;
-        replay_decide(r, d);
-        return 0;
+        return replay_decide(r, d);
 }
 
 static int print_flip(Replay *r, double t, const ReplayDevice *d, const DynDecision *dec) {
@@ -109,14 +113,11 @@ static int replay_tick(Replay *r, const cJSON *j) {
                 d->have_stat = true;
                 if (!d->plan.managed || !d->plan.dynamic)
                         continue;
-                if (dyn_state_fit(&d->dyn, d->plan.dynamic) < 0)
-                        return -ENOMEM;
                 dynamic_step(d->plan.dynamic, &d->dyn, &sig, r->tick, &dec);
                 if (!dec.flip)
                         continue;
-                if (print_flip(r, t->valuedouble, d, &dec) < 0)
+                if (print_flip(r, t->valuedouble, d, &dec) < 0 || replay_decide(r, d) < 0)
                         return -ENOMEM;
-                replay_decide(r, d);
         }
         return 0;
 }
