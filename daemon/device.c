@@ -28,8 +28,7 @@ static bool device_excluded(const Manager *m, const Device *d) {
 
 /* The text is only for status: without memory for it the device goes on
  * without one. */
-static void device_set_errorf(Device *d, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static void device_set_errorf(Device *d, const char *format, ...) {
+_printf_(2, 3) static void device_set_errorf(Device *d, const char *format, ...) {
         va_list ap;
 
         d->error = mfree(d->error);
