@@ -197,17 +197,13 @@ def build_image(base, deb, kdir, kver, out):
 
 
 def boot(kdir, kver, initrd, image, work):
-    disks = [os.path.join(work, f"vd{c}.img") for c in "bc"]
-    for disk in disks:
-        with open(disk, "wb") as f:
-            f.truncate(64 << 20)
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", "2", "-nographic", "-no-reboot",
-           "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd,
-           "-append", "console=ttyS0 panic=-1 loglevel=3 systemd.show_status=0 rw",
-           "-drive", f"if=none,id=root,file={image},format=raw", "-device", "virtio-blk-pci,drive=root",
-           "-drive", f"if=none,id=d1,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=1",
-           "-drive", f"if=none,id=d2,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d2,num-queues=1,serial=blkpd-vdc"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+    disks = vmtest.scratch_disks(work, ["vdb", "vdc"])
+    devices = ["-drive", f"if=none,id=root,file={image},format=raw", "-device", "virtio-blk-pci,drive=root",
+               "-drive", f"if=none,id=d1,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=1",
+               "-drive", f"if=none,id=d2,file={disks[1]},format=raw",
+               "-device", "virtio-blk-pci,drive=d2,num-queues=1,serial=blkpd-vdc"]
+    return vmtest.qemu(kdir, kver, initrd, "console=ttyS0 panic=-1 loglevel=3 systemd.show_status=0 rw", devices,
+                       timeout=900)
 
 
 def main():

@@ -241,29 +241,40 @@ def build_initramfs(kdir, kver, blkpolicyd, out, extra_modules, init=INIT, modul
         shutil.rmtree(root, ignore_errors=True)
 
 
-def boot(kdir, kver, initrd, work):
-    disks = []
-    for i in range(6):
-        path = os.path.join(work, f"disk{i}.img")
+def scratch_disks(work, names, size=64 << 20):
+    """Sparse raw images in work, one per name."""
+    paths = []
+    for name in names:
+        path = os.path.join(work, f"{name}.img")
         with open(path, "wb") as f:
-            f.truncate(64 << 20)
-        disks.append(path)
+            f.truncate(size)
+        paths.append(path)
+    return paths
+
+
+def qemu(kdir, kver, initrd, append, devices, timeout):
+    """Boots the kernel under TCG with devices (-drive/-device arguments);
+    returns what it printed on the serial console."""
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", "2", "-nographic", "-no-reboot",
-           "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd,
-           "-append", "console=ttyS0 panic=-1 loglevel=3",
-           "-drive", f"if=none,id=d0,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d0,num-queues=1",
-           "-drive", f"if=none,id=d1,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=2",
-           "-device", "virtio-scsi-pci,id=scsi",
-           "-drive", f"if=none,id=d2,file={disks[2]},format=raw", "-device", "scsi-hd,drive=d2,rotation_rate=7200",
-           # an NVMe controller with a conventional and a zoned (ZNS) namespace
-           "-device", "nvme,id=nvme0,serial=blkpolicyd0",
-           "-drive", f"if=none,id=d3,file={disks[3]},format=raw", "-device", "nvme-ns,drive=d3,bus=nvme0,nsid=1",
-           "-drive", f"if=none,id=d4,file={disks[4]},format=raw",
-           "-device", "nvme-ns,drive=d4,bus=nvme0,nsid=2,zoned=true,zoned.zone_size=4M,zoned.zone_capacity=4M",
-           # an IDE disk on the PC machine's own PIIX controller (no rotation rate: rotational)
-           "-drive", f"if=none,id=d5,file={disks[5]},format=raw", "-device", "ide-hd,drive=d5,bus=ide.0,model=BLKPOLICYD IDE"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    return r.stdout
+           "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd, "-append", append, *devices]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
+
+
+def boot(kdir, kver, initrd, work):
+    disks = scratch_disks(work, [f"disk{i}" for i in range(6)])
+    devices = [
+        "-drive", f"if=none,id=d0,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d0,num-queues=1",
+        "-drive", f"if=none,id=d1,file={disks[1]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=2",
+        "-device", "virtio-scsi-pci,id=scsi",
+        "-drive", f"if=none,id=d2,file={disks[2]},format=raw", "-device", "scsi-hd,drive=d2,rotation_rate=7200",
+        # an NVMe controller with a conventional and a zoned (ZNS) namespace
+        "-device", "nvme,id=nvme0,serial=blkpolicyd0",
+        "-drive", f"if=none,id=d3,file={disks[3]},format=raw", "-device", "nvme-ns,drive=d3,bus=nvme0,nsid=1",
+        "-drive", f"if=none,id=d4,file={disks[4]},format=raw",
+        "-device", "nvme-ns,drive=d4,bus=nvme0,nsid=2,zoned=true,zoned.zone_size=4M,zoned.zone_capacity=4M",
+        # an IDE disk on the PC machine's own PIIX controller (no rotation rate: rotational)
+        "-drive", f"if=none,id=d5,file={disks[5]},format=raw", "-device", "ide-hd,drive=d5,bus=ide.0,model=BLKPOLICYD IDE"]
+    return qemu(kdir, kver, initrd, "console=ttyS0 panic=-1 loglevel=3", devices, timeout=600)
 
 
 def report_of(serial):
