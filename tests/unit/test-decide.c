@@ -160,6 +160,7 @@ TEST(plan_copy_keeps_items_and_matched_in_one_block) {
         PlanBuffer pb;
         Plan plan = *plan_buffer_init(&pb), kept = {};
         PlanItem *block;
+        int ra = tunable_find("Queue", "read_ahead_kb");
 
         set_value(a, "Queue", "read_ahead_kb", "4096");
         s = set_of(a, b);
@@ -172,7 +173,7 @@ TEST(plan_copy_keeps_items_and_matched_in_one_block) {
         CHECK_STR(item(&kept, "Queue", "read_ahead_kb")->target, "4096");
         /* a smaller plan reuses the block; the names follow its one item */
         block = kept.items;
-        a->values[tunable_find("Queue", "read_ahead_kb")] = mfree(a->values[tunable_find("Queue", "read_ahead_kb")]);
+        a->values[ra] = mfree(a->values[ra]);
         run(&f, &k, s, &plan);
         CHECK(plan.n_items == 1 && plan.n_matched == 2);
         CHECK(plan_copy(&kept, &plan) == 0);
