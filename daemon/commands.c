@@ -72,10 +72,10 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
         DEVICE_TABLE_FOREACH(x, &m->devices) {
-                managed += x->plan.managed;
+                managed += x->plan->managed;
                 paused += x->paused || m->paused_all;
                 overridden += device_overridden(x);
-                busy += x->plan.busy;
+                busy += x->plan->busy;
         }
         cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
         cJSON_AddNumberToObject(o, "uptime_s", (double) manager_uptime_usec(m) / 1e6);

@@ -243,40 +243,6 @@ void decide(const DecideInput *in, Plan *plan) {
         }
 }
 
-static size_t plan_block_size(const Plan *p) {
-        return sizeof(PlanItem) * p->n_items + sizeof(const char *) * p->n_matched;
-}
-
-int plan_copy(Plan *dst, const Plan *src) {
-        size_t size = plan_block_size(src);
-        void *block = dst->items;
-
-        if (size == 0 || !block || size > plan_block_size(dst)) {
-                free(block);
-                block = size ? malloc(size) : NULL;
-                if (size && !block) {
-                        *dst = (Plan) {};
-                        return -ENOMEM;
-                }
-        }
-        *dst = *src;
-        dst->items = block;
-        dst->matched = NULL;
-        if (!block)
-                return 0;
-        dst->matched = (const char **) (dst->items + src->n_items);
-        memcpy(dst->items, src->items, sizeof(PlanItem) * src->n_items);
-        memcpy(dst->matched, src->matched, sizeof(const char *) * src->n_matched);
-        return 0;
-}
-
-void plan_done(Plan *p) {
-        if (!p)
-                return;
-        free(p->items);
-        *p = (Plan) {};
-}
-
 PlanItem *plan_find(Plan *p, unsigned tunable) {
         for (unsigned i = 0; i < p->n_items; i++)
                 if (p->items[i].tunable == tunable)

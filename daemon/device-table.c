@@ -115,7 +115,7 @@ Device *device_free(Device *d) {
                 return NULL;
         sd_event_source_disable_unref(d->retry_source);
         device_facts_done(&d->facts);
-        plan_done(&d->plan);
+        intern_unref(&d->manager->plans, d->plan);
         device_dynamic_free(d->dynamic);
         originals_done(&d->originals);
         free(d->override_note);

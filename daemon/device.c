@@ -86,14 +86,14 @@ static void log_plan(const Device *d, bool dry_run) {
         char classes[256];
 
         classes_format(d->facts.classes, classes, sizeof(classes));
-        if (!d->plan.managed || !d->plan.policy) {
-                log_info("%s: [%s] %s", d->name, classes, d->plan.reason);
+        if (!d->plan->managed || !d->plan->policy) {
+                log_info("%s: [%s] %s", d->name, classes, d->plan->reason);
                 return;
         }
-        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan.policy,
-                 d->plan.reason ? "; " : "", d->plan.reason ?: "");
-        for (unsigned i = 0; i < d->plan.n_items; i++)
-                log_item(d, &d->plan.items[i], dry_run);
+        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan->policy,
+                 d->plan->reason ? "; " : "", d->plan->reason ?: "");
+        for (unsigned i = 0; i < d->plan->n_items; i++)
+                log_item(d, &d->plan->items[i], dry_run);
 }
 
 static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
@@ -159,8 +159,18 @@ static void device_persist_originals(Manager *m, Device *d) {
 
 static void device_learn_caps(Manager *m, const Device *d);
 
+static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
+        const Plan *kept = intern_ref(&m->plans, plan);
+
+        if (!kept)
+                return -ENOMEM;
+        intern_unref(&m->plans, d->plan);
+        d->plan = kept;
+        return 0;
+}
+
 /* decide + apply for one device: both work in m->scratch, the device keeps
- * a copy sized to the decision. */
+ * a copy shared with the devices that got the same. */
 void device_process(Manager *m, Device *d) {
         DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
@@ -181,7 +191,7 @@ void device_process(Manager *m, Device *d) {
                 r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
         if (plan->managed && r == 0)
                 r = apply_plan(&req, plan, &changed);
-        if (plan_copy(&d->plan, plan) < 0)
+        if (device_keep_plan(m, d, plan) < 0)
                 r = -ENOMEM;
         if (changed)
                 device_persist_originals(m, d);
@@ -201,7 +211,7 @@ void device_process(Manager *m, Device *d) {
                 return;
         }
         d->retries = 0;
-        if (d->plan.managed)
+        if (d->plan->managed)
                 device_learn_caps(m, d);
 }
 
@@ -232,12 +242,12 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         dev_t devnum = d->devnum;       /* d may be freed by device_process */
         double ms;
 
-        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan.dynamic_source,
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
                              .setting = "state", .old = dec->to_busy ? "base" : "busy",
                              .new = dec->to_busy ? "busy" : "base", .result = dec->reason };
 
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
-                         d->plan.dynamic_source);
+                         d->plan->dynamic_source);
         device_process(m, d);
         ms = (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0;
         /* device_process may have forgotten a vanished device: d is then gone */
@@ -257,9 +267,9 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
 static void device_learn_caps(Manager *m, const Device *d) {
         const PlanItem *s = NULL;
 
-        for (unsigned i = 0; i < d->plan.n_items; i++)
-                if (d->plan.items[i].tunable == TUNABLE_SCHEDULER)
-                        s = &d->plan.items[i];
+        for (unsigned i = 0; i < d->plan->n_items; i++)
+                if (d->plan->items[i].tunable == TUNABLE_SCHEDULER)
+                        s = &d->plan->items[i];
         if (!s || s->result != RESULT_APPLIED)
                 return;
         if (!kernel_caps_learn(&m->caps, &m->roots, d->name, s->current))
@@ -309,12 +319,18 @@ int manager_redecide(Manager *m) {
 
 /* Takes ownership of *f. */
 static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
+        static const Plan undecided = { .reason = "not decided yet" };
         Device *d = calloc(1, sizeof(Device));
         int r;
 
         if (!d)
                 return -ENOMEM;
         d->manager = m;
+        d->plan = intern_ref(&m->plans, &undecided);
+        if (!d->plan) {
+                free(d);
+                return -ENOMEM;
+        }
         d->facts = *f;
         *f = (DeviceFacts) {};
         d->name = d->facts.name;

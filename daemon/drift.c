@@ -14,8 +14,8 @@ bool device_is_held(const Manager *m, const Device *d) {
 
 /* The first managed setting whose live value differs from the target. */
 static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size_t size) {
-        for (unsigned i = 0; i < d->plan.n_items; i++) {
-                const PlanItem *it = &d->plan.items[i];
+        for (unsigned i = 0; i < d->plan->n_items; i++) {
+                const PlanItem *it = &d->plan->items[i];
 
                 if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
                         continue;
@@ -30,8 +30,8 @@ static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size
 static cJSON *device_drift_json(Manager *m, Device *d) {
         cJSON *a = cJSON_CreateArray();
 
-        for (unsigned i = 0; i < d->plan.n_items; i++) {
-                const PlanItem *it = &d->plan.items[i];
+        for (unsigned i = 0; i < d->plan->n_items; i++) {
+                const PlanItem *it = &d->plan->items[i];
                 char live[VALUE_MAX];
                 cJSON *o;
 
@@ -59,7 +59,7 @@ cJSON *manager_verify(Manager *m) {
                 Device *d = sorted[i];
                 cJSON *e, *drift;
 
-                if (!d->plan.managed || !d->plan.policy)
+                if (!d->plan->managed || !d->plan->policy)
                         continue;
                 drift = device_drift_json(m, d);
                 drifted += cJSON_GetArraySize(drift) > 0;
@@ -78,7 +78,7 @@ static void device_check_drift(Manager *m, Device *d) {
         char live[VALUE_MAX];
         const PlanItem *it;
 
-        if (!d->plan.managed || device_is_held(m, d) || d->retry_source)
+        if (!d->plan->managed || device_is_held(m, d) || d->retry_source)
                 return;
         it = device_find_drift(m, d, live, sizeof(live));
         if (!it)

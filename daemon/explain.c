@@ -7,7 +7,7 @@
 #include "util.h"
 
 ReportDevice device_report_input(const Device *d) {
-        return (ReportDevice) { .facts = &d->facts, .plan = &d->plan, .error = d->error,
+        return (ReportDevice) { .facts = &d->facts, .plan = d->plan, .error = d->error,
                                 .dyn = d->dynamic ? &d->dynamic->state : NULL,
                                 .signals = d->signals.valid ? &d->signals : NULL };
 }

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "log.h"
 #include "metrics.h"
+#include "shared.h"
 #include "manager.h"
 #include "record.h"
 #include "report.h"
@@ -255,6 +256,7 @@ int manager_new(const Options *o, Manager **ret) {
                 return log_oom();
         m->options = o;
         m->roots = o->roots;
+        m->plans.type = &plan_intern_type;
         r = config_init_defaults(&m->config);
         if (r < 0)
                 return log_oom();
@@ -284,6 +286,7 @@ Manager *manager_free(Manager *m) {
         control_server_free(m->control);
         cJSON_Delete(m->reload_errors);
         device_table_done(&m->devices);
+        intern_table_done(&m->plans);
         sd_event_source_disable_unref(m->tick_source);
         record_close(m->record);
         free(m->diskstats);

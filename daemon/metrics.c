@@ -37,7 +37,7 @@ static void device_metric(Buf *b, const char *name, const Device *d, double v) {
 
 typedef double (*DeviceValue)(const Device *d);
 
-static double v_busy(const Device *d) { return d->plan.busy; }
+static double v_busy(const Device *d) { return d->plan->busy; }
 static double v_flips(const Device *d) { return d->dynamic ? d->dynamic->state.flips : 0; }
 static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.flip_cost_ms / 1000.0 : 0; }
 static double v_paused(const Device *d) { return d->paused; }
@@ -69,16 +69,16 @@ static void write_device_metrics(Buf *b, Device **devs, int n) {
         for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
                 help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
                 for (int i = 0; i < n; i++)
-                        if (devs[i]->plan.managed && (!device_metrics[k].needs_signals || devs[i]->signals.valid))
+                        if (devs[i]->plan->managed && (!device_metrics[k].needs_signals || devs[i]->signals.valid))
                                 device_metric(b, device_metrics[k].name, devs[i], device_metrics[k].value(devs[i]));
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
                 const char *s = device_facts_scheduler(&devs[i]->facts);
 
-                for (unsigned j = 0; j < devs[i]->plan.n_items; j++)
-                        if (devs[i]->plan.items[j].tunable == TUNABLE_SCHEDULER && devs[i]->plan.items[j].current[0])
-                                s = devs[i]->plan.items[j].current;
+                for (unsigned j = 0; j < devs[i]->plan->n_items; j++)
+                        if (devs[i]->plan->items[j].tunable == TUNABLE_SCHEDULER && devs[i]->plan->items[j].current[0])
+                                s = devs[i]->plan->items[j].current;
                 if (!*s)
                         continue;
                 fputs("blkpolicyd_device_scheduler{device=\"", b->f);

@@ -84,7 +84,7 @@ static double read_dispatch_busy(Manager *m, const Device *d) {
 }
 
 static void device_sample(Manager *m, Device *d, const DiskStat *st, double interval_ms) {
-        const DynamicPolicy *dyn = d->plan.managed ? d->plan.dynamic : NULL;
+        const DynamicPolicy *dyn = d->plan->managed ? d->plan->dynamic : NULL;
         double busy = -1;
         DynDecision dec;
 

@@ -15,6 +15,7 @@
 #include "discover.h"
 #include "dynamic.h"
 #include "facts.h"
+#include "intern.h"
 #include "plan.h"
 #include "policy.h"
 #include "report.h"
@@ -61,7 +62,7 @@ typedef struct Device {
         const char *name;       /* facts.name: a refresh replaces the facts of the same name only */
         dev_t devnum;
         DeviceFacts facts;
-        Plan plan;
+        const Plan *plan;       /* shared: devices alike get the same plan (intern.h) */
         char *error;            /* last classify/apply error; NULL when none */
         Originals originals;
         sd_event_source *retry_source;
@@ -92,7 +93,8 @@ struct Manager {
         KernelCaps caps;
         Discover *discover;
         DeviceTable devices;
-        PlanBuffer scratch;             /* where decide() and apply work; devices keep a copy */
+        PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
+        InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
         size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */

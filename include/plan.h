@@ -63,8 +63,9 @@ typedef struct DecideInput {
         bool busy;                      /* the dynamic state: apply [Busy] over the base */
 } DecideInput;
 
-/* Room for any plan: decide() writes here, the daemon keeps a copy sized
- * to what was decided (a device typically has one to three items). */
+/* Room for any plan: decide() writes here, the daemon keeps a shared copy
+ * sized to what was decided (shared.h; a device typically has one to three
+ * items). */
 typedef struct PlanBuffer {
         Plan plan;
         PlanItem items[TUNABLES_MAX];
@@ -79,7 +80,4 @@ static inline Plan *plan_buffer_init(PlanBuffer *b) {
 /* ret->items and ret->matched must have room for TUNABLES_MAX and
  * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
-/* Copies src into dst, dst's block resized to fit (reused when it does). */
-int plan_copy(Plan *dst, const Plan *src);
-void plan_done(Plan *p);
 PlanItem *plan_find(Plan *p, unsigned tunable);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* decide() is pure: synthetic facts and policies in, a plan out. */
 #include "plan.h"
+#include "shared.h"
 #include "tests.h"
 #include "util.h"
 
@@ -152,36 +153,48 @@ TEST(later_files_override_setting_by_setting) {
         policy_set_free(s);
 }
 
-TEST(plan_copy_keeps_items_and_matched_in_one_block) {
+TEST(devices_with_the_same_plan_share_one_copy) {
         DeviceFacts f = sq_virtio();
         KernelCaps k = kernel(6, 18, TRISTATE_NO);
         Policy *a = policy("20-vendor.policy", "bfq"), *b = policy("90-admin.policy", NULL);
+        InternTable plans = { .type = &plan_intern_type };
         PolicySet *s;
         PlanBuffer pb;
-        Plan plan = *plan_buffer_init(&pb), kept = {};
-        PlanItem *block;
+        Plan plan = *plan_buffer_init(&pb);
+        const Plan *first, *second, *other;
         int ra = tunable_find("Queue", "read_ahead_kb");
 
         set_value(a, "Queue", "read_ahead_kb", "4096");
         s = set_of(a, b);
         run(&f, &k, s, &plan);
         CHECK(plan.n_items == 2 && plan.n_matched == 2);
-        CHECK(plan_copy(&kept, &plan) == 0);
-        CHECK(kept.items != pb.items && kept.matched != pb.matched);
-        CHECK_STR(kept.matched[0], "20-vendor.policy");
-        CHECK_STR(kept.matched[1], "90-admin.policy");
-        CHECK_STR(item(&kept, "Queue", "read_ahead_kb")->target, "4096");
-        /* a smaller plan reuses the block; the names follow its one item */
-        block = kept.items;
+        first = intern_ref(&plans, &plan);
+        CHECK(first && first != &plan && first->items != pb.items && first->matched != pb.matched);
+        /* items and names in the copy's own block, right after it */
+        CHECK(first->items == (PlanItem *) (first + 1));
+        CHECK(first->matched == (const char **) (first->items + 2));
+        CHECK_STR(first->matched[1], "90-admin.policy");
+        CHECK_STR(item((Plan *) first, "Queue", "read_ahead_kb")->target, "4096");
+        /* the same decision for a second device: the same copy */
+        run(&f, &k, s, &plan);
+        second = intern_ref(&plans, &plan);
+        CHECK(second == first && intern_count(&plans, &plan) == 2);
+        /* what apply read differs: another copy */
+        (void) strscpy(plan_find(&plan, (unsigned) ra)->before, VALUE_MAX, "128");
+        other = intern_ref(&plans, &plan);
+        CHECK(other && other != first && plans.n_entries == 2);
+        /* a smaller decision is another plan too */
         a->values[ra] = mfree(a->values[ra]);
         run(&f, &k, s, &plan);
-        CHECK(plan.n_items == 1 && plan.n_matched == 2);
-        CHECK(plan_copy(&kept, &plan) == 0);
-        CHECK(kept.items == block && kept.matched == (const char **) (block + 1));
-        CHECK_STR(kept.matched[1], "90-admin.policy");
-        CHECK_STR(item(&kept, "Queue", "scheduler")->target, "bfq");
-        plan_done(&kept);
-        plan_done(&kept);       /* done twice is fine */
+        CHECK(plan.n_items == 1 && intern_count(&plans, &plan) == 0);
+        intern_unref(&plans, other);
+        CHECK(plans.n_entries == 1);
+        intern_unref(&plans, second);
+        CHECK(plans.n_entries == 1 && intern_count(&plans, first) == 1);
+        intern_unref(&plans, first);
+        CHECK(plans.n_entries == 0);
+        intern_unref(&plans, NULL);
+        intern_table_done(&plans);
         policy_set_free(s);
 }
 

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What devices share through the intern table: plans. Equal means equal
+ * to a reader: the same pointers into the policy set, the same texts. */
+#include <stdlib.h>
+
+#include "intern.h"
+#include "plan.h"
+#include "shared.h"
+#include "util.h"
+
+static uint64_t hash_ptr(uint64_t h, const void *p) {
+        return intern_hash_bytes(h, &p, sizeof(p));
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+        return intern_hash_bytes(h, s, strlen(s) + 1);
+}
+
+static uint64_t plan_hash(const void *value) {
+        const Plan *p = value;
+        unsigned head[] = { p->n_matched, p->n_items, p->fallback_mask, p->managed, p->busy };
+        uint64_t h = intern_hash_bytes(INTERN_HASH_INIT, head, sizeof(head));
+
+        h = hash_ptr(h, p->reason);
+        h = hash_ptr(h, p->policy);
+        h = hash_ptr(h, p->dynamic);
+        for (unsigned i = 0; i < p->n_matched; i++)
+                h = hash_ptr(h, p->matched[i]);
+        for (unsigned i = 0; i < p->n_items; i++) {
+                const PlanItem *it = &p->items[i];
+                unsigned id[] = { it->tunable, it->result };
+
+                h = intern_hash_bytes(h, id, sizeof(id));
+                h = hash_str(hash_str(h, it->target), it->current);
+        }
+        return h;
+}
+
+static bool plan_item_equal(const PlanItem *a, const PlanItem *b) {
+        return a->tunable == b->tunable && a->result == b->result && a->source == b->source &&
+               streq(a->target, b->target) && streq(a->before, b->before) &&
+               streq(a->current, b->current) && streq(a->error, b->error);
+}
+
+static bool plan_equal(const void *va, const void *vb) {
+        const Plan *a = va, *b = vb;
+
+        if (a->reason != b->reason || a->policy != b->policy || a->choices != b->choices ||
+            a->dynamic != b->dynamic || a->dynamic_source != b->dynamic_source ||
+            a->n_matched != b->n_matched || a->n_items != b->n_items ||
+            a->fallback_mask != b->fallback_mask || a->managed != b->managed || a->busy != b->busy)
+                return false;
+        for (unsigned i = 0; i < a->n_matched; i++)
+                if (a->matched[i] != b->matched[i])
+                        return false;
+        for (unsigned i = 0; i < a->n_items; i++)
+                if (!plan_item_equal(&a->items[i], &b->items[i]))
+                        return false;
+        return true;
+}
+
+/* One block: the Plan, its items, then the names of the matched policies. */
+static void *plan_dup(const void *value) {
+        const Plan *src = value;
+        Plan *p = malloc(sizeof(Plan) + sizeof(PlanItem) * src->n_items + sizeof(const char *) * src->n_matched);
+
+        if (!p)
+                return NULL;
+        *p = *src;
+        p->items = (PlanItem *) (p + 1);
+        p->matched = (const char **) (p->items + src->n_items);
+        memcpy(p->items, src->items, sizeof(PlanItem) * src->n_items);
+        memcpy(p->matched, src->matched, sizeof(const char *) * src->n_matched);
+        return p;
+}
+
+const InternType plan_intern_type = {
+        .hash = plan_hash,
+        .equal = plan_equal,
+        .dup = plan_dup,
+        .free = free,
+};

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The intern table types of what devices share (see intern.h). */
+
+#include "intern.h"
+
+/* Plans: what decide() wrote and apply filled in, copied in one block. */
+extern const InternType plan_intern_type;
