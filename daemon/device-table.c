@@ -114,7 +114,8 @@ Device *device_free(Device *d) {
         if (!d)
                 return NULL;
         sd_event_source_disable_unref(d->retry_source);
-        device_facts_done(&d->facts);
+        intern_unref(&d->manager->facts, d->facts);
+        strv_free(d->properties);
         intern_unref(&d->manager->plans, d->plan);
         device_dynamic_free(d->dynamic);
         originals_done(&d->originals);

@@ -85,7 +85,7 @@ static void log_item(const Device *d, const PlanItem *it, bool dry_run) {
 static void log_plan(const Device *d, bool dry_run) {
         char classes[256];
 
-        classes_format(d->facts.classes, classes, sizeof(classes));
+        classes_format(d->facts->classes, classes, sizeof(classes));
         if (!d->plan->managed || !d->plan->policy) {
                 log_info("%s: [%s] %s", d->name, classes, d->plan->reason);
                 return;
@@ -172,7 +172,8 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
 /* decide + apply for one device: both work in m->scratch, the device keeps
  * a copy shared with the devices that got the same. */
 void device_process(Manager *m, Device *d) {
-        DecideInput in = { .facts = &d->facts, .caps = &m->caps, .policies = m->policies,
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
         /* a paused or overridden device is only looked at: what would change */
         ApplyRequest req = { .roots = &m->roots, .dev = d->name,
@@ -303,8 +304,8 @@ int manager_refresh_properties(Manager *m) {
 
                 if (r < 0)
                         return r;
-                strv_free(d->facts.properties);
-                d->facts.properties = props;
+                strv_free(d->properties);
+                d->properties = props;
         }
         return 0;
 }
@@ -317,6 +318,31 @@ int manager_redecide(Manager *m) {
         return manager_process_all(m);
 }
 
+const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
+        *view = *d->facts;
+        (void) strscpy(view->name, sizeof(view->name), d->name);
+        view->major = major(d->devnum);
+        view->minor = minor(d->devnum);
+        view->diskseq = d->diskseq;
+        view->properties = d->properties;
+        return view;
+}
+
+/* Takes the properties of *f (also on failure), shares the rest. */
+static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
+        const DeviceFacts *shared = intern_ref(&m->facts, f);
+
+        strv_free(d->properties);
+        d->properties = f->properties;
+        f->properties = NULL;
+        if (!shared)
+                return -ENOMEM;
+        intern_unref(&m->facts, d->facts);
+        d->facts = shared;
+        d->diskseq = f->diskseq;
+        return 0;
+}
+
 /* Takes ownership of *f. */
 static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
@@ -326,15 +352,13 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         if (!d)
                 return -ENOMEM;
         d->manager = m;
+        (void) strscpy(d->name, sizeof(d->name), f->name);
+        d->devnum = makedev(f->major, f->minor);
         d->plan = intern_ref(&m->plans, &undecided);
-        if (!d->plan) {
-                free(d);
+        if (!d->plan || device_set_facts(m, d, f) < 0) {
+                device_free(d);
                 return -ENOMEM;
         }
-        d->facts = *f;
-        *f = (DeviceFacts) {};
-        d->name = d->facts.name;
-        d->devnum = makedev(d->facts.major, d->facts.minor);
         r = originals_load(manager_state_dir(m), d->name, &d->originals);
         if (r == -ENOMEM || device_table_put(&m->devices, d) < 0) {
                 device_free(d);
@@ -391,17 +415,22 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                 }
         } else {
                 /* new media (loop attach, disk swap) is a new device to an override */
-                if (device_overridden(d) && f.diskseq && f.diskseq != d->facts.diskseq) {
+                if (device_overridden(d) && f.diskseq && f.diskseq != d->diskseq) {
                         log_info("%s: new media, the override ends", name);
                         d->override_note = mfree(d->override_note);
                 }
-                device_facts_done(&d->facts);
-                d->facts = f;
+                if (device_set_facts(m, d, &f) < 0) {
+                        *error = -ENOMEM;
+                        return NULL;
+                }
         }
         device_set_error(d, 0, NULL);
-        if (m->record)
-                record_write_device(m->record, &d->facts);
-        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(&d->facts)))
+        if (m->record) {
+                DeviceFacts view;
+
+                record_write_device(m->record, device_facts(d, &view));
+        }
+        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(d->facts)))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
                           m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
         return d;

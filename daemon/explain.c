@@ -6,14 +6,15 @@
 #include "report.h"
 #include "util.h"
 
-ReportDevice device_report_input(const Device *d) {
-        return (ReportDevice) { .facts = &d->facts, .plan = d->plan, .error = d->error,
+ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
+        return (ReportDevice) { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
                                 .dyn = d->dynamic ? &d->dynamic->state : NULL,
                                 .signals = d->signals.valid ? &d->signals : NULL };
 }
 
 cJSON *manager_report_device(Manager *m, Device *d) {
-        ReportDevice rd = device_report_input(d);
+        DeviceFacts view;
+        ReportDevice rd = device_report_input(d, &view);
         cJSON *o = report_device(&rd);
 
         cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);
@@ -24,12 +25,14 @@ cJSON *manager_report_device(Manager *m, Device *d) {
 }
 
 static cJSON *explain_policies(Manager *m, Device *d) {
+        DeviceFacts view;
+        const DeviceFacts *f = device_facts(d, &view);
         cJSON *a = cJSON_CreateArray();
 
         for (size_t i = 0; i < m->policies->n_policies; i++) {
                 const Policy *p = m->policies->policies[i];
                 const char *why = NULL;
-                bool match = policy_matches(p, &d->facts, &m->caps, &why);
+                bool match = policy_matches(p, f, &m->caps, &why);
                 cJSON *o = cJSON_CreateObject();
 
                 cJSON_AddStringToObject(o, "name", p->name);

@@ -97,6 +97,7 @@ static void on_overflow(void *userdata) {
 
 int manager_print_report(Manager *m) {
         _cleanup_free_ ReportDevice *rd = NULL;
+        _cleanup_free_ DeviceFacts *views = NULL;
         _cleanup_free_ Device **sorted = NULL;
         _cleanup_free_ char *text = NULL;
         cJSON *j;
@@ -106,10 +107,11 @@ int manager_print_report(Manager *m) {
         if (n < 0)
                 return log_oom();
         rd = calloc((size_t) n + 1, sizeof(ReportDevice));
-        if (!rd)
+        views = calloc((size_t) n + 1, sizeof(DeviceFacts));
+        if (!rd || !views)
                 return log_oom();
         for (int i = 0; i < n; i++)
-                rd[i] = device_report_input(sorted[i]);
+                rd[i] = device_report_input(sorted[i], &views[i]);
         j = report_build(&m->caps, rd, (size_t) n);
         text = j ? cJSON_Print(j) : NULL;
         cJSON_Delete(j);
@@ -256,6 +258,7 @@ int manager_new(const Options *o, Manager **ret) {
                 return log_oom();
         m->options = o;
         m->roots = o->roots;
+        m->facts.type = &facts_intern_type;
         m->plans.type = &plan_intern_type;
         r = config_init_defaults(&m->config);
         if (r < 0)
@@ -287,6 +290,7 @@ Manager *manager_free(Manager *m) {
         cJSON_Delete(m->reload_errors);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
+        intern_table_done(&m->facts);
         sd_event_source_disable_unref(m->tick_source);
         record_close(m->record);
         free(m->diskstats);

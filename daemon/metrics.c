@@ -74,7 +74,7 @@ static void write_device_metrics(Buf *b, Device **devs, int n) {
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
-                const char *s = device_facts_scheduler(&devs[i]->facts);
+                const char *s = device_facts_scheduler(devs[i]->facts);
 
                 for (unsigned j = 0; j < devs[i]->plan->n_items; j++)
                         if (devs[i]->plan->items[j].tunable == TUNABLE_SCHEDULER && devs[i]->plan->items[j].current[0])

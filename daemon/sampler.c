@@ -60,7 +60,7 @@ static int read_diskstats(Manager *m, size_t *len) {
 
 /* dispatch_busy: max over the default-type hctxs. Poll hctxs come last. */
 static double read_dispatch_busy(Manager *m, const Device *d) {
-        unsigned n = d->facts.hw_queues - d->facts.poll_queues;
+        unsigned n = d->facts->hw_queues - d->facts->poll_queues;
         double best = -1;
 
         for (unsigned i = 0; i < n; i++) {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What devices share through the intern table: plans. Equal means equal
- * to a reader: the same pointers into the policy set, the same texts. */
+/* What devices share through the intern table: facts and plans. Equal
+ * means equal to a reader: the same texts, the same pointers into the
+ * policy set. */
 #include <stdlib.h>
 
+#include "facts.h"
 #include "intern.h"
 #include "plan.h"
 #include "shared.h"
@@ -15,6 +17,64 @@ static uint64_t hash_ptr(uint64_t h, const void *p) {
 static uint64_t hash_str(uint64_t h, const char *s) {
         return intern_hash_bytes(h, s, strlen(s) + 1);
 }
+
+/* What the names take of the packed list: the rest is not part of it. */
+static size_t scheduler_list_used(const SchedulerList *l) {
+        size_t used = 0;
+
+        for (unsigned i = 0; i < l->n; i++)
+                used += strlen(l->names + used) + 1;
+        return used;
+}
+
+static bool scheduler_list_equal(const SchedulerList *a, const SchedulerList *b) {
+        size_t used = scheduler_list_used(a);
+
+        return a->n == b->n && a->current == b->current && used == scheduler_list_used(b) &&
+               memcmp(a->names, b->names, used) == 0;
+}
+
+/* The identity (name, number, media, properties) is the device's own: the
+ * hash and the comparison leave it out, the copy has it blank. */
+static uint64_t facts_hash(const void *value) {
+        const DeviceFacts *f = value;
+        unsigned head[] = { f->hw_queues, f->poll_queues, f->nr_requests, f->rotational, f->hidden,
+                            f->zoned, f->classes, f->schedulers.n, (unsigned) f->schedulers.current };
+        uint64_t h = intern_hash_bytes(INTERN_HASH_INIT, head, sizeof(head));
+
+        h = hash_str(hash_str(hash_str(h, f->driver), f->subsystem), f->model);
+        return intern_hash_bytes(h, f->schedulers.names, scheduler_list_used(&f->schedulers));
+}
+
+static bool facts_equal(const void *va, const void *vb) {
+        const DeviceFacts *a = va, *b = vb;
+
+        return a->hw_queues == b->hw_queues && a->poll_queues == b->poll_queues &&
+               a->nr_requests == b->nr_requests && a->rotational == b->rotational && a->hidden == b->hidden &&
+               a->zoned == b->zoned && a->classes == b->classes && streq(a->driver, b->driver) &&
+               streq(a->subsystem, b->subsystem) && streq(a->model, b->model) &&
+               scheduler_list_equal(&a->schedulers, &b->schedulers);
+}
+
+static void *facts_dup(const void *value) {
+        DeviceFacts *f = malloc(sizeof(DeviceFacts));
+
+        if (!f)
+                return NULL;
+        *f = *(const DeviceFacts *) value;
+        f->name[0] = 0;
+        f->major = f->minor = 0;
+        f->diskseq = 0;
+        f->properties = NULL;
+        return f;
+}
+
+const InternType facts_intern_type = {
+        .hash = facts_hash,
+        .equal = facts_equal,
+        .dup = facts_dup,
+        .free = free,
+};
 
 static uint64_t plan_hash(const void *value) {
         const Plan *p = value;

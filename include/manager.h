@@ -59,10 +59,14 @@ typedef struct DeviceDynamic {
 
 typedef struct Device {
         Manager *manager;
-        const char *name;       /* facts.name: a refresh replaces the facts of the same name only */
+        /* shared (intern.h): devices alike have the same facts and get the
+         * same plan. The shared facts have name, number, diskseq and
+         * properties blank: device_facts() puts this device's in. */
+        const DeviceFacts *facts;
+        const Plan *plan;
+        char **properties;      /* the udev properties some policy names */
+        uint64_t diskseq;
         dev_t devnum;
-        DeviceFacts facts;
-        const Plan *plan;       /* shared: devices alike get the same plan (intern.h) */
         char *error;            /* last classify/apply error; NULL when none */
         Originals originals;
         sd_event_source *retry_source;
@@ -72,6 +76,7 @@ typedef struct Device {
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         struct Device *hash_next;
         unsigned retries;
+        char name[NAME_MAX_LEN]; /* a refresh replaces the facts of the same name only */
         /* together at the end: a bool between pointers costs 7 bytes of padding */
         bool seen;              /* marks survivors during a rescan */
         bool have_stat;
@@ -94,6 +99,7 @@ struct Manager {
         Discover *discover;
         DeviceTable devices;
         PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
+        InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
         size_t drift_cursor;            /* next hash bucket the drift check reads */
@@ -126,7 +132,11 @@ int manager_reload(Manager *m, cJSON **errors);
 void manager_pause(Manager *m, Device *d, bool pause);
 cJSON *manager_report_device(Manager *m, Device *d);
 /* What report.c reads of a device (explain.c) */
-ReportDevice device_report_input(const Device *d);
+/* d's whole facts, in *view: the shared ones with its name, number,
+ * diskseq and properties (borrowed: not for device_facts_done()). */
+const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
+/* view: storage for device_facts(), as long as the result is used. */
+ReportDevice device_report_input(const Device *d, DeviceFacts *view);
 cJSON *manager_explain(Manager *m, Device *d);
 /* drift.c: what is live in sysfs against what blkpolicyd intends */
 cJSON *manager_verify(Manager *m);

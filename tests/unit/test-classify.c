@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "classify.h"
+#include "shared.h"
 #include "tests.h"
 #include "util.h"
 
@@ -178,4 +179,38 @@ TEST(dispatch_direct_is_probed_not_assumed) {
         CHECK(kernel_caps_read(&without, &caps) == 0);
         CHECK(classify_device(&without, "vda", &f) == 0);
         CHECK(kernel_caps_learn(&caps, &without, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_NO);
+}
+
+TEST(devices_alike_share_their_facts_but_not_their_name) {
+        char bufs[3][PATH_MAX];
+        Roots r = fixture("kvm-6.18", bufs);
+        InternTable shared = { .type = &facts_intern_type };
+        DeviceFacts a = {}, b = {};
+        char *props[] = { (char *) "ID_SERIAL=x", NULL };
+        const DeviceFacts *sa, *sb, *sc;
+
+        CHECK(classify_device(&r, "vda", &a) == 0 && classify_device(&r, "vda", &b) == 0);
+        /* another device of the same kind: only its own identity differs */
+        (void) strscpy(b.name, sizeof(b.name), "vdb");
+        b.minor += 16;
+        b.diskseq = 99;
+        b.properties = props;
+        sa = intern_ref(&shared, &a);
+        sb = intern_ref(&shared, &b);
+        CHECK(sa && sa == sb && shared.n_entries == 1);
+        CHECK_STR(sa->name, "");
+        CHECK(sa->major == 0 && sa->diskseq == 0 && !sa->properties);
+        CHECK_STR(sa->driver, a.driver);
+        CHECK_STR(device_facts_scheduler(sa), device_facts_scheduler(&a));
+        /* another scheduler running is other facts */
+        CHECK(a.schedulers.n > 1);
+        b.schedulers.current = (int8_t) ((a.schedulers.current + 1) % a.schedulers.n);
+        sc = intern_ref(&shared, &b);
+        CHECK(sc && sc != sa && shared.n_entries == 2);
+        intern_unref(&shared, sc);
+        intern_unref(&shared, sb);
+        CHECK(shared.n_entries == 1);
+        intern_unref(&shared, sa);
+        CHECK(shared.n_entries == 0);
+        intern_table_done(&shared);
 }
