@@ -62,9 +62,9 @@ void record_write_tick(Recorder *r, uint64_t now_usec, uint64_t tick) {
 void record_write_sample(Recorder *r, const char *name, const DiskStat *st, double dispatch_busy) {
         fprintf(r->f, "%s\"%s\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
                    ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %g]",
-                r->first_sample ? "" : ", ", name, st->rd_ios, st->rd_merges, st->rd_sectors, st->rd_ticks,
-                st->wr_ios, st->wr_merges, st->wr_sectors, st->wr_ticks, st->in_flight, st->io_ticks,
-                st->time_in_queue, dispatch_busy);
+                r->first_sample ? "" : ", ", name, st->c.rd_ios, st->c.rd_merges, st->c.rd_sectors, st->c.rd_ticks,
+                st->c.wr_ios, st->c.wr_merges, st->c.wr_sectors, st->c.wr_ticks, st->in_flight, st->c.io_ticks,
+                st->c.time_in_queue, dispatch_busy);
         r->first_sample = false;
 }
 
@@ -155,9 +155,9 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
 
 int record_parse_stat(const cJSON *array, DiskStat *st, double *dispatch_busy) {
         uint64_t *fields[] = {
-                &st->rd_ios, &st->rd_merges, &st->rd_sectors, &st->rd_ticks,
-                &st->wr_ios, &st->wr_merges, &st->wr_sectors, &st->wr_ticks,
-                &st->in_flight, &st->io_ticks, &st->time_in_queue,
+                &st->c.rd_ios, &st->c.rd_merges, &st->c.rd_sectors, &st->c.rd_ticks,
+                &st->c.wr_ios, &st->c.wr_merges, &st->c.wr_sectors, &st->c.wr_ticks,
+                &st->in_flight, &st->c.io_ticks, &st->c.time_in_queue,
         };
         const cJSON *c;
         unsigned i = 0;

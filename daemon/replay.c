@@ -16,7 +16,7 @@ typedef struct ReplayDevice {
         PlanBuffer buffer;
         Plan plan;
         DynState dyn;
-        DiskStat stat;
+        DiskCounters stat;
         bool have_stat;
 } ReplayDevice;
 
@@ -109,7 +109,7 @@ static int replay_tick(Replay *r, const cJSON *j) {
                 if (!d || record_parse_stat(s, &st, &busy) < 0)
                         continue;
                 signals_compute(d->have_stat ? &d->stat : NULL, &st, interval, busy, &sig);
-                d->stat = st;
+                d->stat = st.c;
                 d->have_stat = true;
                 if (!d->plan.managed || !d->plan.dynamic)
                         continue;

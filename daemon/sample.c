@@ -134,9 +134,9 @@ static int scan_counters(const char *p, const char *end, uint64_t *const out[], 
 
 int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]) {
         uint64_t *const counters[] = {
-                &ret->rd_ios, &ret->rd_merges, &ret->rd_sectors, &ret->rd_ticks,
-                &ret->wr_ios, &ret->wr_merges, &ret->wr_sectors, &ret->wr_ticks,
-                &ret->in_flight, &ret->io_ticks, &ret->time_in_queue,
+                &ret->c.rd_ios, &ret->c.rd_merges, &ret->c.rd_sectors, &ret->c.rd_ticks,
+                &ret->c.wr_ios, &ret->c.wr_merges, &ret->c.wr_sectors, &ret->c.wr_ticks,
+                &ret->in_flight, &ret->c.io_ticks, &ret->c.time_in_queue,
         };
         const char *p = line, *end = line + len;
         uint64_t major, minor;
@@ -157,20 +157,20 @@ int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[D
         return ret->n_fields == 14 || ret->n_fields == 18 || ret->n_fields == 20 ? 0 : -EBADMSG;
 }
 
-static bool went_backwards(const DiskStat *a, const DiskStat *b) {
+static bool went_backwards(const DiskCounters *a, const DiskCounters *b) {
         return b->rd_ios < a->rd_ios || b->wr_ios < a->wr_ios || b->rd_sectors < a->rd_sectors ||
                b->wr_sectors < a->wr_sectors || b->rd_ticks < a->rd_ticks || b->wr_ticks < a->wr_ticks ||
                b->io_ticks < a->io_ticks || b->time_in_queue < a->time_in_queue ||
                b->rd_merges < a->rd_merges || b->wr_merges < a->wr_merges;
 }
 
-void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
+void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
                      Signals *ret) {
         double sec = interval_ms / 1000.0, rd, wr;
 
         *ret = (Signals) { .dispatch_busy = -1 };
-        if (prev && interval_ms > 0 && prev->rd_ios == now->rd_ios && prev->wr_ios == now->wr_ios &&
-            prev->io_ticks == now->io_ticks && prev->time_in_queue == now->time_in_queue) {
+        if (prev && interval_ms > 0 && prev->rd_ios == now->c.rd_ios && prev->wr_ios == now->c.wr_ios &&
+            prev->io_ticks == now->c.io_ticks && prev->time_in_queue == now->c.time_in_queue) {
                 /* idle, as most devices are most of the time: nothing to divide */
                 ret->valid = true;
                 ret->inflight = (double) now->in_flight;
@@ -180,26 +180,26 @@ void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_
         }
         /* A counter that went backwards wrapped (32-bit kernels) or the device
          * was replaced under the same number: this tick tells nothing. */
-        if (!prev || interval_ms <= 0 || went_backwards(prev, now))
+        if (!prev || interval_ms <= 0 || went_backwards(prev, &now->c))
                 return;
-        rd = (double) (now->rd_ios - prev->rd_ios);
-        wr = (double) (now->wr_ios - prev->wr_ios);
+        rd = (double) (now->c.rd_ios - prev->rd_ios);
+        wr = (double) (now->c.wr_ios - prev->wr_ios);
         ret->valid = true;
         ret->riops = rd / sec;
         ret->wiops = wr / sec;
         ret->iops = ret->riops + ret->wiops;
-        ret->rmbps = (double) (now->rd_sectors - prev->rd_sectors) * 512.0 / 1e6 / sec;
-        ret->wmbps = (double) (now->wr_sectors - prev->wr_sectors) * 512.0 / 1e6 / sec;
+        ret->rmbps = (double) (now->c.rd_sectors - prev->rd_sectors) * 512.0 / 1e6 / sec;
+        ret->wmbps = (double) (now->c.wr_sectors - prev->wr_sectors) * 512.0 / 1e6 / sec;
         ret->mbps = ret->rmbps + ret->wmbps;
-        ret->rmerges = (double) (now->rd_merges - prev->rd_merges) / sec;
-        ret->wmerges = (double) (now->wr_merges - prev->wr_merges) / sec;
-        ret->rlat_ms = rd > 0 ? (double) (now->rd_ticks - prev->rd_ticks) / rd : 0;
-        ret->wlat_ms = wr > 0 ? (double) (now->wr_ticks - prev->wr_ticks) / wr : 0;
-        ret->lat_ms = rd + wr > 0 ? (double) (now->rd_ticks - prev->rd_ticks + now->wr_ticks - prev->wr_ticks) / (rd + wr) : 0;
-        ret->util = (double) (now->io_ticks - prev->io_ticks) / interval_ms * 100.0;
+        ret->rmerges = (double) (now->c.rd_merges - prev->rd_merges) / sec;
+        ret->wmerges = (double) (now->c.wr_merges - prev->wr_merges) / sec;
+        ret->rlat_ms = rd > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks) / rd : 0;
+        ret->wlat_ms = wr > 0 ? (double) (now->c.wr_ticks - prev->wr_ticks) / wr : 0;
+        ret->lat_ms = rd + wr > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks + now->c.wr_ticks - prev->wr_ticks) / (rd + wr) : 0;
+        ret->util = (double) (now->c.io_ticks - prev->io_ticks) / interval_ms * 100.0;
         if (ret->util > 100.0)
                 ret->util = 100.0;      /* io_ticks is updated at jiffy granularity */
-        ret->qdepth = (double) (now->time_in_queue - prev->time_in_queue) / interval_ms;
+        ret->qdepth = (double) (now->c.time_in_queue - prev->time_in_queue) / interval_ms;
         ret->inflight = (double) now->in_flight;
         if (dispatch_busy >= 0)
                 ret->dispatch_busy = rd + wr > 0 ? dispatch_busy : 0;

@@ -91,7 +91,7 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
         if (dyn && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
         signals_compute(d->have_stat ? &d->stat : NULL, st, interval_ms, busy, &d->signals);
-        d->stat = *st;
+        d->stat = st->c;
         d->have_stat = true;
         if (m->record)
                 record_write_sample(m->record, d->name, st, busy);

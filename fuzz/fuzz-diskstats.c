@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 Signals s;
 
                 if (diskstat_parse_line(p, (size_t) (next - p), &st, name) == 0) {
-                        signals_compute(have ? &prev : NULL, &st, 1000, 3, &s);
+                        signals_compute(have ? &prev.c : NULL, &st, 1000, 3, &s);
                         prev = st;
                         have = true;
                 }

@@ -70,7 +70,7 @@ typedef struct Device {
         char *error;            /* last classify/apply error; NULL when none */
         Originals originals;
         sd_event_source *retry_source;
-        DiskStat stat;          /* the last /proc/diskstats sample */
+        DiskCounters stat;      /* of the last /proc/diskstats sample */
         Signals signals;        /* of the last tick */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */

@@ -11,10 +11,16 @@
 /* The counters of one /proc/diskstats line (Documentation/admin-guide/iostats.rst).
  * 14-field lines (before 4.18) have no discard fields, 18-field lines (before
  * 5.5) no flush fields: those read as 0. */
-typedef struct DiskStat {
+/* The counters a tick needs of the one before: what a device keeps. */
+typedef struct DiskCounters {
         uint64_t rd_ios, rd_merges, rd_sectors, rd_ticks;
         uint64_t wr_ios, wr_merges, wr_sectors, wr_ticks;
-        uint64_t in_flight, io_ticks, time_in_queue;
+        uint64_t io_ticks, time_in_queue;
+} DiskCounters;
+
+typedef struct DiskStat {
+        DiskCounters c;
+        uint64_t in_flight;     /* a gauge: only the current one counts */
         unsigned major, minor;
         unsigned n_fields;      /* 14, 18 or 20 (counting major, minor, name) */
 } DiskStat;
@@ -64,5 +70,5 @@ double signals_get(const Signals *s, SignalId id);
 /* Pure: the signals between two samples taken interval_ms apart.
  * dispatch_busy is the debugfs value read this tick (-1 if not read): it
  * only changes on dispatch, so with no I/O in the tick it is taken as 0. */
-void signals_compute(const DiskStat *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
+void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
                      Signals *ret);

@@ -15,13 +15,13 @@ TEST(diskstats_field_counts) {
         /* 6.x: 20 fields */
         CHECK(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st) == 0);
         CHECK(st.n_fields == 20 && st.major == 254 && streq(name, "vda"));
-        CHECK(st.rd_ios == 5216 && st.wr_sectors == 188962 && st.time_in_queue == 7104);
+        CHECK(st.c.rd_ios == 5216 && st.c.wr_sectors == 188962 && st.c.time_in_queue == 7104);
         /* 4.18-5.4: 18 fields */
         CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st) == 0);
-        CHECK(st.n_fields == 18 && st.time_in_queue == 11);
+        CHECK(st.n_fields == 18 && st.c.time_in_queue == 11);
         /* before 4.18: 14 fields */
         CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) == 0);
-        CHECK(st.n_fields == 14 && st.io_ticks == 10);
+        CHECK(st.n_fields == 14 && st.c.io_ticks == 10);
 }
 
 TEST(diskstats_malformed_lines) {
@@ -42,19 +42,19 @@ TEST(diskstats_malformed_lines) {
 }
 
 TEST(signals_from_two_samples) {
-        DiskStat a = { .rd_ios = 1000, .rd_sectors = 8000, .rd_ticks = 500, .wr_ios = 0, .io_ticks = 100,
-                       .time_in_queue = 1000 };
+        DiskStat a = { .c.rd_ios = 1000, .c.rd_sectors = 8000, .c.rd_ticks = 500, .c.wr_ios = 0, .c.io_ticks = 100,
+                       .c.time_in_queue = 1000 };
         DiskStat b = a;
         Signals s;
 
         /* one second: 2000 reads of 4 KiB taking 1 ms each, busy 500 ms, depth 2 */
-        b.rd_ios += 2000;
-        b.rd_sectors += 2000 * 8;
-        b.rd_ticks += 2000;
-        b.io_ticks += 500;
-        b.time_in_queue += 2000;
+        b.c.rd_ios += 2000;
+        b.c.rd_sectors += 2000 * 8;
+        b.c.rd_ticks += 2000;
+        b.c.io_ticks += 500;
+        b.c.time_in_queue += 2000;
         b.in_flight = 3;
-        signals_compute(&a, &b, 1000, 4, &s);
+        signals_compute(&a.c, &b, 1000, 4, &s);
         CHECK(s.valid);
         CHECK(s.riops == 2000 && s.iops == 2000 && s.wiops == 0);
         CHECK(s.rmbps > 8.19 && s.rmbps < 8.20);
@@ -64,25 +64,25 @@ TEST(signals_from_two_samples) {
 }
 
 TEST(stale_dispatch_busy_reads_as_idle) {
-        DiskStat a = { .rd_ios = 10 }, b = a;
+        DiskStat a = { .c.rd_ios = 10 }, b = a;
         Signals s;
 
         /* no I/O in the tick: the EWMA was not updated, it says nothing */
-        signals_compute(&a, &b, 1000, 7, &s);
+        signals_compute(&a.c, &b, 1000, 7, &s);
         CHECK(s.valid && s.dispatch_busy == 0);
-        signals_compute(&a, &b, 1000, -1, &s);
+        signals_compute(&a.c, &b, 1000, -1, &s);
         CHECK(s.dispatch_busy == -1);
 }
 
 TEST(counters_going_backwards_invalidate_the_tick) {
-        DiskStat a = { .rd_ios = 4294967290u, .io_ticks = 50 }, b = { .rd_ios = 10, .io_ticks = 60 };
+        DiskStat a = { .c.rd_ios = 4294967290u, .c.io_ticks = 50 }, b = { .c.rd_ios = 10, .c.io_ticks = 60 };
         Signals s;
 
-        signals_compute(&a, &b, 1000, -1, &s);
+        signals_compute(&a.c, &b, 1000, -1, &s);
         CHECK(!s.valid);
         signals_compute(NULL, &b, 1000, -1, &s);
         CHECK(!s.valid);
-        signals_compute(&b, &b, 0, -1, &s);
+        signals_compute(&b.c, &b, 0, -1, &s);
         CHECK(!s.valid);
 }
 
