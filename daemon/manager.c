@@ -294,6 +294,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->tick_source);
         record_close(m->record);
         free(m->diskstats);
+        free(m->flips);
         discover_free(m->discover);
         policy_set_free(m->policies);
         config_done(&m->config);

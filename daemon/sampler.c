@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The tick: one read of /proc/diskstats for all devices, signals per
- * device, the dynamic state machine, flips. The steady state allocates
- * nothing: the read buffer is reused, lines are parsed in place, devices
- * are found by dev_t. */
+/* The tick: one pass over /proc/diskstats for all devices, signals per
+ * device, the dynamic state machine, then the flips it decided. The steady
+ * state allocates nothing: the read buffer is reused, lines are parsed in
+ * place, devices are found by dev_t. */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/sysmacros.h>
@@ -23,39 +23,6 @@ static uint64_t cpu_nsec(void) {
 
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
         return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
-}
-
-/* Reads the whole file into m->diskstats, growing it only when it is full. */
-static int read_diskstats(Manager *m, size_t *len) {
-        char path[PATH_MAX];
-        _cleanup_close_ int fd = -1;
-        size_t n = 0;
-
-        snprintf(path, sizeof(path), "%s/diskstats", m->roots.proc);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                ssize_t k;
-
-                if (n + 1 >= m->diskstats_size) {
-                        size_t size = m->diskstats_size ? m->diskstats_size * 2 : (size_t) 64 * 1024;
-                        char *b = realloc(m->diskstats, size);
-                        if (!b)
-                                return -ENOMEM;
-                        m->diskstats = b;
-                        m->diskstats_size = size;
-                }
-                k = read(fd, m->diskstats + n, m->diskstats_size - n - 1);
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        m->diskstats[n] = 0;
-        *len = n;
-        return 0;
 }
 
 /* dispatch_busy: max over the default-type hctxs. Poll hctxs come last. */
@@ -83,6 +50,35 @@ static double read_dispatch_busy(Manager *m, const Device *d) {
         return best;
 }
 
+/* Flips wait until every device is sampled: a flip's scheduler write
+ * (10-25 ms) would otherwise delay reading the devices after it, and
+ * inflate their rates over this tick's interval. */
+static int flips_push(Manager *m, dev_t devnum, const DynDecision *dec) {
+        if (m->n_flips == m->flips_size) {
+                size_t n = m->flips_size ? m->flips_size * 2 : 4;
+                PendingFlip *f = reallocarray(m->flips, n, sizeof(PendingFlip));
+
+                if (!f)
+                        return -ENOMEM;
+                m->flips = f;
+                m->flips_size = n;
+        }
+        m->flips[m->n_flips++] = (PendingFlip) { .devnum = devnum, .dec = *dec };
+        return 0;
+}
+
+/* A flip may forget its device (gone while applying), never another one:
+ * each is found again by number. */
+static void flips_apply(Manager *m) {
+        for (size_t i = 0; i < m->n_flips; i++) {
+                Device *d = device_table_get(&m->devices, m->flips[i].devnum);
+
+                if (d)
+                        device_flip(m, d, &m->flips[i].dec);
+        }
+        m->n_flips = 0;
+}
+
 static void device_sample(Manager *m, Device *d, const DiskStat *st, double interval_ms) {
         const DynamicPolicy *dyn = d->plan->managed ? d->plan->dynamic : NULL;
         double busy = -1;
@@ -98,18 +94,87 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
         if (!dyn || !d->dynamic || device_is_held(m, d))
                 return;         /* paused or overridden: no flips */
         dynamic_step(dyn, &d->dynamic->state, &d->signals, m->tick, &dec);
-        if (dec.flip)
-                device_flip(m, d, &dec);
+        if (dec.flip && flips_push(m, d->devnum, &dec) < 0) {
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+        }
+}
+
+static void sample_line(Manager *m, const char *line, size_t len, double interval_ms) {
+        char name[DISKSTAT_NAME_MAX];
+        DiskStat st;
+        Device *d;
+
+        if (diskstat_parse_line(line, len, &st, name) < 0)
+                return;
+        d = device_table_get(&m->devices, makedev(st.major, st.minor));
+        if (d && streq(d->name, name))
+                device_sample(m, d, &st, interval_ms);
+}
+
+/* /proc/diskstats gives at most a page of whole lines per read() however
+ * large the buffer (seq_file), so a buffer for the whole file (64 KiB at
+ * 1000 devices, 640 KiB at 10,000) would only hold lines already parsed.
+ * Each chunk is parsed as it comes; a line cut at its end (a regular file,
+ * as in the tests' fixture trees) moves to the front for the next read. */
+static int sample_lines(Manager *m, int fd, double interval_ms) {
+        char *buf = m->diskstats;
+        size_t kept = 0;
+        bool skipping = false;          /* in a line longer than the buffer: not diskstats */
+
+        for (;;) {
+                ssize_t k = read(fd, buf + kept, DISKSTATS_CHUNK - kept);
+                char *p = buf, *end, *nl;
+
+                if (k < 0)
+                        return -errno;
+                end = buf + kept + k;
+                for (; (nl = memchr(p, '\n', (size_t) (end - p))); p = nl + 1) {
+                        if (!skipping)
+                                sample_line(m, p, (size_t) (nl + 1 - p), interval_ms);
+                        skipping = false;
+                }
+                kept = (size_t) (end - p);
+                if (k == 0) {
+                        if (kept && !skipping)          /* the last line, without a newline */
+                                sample_line(m, p, kept, interval_ms);
+                        return 0;
+                }
+                if (kept == DISKSTATS_CHUNK) {
+                        skipping = true;
+                        kept = 0;
+                }
+                memmove(buf, p, kept);
+        }
+}
+
+static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
+        char path[PATH_MAX];
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "%s/diskstats", m->roots.proc);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (m->record)
+                record_write_tick(m->record, now, m->tick);
+        r = sample_lines(m, fd, interval_ms);
+        if (m->record)
+                record_end_tick(m->record);
+        return r;
 }
 
 void manager_tick(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
         uint64_t start = now_usec(), cpu_start = cpu_nsec();
-        size_t len = 0;
         int r;
 
         m->tick++;
-        r = read_diskstats(m, &len);
+        r = sample_diskstats(m, now, interval_ms);
+        flips_apply(m);
         if (r < 0) {
                 if (r != m->diskstats_error)
                         log_warning_errno(r, "Cannot read %s/diskstats, load is not sampled: %m", m->roots.proc);
@@ -118,22 +183,6 @@ void manager_tick(Manager *m, uint64_t now) {
         }
         m->diskstats_error = 0;
         m->last_sample_usec = now;
-        if (m->record)
-                record_write_tick(m->record, now, m->tick);
-        for (char *line = m->diskstats, *next; line < m->diskstats + len; line = next) {
-                char *nl = strchr(line, '\n'), name[DISKSTAT_NAME_MAX];
-                DiskStat st;
-                Device *d;
-
-                next = nl ? nl + 1 : m->diskstats + len;
-                if (diskstat_parse_line(line, (size_t) (next - line), &st, name) < 0)
-                        continue;
-                d = device_table_get(&m->devices, makedev(st.major, st.minor));
-                if (d && streq(d->name, name))
-                        device_sample(m, d, &st, interval_ms);
-        }
-        if (m->record)
-                record_end_tick(m->record);
         if (m->config.drift_checks_per_tick)
                 manager_check_drift(m, m->config.drift_checks_per_tick);
         if (m->config.metrics_textfile_dir && m->tick % m->config.metrics_every_ticks == 0) {

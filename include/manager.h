@@ -57,6 +57,14 @@ typedef struct DeviceDynamic {
         unsigned n_history, history_pos;
 } DeviceDynamic;
 
+/* A flip dynamic_step() decided during a tick, applied after the pass. */
+typedef struct PendingFlip {
+        dev_t devnum;
+        DynDecision dec;
+} PendingFlip;
+
+#define DISKSTATS_CHUNK 8192
+
 typedef struct Device {
         Manager *manager;
         /* shared (intern.h): devices alike have the same facts and get the
@@ -109,8 +117,9 @@ struct Manager {
         sd_event_source *tick_source;
         uint64_t tick;                  /* ticks so far */
         uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
-        char *diskstats;                /* read buffer, grown when needed, then reused */
-        size_t diskstats_size;
+        char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */
+        PendingFlip *flips;             /* decided during this tick's pass, applied after it */
+        size_t n_flips, flips_size;
         int diskstats_error;            /* last read error, 0 when fine */
         int dispatch_busy_error;        /* last debugfs read error, 0 when fine */
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
