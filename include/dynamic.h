@@ -11,24 +11,29 @@
 #include "policy.h"
 #include "sample.h"
 
+/* Every dynamic device has one: the ring positions are bytes (rings hold
+ * at most DYNAMIC_WINDOW_MAX and DYNAMIC_FLIPS_CAP), and they and the
+ * flags sit together at the end, where they cost no padding. */
 typedef struct DynState {
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
-        unsigned enter_streak, leave_streak;
         /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
          * the policy's window is over 1 tick: the default window of 1 needs
          * none, and 1000 devices would carry 416 KB of it for nothing. */
         float (*history)[_SIGNAL_MAX];
-        unsigned n_history, history_pos;
         /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
          * max_flips of them are all the cap looks at. */
         uint32_t *flip_ticks;
-        unsigned flip_ring, n_flip_ticks, flip_pos;
+        double flip_cost_ms;                    /* time spent applying flips */
+        unsigned enter_streak, leave_streak;
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */
-        bool busy;                              /* here, not first: no padding (every dynamic device has one) */
+        uint8_t n_history, history_pos;
+        uint8_t flip_ring, n_flip_ticks, flip_pos;
+        bool busy;
         bool started;
-        double flip_cost_ms;                    /* time spent applying flips */
 } DynState;
+
+_Static_assert(DYNAMIC_WINDOW_MAX <= UINT8_MAX && DYNAMIC_FLIPS_CAP <= UINT8_MAX, "ring positions are bytes");
 
 typedef struct DynDecision {
         bool flip;
