@@ -320,7 +320,7 @@ int manager_redecide(Manager *m) {
 
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->facts;
-        (void) strscpy(view->name, sizeof(view->name), d->name);
+        (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
         view->major = major(d->devnum);
         view->minor = minor(d->devnum);
         view->diskseq = d->diskseq;
@@ -346,13 +346,14 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
 /* Takes ownership of *f. */
 static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
-        Device *d = calloc(1, sizeof(Device));
+        size_t len = strlen(f->name);
+        Device *d = calloc(1, offsetof(Device, name) + len + 1);
         int r;
 
         if (!d)
                 return -ENOMEM;
         d->manager = m;
-        (void) strscpy(d->name, sizeof(d->name), f->name);
+        memcpy(d->name, f->name, len + 1);
         d->devnum = makedev(f->major, f->minor);
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0) {

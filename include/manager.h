@@ -54,7 +54,7 @@ typedef struct DeviceDynamic {
         DynState state;
         FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
                                  * the first flip, since most devices never flip */
-        unsigned n_history, history_pos;
+        uint8_t n_history, history_pos;
 } DeviceDynamic;
 
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
@@ -84,11 +84,13 @@ typedef struct Device {
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         struct Device *hash_next;
         unsigned retries;
-        char name[NAME_MAX_LEN]; /* a refresh replaces the facts of the same name only */
         /* together at the end: a bool between pointers costs 7 bytes of padding */
         bool seen;              /* marks survivors during a rescan */
         bool have_stat;
         bool paused;            /* pause DEV: left as it is until resume */
+        /* as long as it is (most are under 16 bytes, the kernel allows 31):
+         * a refresh replaces the facts of the same name only */
+        char name[];
 } Device;
 
 typedef struct DeviceTable {
