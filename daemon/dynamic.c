@@ -89,18 +89,20 @@ static void flip_ring_push(DynState *s, uint64_t tick) {
 static int flip_ring_fit(DynState *s, unsigned size) {
         DynState old = *s;
         unsigned keep = old.flip_ticks ? old.n_flip_ticks : 0;
-        uint32_t *ring;
+        uint32_t *ring = NULL;
 
         if (size == s->flip_ring)
                 return 0;
-        ring = size > 0 ? calloc(size, sizeof(uint32_t)) : NULL;
-        if (size > 0 && !ring)
+        /* without flips to keep, the first flip allocates it */
+        if (keep > 0 && size > 0 && !(ring = calloc(size, sizeof(uint32_t))))
                 return -ENOMEM;
         s->flip_ticks = ring;
         s->flip_ring = size;
         s->n_flip_ticks = s->flip_pos = 0;
         /* the newest that fit, oldest of them first */
-        if (keep > size)
+        if (!ring)
+                keep = 0;
+        else if (keep > size)
                 keep = size;
         for (unsigned k = keep; k > 0; k--)
                 flip_ring_push(s, old.flip_ticks[(old.flip_pos + old.flip_ring - k) % old.flip_ring]);
@@ -153,7 +155,7 @@ static void describe(const Condition *c, unsigned n, unsigned ticks, const Signa
                 snprintf(buf + len, size - len, " for %u ticks", ticks);
 }
 
-void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret) {
+int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret) {
         const Condition *conds;
         unsigned n, need, *streak;
         Signals avg;
@@ -164,7 +166,7 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
                 s->since_tick = tick;
         }
         if (!sig->valid)
-                return;         /* no baseline or a counter wrapped: hold everything */
+                return 0;       /* no baseline or a counter wrapped: hold everything */
         assert(s->flip_ring == p->max_flips && (p->window > 1) == (s->history != NULL)); /* dyn_state_fit() */
         if (p->window > 1) {
                 history_push(s, sig);
@@ -178,11 +180,13 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         streak = s->busy ? &s->leave_streak : &s->enter_streak;
         *streak = all_hold(conds, n, &avg) ? *streak + 1 : 0;
         if (*streak < need || tick - s->since_tick < p->min_dwell_ticks)
-                return;
+                return 0;
         if (flips_within(s, tick, p->flip_window_ticks) >= p->max_flips) {
                 s->capped++;
-                return;
+                return 0;
         }
+        if (!s->flip_ticks && !(s->flip_ticks = calloc(s->flip_ring, sizeof(uint32_t))))
+                return -ENOMEM;
 
         ret->flip = true;
         ret->to_busy = !s->busy;
@@ -192,4 +196,5 @@ void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint6
         s->enter_streak = s->leave_streak = 0;
         flip_ring_push(s, tick);
         s->flips++;
+        return 0;
 }

@@ -113,7 +113,8 @@ static int replay_tick(Replay *r, const cJSON *j) {
                 d->have_stat = true;
                 if (!d->plan.managed || !d->plan.dynamic)
                         continue;
-                dynamic_step(d->plan.dynamic, &d->dyn, &sig, r->tick, &dec);
+                if (dynamic_step(d->plan.dynamic, &d->dyn, &sig, r->tick, &dec) < 0)
+                        return -ENOMEM;
                 if (!dec.flip)
                         continue;
                 if (print_flip(r, t->valuedouble, d, &dec) < 0 || replay_decide(r, d) < 0)

@@ -93,8 +93,8 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
                 record_write_sample(m->record, d->name, st, busy);
         if (!dyn || !d->dynamic || device_is_held(m, d))
                 return;         /* paused or overridden: no flips */
-        dynamic_step(dyn, &d->dynamic->state, &d->signals, m->tick, &dec);
-        if (dec.flip && flips_push(m, d->devnum, &dec) < 0) {
+        if (dynamic_step(dyn, &d->dynamic->state, &d->signals, m->tick, &dec) < 0 ||
+            (dec.flip && flips_push(m, d->devnum, &dec) < 0)) {
                 log_oom();
                 sd_event_exit(m->event, -ENOMEM);
         }

@@ -21,7 +21,8 @@ typedef struct DynState {
          * none, and 1000 devices would carry 416 KB of it for nothing. */
         float (*history)[_SIGNAL_MAX];
         /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
-         * max_flips of them are all the cap looks at. */
+         * max_flips of them are all the cap looks at. Allocated at the first
+         * flip: most devices never flip. */
         uint32_t *flip_ticks;
         double flip_cost_ms;                    /* time spent applying flips */
         unsigned enter_streak, leave_streak;
@@ -48,5 +49,7 @@ typedef struct DynDecision {
 int dyn_state_fit(DynState *s, const DynamicPolicy *p);
 void dyn_state_done(DynState *s);
 
-void dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret);
+/* -ENOMEM: no memory for the flip ring at the first flip; the flip did not
+ * happen (the streak stays: the next tick tries again). */
+int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret);
 bool condition_holds(const Condition *c, const Signals *s);

@@ -27,7 +27,7 @@ static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iop
                 Signals sig = at(iops[i]);
                 DynDecision d;
 
-                dynamic_step(p, s, &sig, first + i, &d);
+                CHECK(dynamic_step(p, s, &sig, first + i, &d) == 0);
                 if (d.flip)
                         flips[k++] = first + i;
         }
@@ -145,6 +145,22 @@ TEST(refit_keeps_the_newest_flips) {
         CHECK(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
         p.window = 1;
         CHECK(dyn_state_fit(&s, &p) == 0 && !s.history && s.flips == 5);
+}
+
+TEST(the_flip_ring_comes_with_the_first_flip) {
+        DynamicPolicy p = iops_policy();
+        _cleanup_(dyn_state_done) DynState s = {};
+        double idle[5] = { 100, 100, 100, 100, 100 }, busy[5] = { 50000, 50000, 50000, 50000, 50000 };
+        uint64_t flips[8];
+
+        p.min_dwell_ticks = 0;
+        CHECK(run_trace(&p, &s, idle, 5, 0, flips) == 0);
+        CHECK(!s.flip_ticks && s.flip_ring == p.max_flips);
+        /* a reload fits a state that never flipped without allocating */
+        p.max_flips = 4;
+        CHECK(dyn_state_fit(&s, &p) == 0 && !s.flip_ticks && s.flip_ring == 4);
+        CHECK(run_trace(&p, &s, busy, 5, 5, flips) == 1);
+        CHECK(s.flip_ticks && s.n_flip_ticks == 1 && s.flip_ticks[0] == flips[0]);
 }
 
 TEST(invalid_samples_hold_everything) {
