@@ -129,8 +129,11 @@ static void *plan_dup(const void *value) {
         *p = *src;
         p->items = (PlanItem *) (p + 1);
         p->matched = (const char **) (p->items + src->n_items);
-        memcpy(p->items, src->items, sizeof(PlanItem) * src->n_items);
-        memcpy(p->matched, src->matched, sizeof(const char *) * src->n_matched);
+        /* an undecided or unmanaged plan has neither (NULL: no memcpy) */
+        if (src->n_items)
+                memcpy(p->items, src->items, sizeof(PlanItem) * src->n_items);
+        if (src->n_matched)
+                memcpy(p->matched, src->matched, sizeof(const char *) * src->n_matched);
         return p;
 }
 

@@ -194,6 +194,10 @@ TEST(devices_with_the_same_plan_share_one_copy) {
         intern_unref(&plans, first);
         CHECK(plans.n_entries == 0);
         intern_unref(&plans, NULL);
+        /* a plan with no items and no names (undecided, unmanaged) */
+        first = intern_ref(&plans, &(Plan) { .reason = "not decided yet" });
+        CHECK(first && first->n_items == 0 && streq(first->reason, "not decided yet") && plans.n_entries == 1);
+        intern_unref(&plans, first);
         intern_table_done(&plans);
         policy_set_free(s);
 }
