@@ -156,7 +156,7 @@ cJSON *manager_verify(Manager *m);
 void manager_check_drift(Manager *m, unsigned n);
 bool device_is_held(const Manager *m, const Device *d);
 
-/* sampler.c: one tick, one read of /proc/diskstats for every device */
+/* sampler.c: one tick, one pass over /proc/diskstats for every device */
 int manager_start_ticks(Manager *m);
 void manager_tick(Manager *m, uint64_t now_usec);
 /* device.c: one device's life */

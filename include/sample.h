@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* sample: /proc/diskstats (one read per tick for all devices) and debugfs
+/* sample: /proc/diskstats (one pass per tick for all devices) and debugfs
  * dispatch_busy → per-device Signals. The parsers are pure. */
 
 #include <stdbool.h>

@@ -10,7 +10,6 @@ needed: dry run on a copy of the kvm-6.18 tree)."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import time
 
 blkpolicyd, fixture, top = sys.argv[1:4]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import Results  # noqa: E402
+from loopdev import Results, control_call  # noqa: E402
 
 CHUNK = 8192
 res = Results()
@@ -68,18 +67,7 @@ try:
                               stderr=subprocess.DEVNULL)
 
     def ticks():
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
-        s.connect(sock)
-        s.sendall(b'{"command": "status"}\n')
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-        s.close()
-        return json.loads(buf)["result"]["tick"]["count"]
+        return control_call(sock, {"command": "status"})["result"]["tick"]["count"]
 
     deadline = time.monotonic() + 20
     while True:
