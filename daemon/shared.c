@@ -11,7 +11,15 @@
 #include "util.h"
 
 static uint64_t hash_ptr(uint64_t h, const void *p) {
-        return intern_hash_bytes(h, &p, sizeof(p));
+        return intern_hash_u64(h, (uintptr_t) p);
+}
+
+static uint64_t hash_numbers(const unsigned *v, size_t n) {
+        uint64_t h = INTERN_HASH_INIT;
+
+        for (size_t i = 0; i < n; i++)
+                h = intern_hash_u64(h, v[i]);
+        return h;
 }
 
 static uint64_t hash_str(uint64_t h, const char *s) {
@@ -40,7 +48,7 @@ static uint64_t facts_hash(const void *value) {
         const DeviceFacts *f = value;
         unsigned head[] = { f->hw_queues, f->poll_queues, f->nr_requests, f->rotational, f->hidden,
                             f->zoned, f->classes, f->schedulers.n, (unsigned) f->schedulers.current };
-        uint64_t h = intern_hash_bytes(INTERN_HASH_INIT, head, sizeof(head));
+        uint64_t h = hash_numbers(head, ELEMENTSOF(head));
 
         h = hash_str(hash_str(hash_str(h, f->driver), f->subsystem), f->model);
         return intern_hash_bytes(h, f->schedulers.names, scheduler_list_used(&f->schedulers));
@@ -79,7 +87,7 @@ const InternType facts_intern_type = {
 static uint64_t plan_hash(const void *value) {
         const Plan *p = value;
         unsigned head[] = { p->n_matched, p->n_items, p->fallback_mask, p->managed, p->busy };
-        uint64_t h = intern_hash_bytes(INTERN_HASH_INIT, head, sizeof(head));
+        uint64_t h = hash_numbers(head, ELEMENTSOF(head));
 
         h = hash_ptr(h, p->reason);
         h = hash_ptr(h, p->policy);
@@ -88,9 +96,7 @@ static uint64_t plan_hash(const void *value) {
                 h = hash_ptr(h, p->matched[i]);
         for (unsigned i = 0; i < p->n_items; i++) {
                 const PlanItem *it = &p->items[i];
-                unsigned id[] = { it->tunable, it->result };
-
-                h = intern_hash_bytes(h, id, sizeof(id));
+                h = intern_hash_u64(intern_hash_u64(h, it->tunable), it->result);
                 h = hash_str(hash_str(h, it->target), it->current);
         }
         return h;

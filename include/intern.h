@@ -36,12 +36,18 @@ void intern_unref(InternTable *t, const void *shared);
 unsigned intern_count(const InternTable *t, const void *value);
 void intern_table_done(InternTable *t);
 
-/* FNV-1a, for the types' hash functions. */
+/* For the types' hash functions: FNV-1a over bytes (texts), and a
+ * multiplicative mix for numbers and pointers. */
 static inline uint64_t intern_hash_bytes(uint64_t h, const void *p, size_t n) {
         const unsigned char *c = p;
 
         for (size_t i = 0; i < n; i++)
                 h = (h ^ c[i]) * 0x100000001b3ull;
         return h;
+}
+
+static inline uint64_t intern_hash_u64(uint64_t h, uint64_t v) {
+        h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+        return h ^ (h >> 32);
 }
 #define INTERN_HASH_INIT 0xcbf29ce484222325ull
