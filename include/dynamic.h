@@ -2,8 +2,9 @@
 #pragma once
 
 /* dynamic: the busy/base state machine of one device. Pure: previous
- * state + this tick's signals + policy → next state and whether to flip.
- * The daemon, --replay and the unit tests run the same function. */
+ * state + this tick's signals + policy → next state and whether to flip;
+ * no I/O, no clock (it only allocates the state's own rings). The daemon,
+ * --replay and the unit tests run the same function. */
 
 #include <stdbool.h>
 #include <stdint.h>
