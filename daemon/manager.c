@@ -11,11 +11,11 @@
 #include "classify.h"
 #include "control.h"
 #include "log.h"
-#include "metrics.h"
-#include "shared.h"
 #include "manager.h"
+#include "metrics.h"
 #include "record.h"
 #include "report.h"
+#include "shared.h"
 #include "util.h"
 
 
