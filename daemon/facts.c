@@ -55,11 +55,24 @@ void device_facts_done(DeviceFacts *f) {
         f->properties = strv_free(f->properties);
 }
 
-int scheduler_list_add(SchedulerList *l, const char *name) {
-        size_t used = 0, len = strlen(name);
+size_t scheduler_list_bytes(const SchedulerList *l) {
+        size_t used = 0;
 
         for (unsigned i = 0; i < l->n; i++)
                 used += strlen(l->names + used) + 1;
+        return used;
+}
+
+bool scheduler_list_equal(const SchedulerList *a, const SchedulerList *b) {
+        size_t used = scheduler_list_bytes(a);
+
+        return a->n == b->n && a->current == b->current && used == scheduler_list_bytes(b) &&
+               memcmp(a->names, b->names, used) == 0;
+}
+
+int scheduler_list_add(SchedulerList *l, const char *name) {
+        size_t used = scheduler_list_bytes(l), len = strlen(name);
+
         if (len == 0 || len >= SCHED_NAME_MAX || used + len + 1 > sizeof(l->names) || l->n == UINT8_MAX)
                 return -EBADMSG;
         memcpy(l->names + used, name, len + 1);

@@ -26,22 +26,6 @@ static uint64_t hash_str(uint64_t h, const char *s) {
         return intern_hash_bytes(h, s, strlen(s) + 1);
 }
 
-/* What the names take of the packed list: the rest is not part of it. */
-static size_t scheduler_list_used(const SchedulerList *l) {
-        size_t used = 0;
-
-        for (unsigned i = 0; i < l->n; i++)
-                used += strlen(l->names + used) + 1;
-        return used;
-}
-
-static bool scheduler_list_equal(const SchedulerList *a, const SchedulerList *b) {
-        size_t used = scheduler_list_used(a);
-
-        return a->n == b->n && a->current == b->current && used == scheduler_list_used(b) &&
-               memcmp(a->names, b->names, used) == 0;
-}
-
 /* The identity (name, number, media, properties) is the device's own: the
  * hash and the comparison leave it out, the copy has it blank. */
 static uint64_t facts_hash(const void *value) {
@@ -51,7 +35,7 @@ static uint64_t facts_hash(const void *value) {
         uint64_t h = hash_numbers(head, ELEMENTSOF(head));
 
         h = hash_str(hash_str(hash_str(h, f->driver), f->subsystem), f->model);
-        return intern_hash_bytes(h, f->schedulers.names, scheduler_list_used(&f->schedulers));
+        return intern_hash_bytes(h, f->schedulers.names, scheduler_list_bytes(&f->schedulers));
 }
 
 static bool facts_equal(const void *va, const void *vb) {

@@ -5,6 +5,7 @@
  * sysfs (and debugfs), and what the kernel can do. decide.c reads only these. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum DeviceClass {
@@ -64,6 +65,10 @@ const char *scheduler_list_at(const SchedulerList *l, unsigned i);
 /* The bracketed name, "" when the queue has none to offer. */
 const char *scheduler_list_current(const SchedulerList *l);
 bool scheduler_list_has(const SchedulerList *l, const char *name);
+/* What the names take of names[]: the bytes after them are not part of
+ * the list (and may hold anything). */
+size_t scheduler_list_bytes(const SchedulerList *l);
+bool scheduler_list_equal(const SchedulerList *a, const SchedulerList *b);
 
 typedef struct DeviceFacts {
         char name[NAME_MAX_LEN];

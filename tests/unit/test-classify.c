@@ -50,6 +50,19 @@ TEST(scheduler_list_is_packed_and_bounded) {
         CHECK_STR(device_facts_scheduler(&zeroed), "");
 }
 
+TEST(scheduler_lists_compare_by_their_names_only) {
+        SchedulerList a, b;
+
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq", &a) == 0);
+        CHECK(scheduler_list_bytes(&a) == 27);
+        memset(&b, 'x', sizeof(b));     /* what lies after the names does not count */
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq", &b) == 0);
+        b.names[30] = 'x';
+        CHECK(scheduler_list_equal(&a, &b));
+        CHECK(scheduler_list_parse("none mq-deadline kyber [bfq]", &b) == 0 && !scheduler_list_equal(&a, &b));
+        CHECK(scheduler_list_parse("none [mq-deadline] kyber", &b) == 0 && !scheduler_list_equal(&a, &b));
+}
+
 TEST(kernel_versions) {
         unsigned v[3], w[3] = { 6, 10, 0 };
 
