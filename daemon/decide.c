@@ -243,7 +243,7 @@ void decide(const DecideInput *in, Plan *plan) {
         }
 }
 
-PlanItem *plan_find(Plan *p, unsigned tunable) {
+const PlanItem *plan_find(const Plan *p, unsigned tunable) {
         for (unsigned i = 0; i < p->n_items; i++)
                 if (p->items[i].tunable == tunable)
                         return &p->items[i];

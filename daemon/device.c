@@ -266,11 +266,8 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
 /* A device that now runs mq-deadline shows whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
 static void device_learn_caps(Manager *m, const Device *d) {
-        const PlanItem *s = NULL;
+        const PlanItem *s = plan_find(d->plan, TUNABLE_SCHEDULER);
 
-        for (unsigned i = 0; i < d->plan->n_items; i++)
-                if (d->plan->items[i].tunable == TUNABLE_SCHEDULER)
-                        s = &d->plan->items[i];
         if (!s || s->result != RESULT_APPLIED)
                 return;
         if (!kernel_caps_learn(&m->caps, &m->roots, d->name, s->current))

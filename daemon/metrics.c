@@ -74,11 +74,9 @@ static void write_device_metrics(Buf *b, Device **devs, int n) {
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
-                const char *s = device_facts_scheduler(devs[i]->facts);
+                const PlanItem *it = plan_find(devs[i]->plan, TUNABLE_SCHEDULER);
+                const char *s = it && it->current[0] ? it->current : device_facts_scheduler(devs[i]->facts);
 
-                for (unsigned j = 0; j < devs[i]->plan->n_items; j++)
-                        if (devs[i]->plan->items[j].tunable == TUNABLE_SCHEDULER && devs[i]->plan->items[j].current[0])
-                                s = devs[i]->plan->items[j].current;
                 if (!*s)
                         continue;
                 fputs("blkpolicyd_device_scheduler{device=\"", b->f);

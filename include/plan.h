@@ -80,4 +80,5 @@ static inline Plan *plan_buffer_init(PlanBuffer *b) {
 /* ret->items and ret->matched must have room for TUNABLES_MAX and
  * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
-PlanItem *plan_find(Plan *p, unsigned tunable);
+/* The item of tunable, NULL when the plan has none (a plan has one at most). */
+const PlanItem *plan_find(const Plan *p, unsigned tunable);

@@ -180,7 +180,7 @@ TEST(devices_with_the_same_plan_share_one_copy) {
         second = intern_ref(&plans, &plan);
         CHECK(second == first && intern_count(&plans, &plan) == 2);
         /* what apply read differs: another copy */
-        (void) strscpy(plan_find(&plan, (unsigned) ra)->before, VALUE_MAX, "128");
+        (void) strscpy(pb.items[plan_find(&plan, (unsigned) ra) - pb.items].before, VALUE_MAX, "128");
         other = intern_ref(&plans, &plan);
         CHECK(other && other != first && plans.n_entries == 2);
         /* a smaller decision is another plan too */
