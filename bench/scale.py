@@ -156,7 +156,7 @@ def measure_n(n, loops, work, policy_dir, args):
     # 2 x 10,000 ticks at 1 ms: does memory grow? A page touched once (the
     # heap's top, the stack) is not growth; a second 10,000 tells them apart.
     d = Daemon(work, [os.path.join(TOP, "policies"), policy_dir], tick_ms=1)
-    while d.call("status")["tick"]["count"] < 100:     # warm-up: the diskstats buffer is sized
+    while d.call("status")["tick"]["count"] < 100:     # warm-up: the tick's pages are touched once
         time.sleep(0.05)
     res["mem_before_10k"] = d.memory()
     t0 = d.call("status")["tick"]["count"]

@@ -142,11 +142,8 @@ int manager_reload(Manager *m, cJSON **errors);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
 void manager_pause(Manager *m, Device *d, bool pause);
 cJSON *manager_report_device(Manager *m, Device *d);
-/* What report.c reads of a device (explain.c) */
-/* d's whole facts, in *view: the shared ones with its name, number,
- * diskseq and properties (borrowed: not for device_facts_done()). */
-const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
-/* view: storage for device_facts(), as long as the result is used. */
+/* What report.c reads of a device (explain.c); view: storage for
+ * device_facts(), as long as the result is used. */
 ReportDevice device_report_input(const Device *d, DeviceFacts *view);
 cJSON *manager_explain(Manager *m, Device *d);
 /* drift.c: what is live in sysfs against what blkpolicyd intends */
@@ -174,6 +171,9 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec);
 void device_forget(Manager *m, Device *d, bool drop_state);
 int manager_process_all(Manager *m);
 int manager_refresh_properties(Manager *m);
+/* d's whole facts, in *view: the shared ones with its name, number,
+ * diskseq and properties (borrowed: not for device_facts_done()). */
+const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
 /* New kernel capabilities change decisions: take them all again, once. */
 int manager_redecide(Manager *m);
 

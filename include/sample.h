@@ -8,9 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The counters of one /proc/diskstats line (Documentation/admin-guide/iostats.rst).
- * 14-field lines (before 4.18) have no discard fields, 18-field lines (before
- * 5.5) no flush fields: those read as 0. */
 /* The counters a tick needs of the one before: what a device keeps. */
 typedef struct DiskCounters {
         uint64_t rd_ios, rd_merges, rd_sectors, rd_ticks;
@@ -18,6 +15,9 @@ typedef struct DiskCounters {
         uint64_t io_ticks, time_in_queue;
 } DiskCounters;
 
+/* One /proc/diskstats line (Documentation/admin-guide/iostats.rst).
+ * 14-field lines (before 4.18) have no discard fields, 18-field lines (before
+ * 5.5) no flush fields: those read as 0. */
 typedef struct DiskStat {
         DiskCounters c;
         uint64_t in_flight;     /* a gauge: only the current one counts */
@@ -31,8 +31,8 @@ typedef struct DiskStat {
  * discard and flush fields are checked but not kept: no signal uses them. */
 int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]);
 
-/* What one tick saw on one device. Rates are per second over the tick. */
-/* Kept per device, so float: 7 digits are more than a rate over one tick
+/* What one tick saw on one device. Rates are per second over the tick.
+ * Kept per device, so float: 7 digits are more than a rate over one tick
  * means, and halve what every device carries. Computed in double. */
 typedef struct Signals {
         bool valid;             /* false: no previous sample, or a counter went backwards */
