@@ -163,12 +163,13 @@ int config_load(Config *c, const char *path, bool required) {
         ConfigParse p = { .config = c, .path = path };
         int r;
 
-        f = fopen(path, "re");
-        if (!f) {
-                if (errno == ENOENT && !required)
-                        return 0;
-                return log_error_errno(errno, "%s: cannot open: %m", path);
-        }
+        r = fopen_regular(path, &f);
+        if (r == -ENOENT && !required)
+                return 0;
+        if (r == -EBADFD)
+                return log_error_errno(r, "%s: not a regular file, refusing to read it", path);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot open: %m", path);
         p.file = f;
         r = ini_parse_stream(config_reader, &p, config_handler, &p);
         if (p.oom)

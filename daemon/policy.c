@@ -421,9 +421,11 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
         int r;
 
         *ret = NULL;
-        f = fopen(path, "re");
-        if (!f)
-                return policy_set_add_error(set, path, 0, "cannot open: %s", strerror(errno)) < 0 ? -ENOMEM : -EINVAL;
+        r = fopen_regular(path, &f);
+        if (r == -EBADFD)
+                return policy_set_add_error(set, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
+        if (r < 0)
+                return policy_set_add_error(set, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
 
         p = calloc(1, sizeof(Policy));
         if (!p)

@@ -146,9 +146,11 @@ int replay_run(const char *path, const PolicySet *policies, FILE *out) {
         ssize_t len;
         int ret = 0;
 
-        f = fopen(path, "re");
-        if (!f)
-                return log_error_errno(errno, "%s: cannot open: %m", path);
+        ret = fopen_regular(path, &f);
+        if (ret == -EBADFD)
+                return log_error_errno(ret, "%s: not a regular file, refusing to replay it", path);
+        if (ret < 0)
+                return log_error_errno(ret, "%s: cannot open: %m", path);
         while ((len = getline(&line, &size, f)) >= 0) {
                 cJSON *j = cJSON_ParseWithLength(line, (size_t) len);
                 int k;

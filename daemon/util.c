@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "util.h"
 
@@ -132,4 +135,34 @@ char *strstrip(char *s) {
         while (e > s && isspace((unsigned char) e[-1]))
                 *--e = 0;
         return s;
+}
+
+static bool stat_is_dev_null(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
+int fopen_regular(const char *path, FILE **ret) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        FILE *f;
+        int flags;
+
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) && !stat_is_dev_null(&st))
+                return -EBADFD;
+        /* a regular file never blocks anyway; clear it so that stdio sees
+         * ordinary reads */
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                return -errno;
+        f = fdopen(fd, "re");
+        if (!f)
+                return -errno;
+        fd = -1;        /* owned by f now */
+        *ret = f;
+        return 0;
 }

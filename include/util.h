@@ -103,3 +103,9 @@ int parse_boolean(const char *s);
 int parse_ll(const char *s, long long min, long long max, long long *ret);
 /* Strips leading and trailing white space in place; returns s. */
 char *strstrip(char *s);
+
+/* Opens a file to read that must be a regular file. O_NONBLOCK, so that
+ * open() of a FIFO cannot block the daemon, then fstat(): anything else (a
+ * FIFO, a directory, a device) is refused with -EBADFD before one byte is
+ * read. /dev/null is accepted and reads as empty (the masking idiom). */
+int fopen_regular(const char *path, FILE **ret);
