@@ -49,9 +49,10 @@ int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const 
         return 0;
 }
 
+/* One file name and every file of that name, in increasing priority. */
 typedef struct Candidate {
         char *name;
-        char *path;
+        char **paths;
 } Candidate;
 
 static int candidate_compare(const void *a, const void *b) {
@@ -61,33 +62,30 @@ static int candidate_compare(const void *a, const void *b) {
 static void candidates_free(Candidate *c, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(c[i].name);
-                free(c[i].path);
+                strv_free(c[i].paths);
         }
         free(c);
 }
 
-/* Adds or replaces (masks) the candidate of the same name. */
+/* Adds the file to the candidate of its name. A later directory does not
+ * drop the earlier file yet: if the later one is rejected, the earlier one
+ * is what stays in force. */
 static int candidates_put(Candidate **c, size_t *n, const char *dir, const char *name) {
-        char *path;
+        _cleanup_free_ char *path = NULL;
         Candidate *nc;
 
         if (asprintf(&path, "%s/%s", dir, name) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < *n; i++)
-                if (streq((*c)[i].name, name)) {
-                        free((*c)[i].path);
-                        (*c)[i].path = path;
-                        return 0;
-                }
+                if (streq((*c)[i].name, name))
+                        return strv_push(&(*c)[i].paths, path);
         nc = realloc(*c, sizeof(Candidate) * (*n + 1));
-        if (!nc) {
-                free(path);
+        if (!nc)
                 return -ENOMEM;
-        }
         *c = nc;
-        nc[*n] = (Candidate) { .name = strdup(name), .path = path };
-        if (!nc[*n].name) {
-                free(path);
+        nc[*n] = (Candidate) { .name = strdup(name) };
+        if (!nc[*n].name || strv_push(&nc[*n].paths, path) < 0) {
+                free(nc[*n].name);
                 return -ENOMEM;
         }
         (*n)++;
@@ -146,6 +144,33 @@ static int collect_property_keys(PolicySet *set) {
         return 0;
 }
 
+/* The file of the highest priority that is a mask or parses wins. A
+ * rejected file counts as absent, so a typo in /etc never leaves a device
+ * with less than the shipped file of the same name gave it. */
+static int load_candidate(PolicySet *set, const Candidate *c) {
+        for (size_t k = strv_length(c->paths); k > 0; k--) {
+                const char *path = c->paths[k - 1];
+                Policy *p;
+                int r;
+
+                if (path_is_mask(path))
+                        return 0;
+                r = policy_parse_file(path, c->name, set, &p);
+                if (r == -EINVAL) {
+                        set->n_files_rejected++;        /* its errors are listed */
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+                if (policy_set_append(set, p) < 0) {
+                        policy_free(p);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        return 0;
+}
+
 int policy_set_load(char *const *dirs, PolicySet **ret) {
         PolicySet *set;
         Candidate *c = NULL;
@@ -159,19 +184,8 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
                 r = collect_dir(*d, &c, &n, set);
         if (r >= 0 && n > 0)
                 qsort(c, n, sizeof(Candidate), candidate_compare);
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                Policy *p;
-
-                if (path_is_mask(c[i].path))
-                        continue;
-                r = policy_parse_file(c[i].path, c[i].name, set, &p);
-                if (r == -EINVAL)
-                        r = 0;  /* rejected whole, already listed in errors */
-                else if (r >= 0 && policy_set_append(set, p) < 0) {
-                        policy_free(p);
-                        r = -ENOMEM;
-                }
-        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = load_candidate(set, &c[i]);
         candidates_free(c, n);
         if (r >= 0)
                 r = collect_property_keys(set);
@@ -181,4 +195,23 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
         }
         *ret = set;
         return 0;
+}
+
+const Policy *policy_set_find(const PolicySet *s, const char *name) {
+        for (size_t i = 0; i < s->n_policies; i++)
+                if (streq(s->policies[i]->name, name))
+                        return s->policies[i];
+        return NULL;
+}
+
+static const char *plural(size_t n, const char *one, const char *many) {
+        return n == 1 ? one : many;
+}
+
+int policy_set_summary(const PolicySet *s, char *buf, size_t size) {
+        int r = snprintf(buf, size, "%zu %s loaded, %zu %s rejected, %zu %s", s->n_policies,
+                         plural(s->n_policies, "policy", "policies"), s->n_files_rejected,
+                         plural(s->n_files_rejected, "file", "files"), s->n_errors,
+                         plural(s->n_errors, "error", "errors"));
+        return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
 }

@@ -14,7 +14,7 @@ typedef struct ParseState {
         const char *path;
         FILE *file;
         unsigned line;
-        bool line_too_long;
+        unsigned long_line;     /* the first line inih would split, 0: none */
         PolicySet *set;
         Policy *policy;
         int n_errors;
@@ -407,9 +407,12 @@ static char *counting_reader(char *str, int num, void *stream) {
         if (!r)
                 return NULL;
         n = strlen(r);
-        if (n > 0 && r[n - 1] != '\n' && !feof(s->file))
-                s->line_too_long = true;        /* inih would read the rest as another line */
-        else
+        if (n > 0 && r[n - 1] != '\n' && !feof(s->file)) {
+                /* inih would read the rest as another line, or as a
+                 * continuation of this one's value */
+                if (!s->long_line)
+                        s->long_line = s->line + 1;
+        } else
                 s->line++;
         return r;
 }
@@ -448,9 +451,9 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
                 policy_free(p);
                 return -ENOMEM;
         }
-        if (s.line_too_long) {
+        if (s.long_line) {
                 s.n_errors++;
-                if (policy_set_add_error(set, path, 0, "a line is longer than %d characters", INI_MAX_LINE - 2) < 0)
+                if (policy_set_add_error(set, path, s.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
                         return policy_free(p), -ENOMEM;
         } else if (r > 0 && s.n_errors == 0) {
                 /* a syntax error inih found itself (e.g. a line with no '=') */

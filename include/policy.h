@@ -98,6 +98,7 @@ typedef struct PolicySet {
         size_t n_policies;
         PolicyError *errors;
         size_t n_errors;
+        size_t n_files_rejected;        /* files with errors: what counts is files, not errors */
         /* The KEYs of every property= condition, without repeats: the only
          * udev properties a device needs to keep (NULL when none is named). */
         char **property_keys;
@@ -116,8 +117,13 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
 /* Loads "*.policy" from dirs, in order of increasing priority: a file in a
  * later dir masks the file of the same name in an earlier one. A file that
  * is empty or a symlink to /dev/null masks without contributing. Bad files
- * are rejected whole and listed in errors; the others load. Only -ENOMEM fails. */
+ * are rejected whole, listed in errors, and count as absent: they mask
+ * nothing, so the file of the same name in an earlier dir loads instead.
+ * Only -ENOMEM fails. */
 int policy_set_load(char *const *dirs, PolicySet **ret);
+const Policy *policy_set_find(const PolicySet *s, const char *name);
+/* "8 policies loaded, 1 file rejected, 13 errors" */
+int policy_set_summary(const PolicySet *s, char *buf, size_t size);
 
 bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps,
                     const char **why_not);

@@ -277,7 +277,43 @@ TEST(line_too_long_rejects_file) {
         strcat(text, "\n");
         put(d, "20-long.policy", text);
         s = load(d, NULL);
-        CHECK(s->n_policies == 0 && s->n_errors == 1);
+        CHECK(s->n_policies == 0 && s->n_errors == 1 && s->n_files_rejected == 1);
+        CHECK(s->n_errors == 1 && s->errors[0].line == 2);
+        policy_set_free(s);
+        teardown();
+}
+
+/* A rejected file in a later dir masks nothing: the earlier file of the
+ * same name stays in force. A valid mask still masks. */
+TEST(rejected_file_falls_back) {
+        char vendor[PATH_MAX], admin[PATH_MAX], path[PATH_MAX], buf[128];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("lib", vendor);
+        make_dir("etc", admin);
+        put(vendor, "20-fast.policy", "[Queue]\nscheduler = none\n");
+        put(admin, "20-fast.policy", "[Queue]\nscheduler = none\nnr_requets = 8\nfoo = 1\n");
+        put(vendor, "30-both-bad.policy", "[Queue]\nscheduler = BAD!\n");
+        put(admin, "30-both-bad.policy", "[Quue]\nx = 1\n");
+        put(vendor, "40-masked.policy", "[Queue]\nscheduler = kyber\n");
+        put(admin, "40-masked.policy", "");
+        CHECK(snprintf(path, sizeof(path), "%s/50-dir.policy", admin) < PATH_MAX);
+        CHECK(mkdir(path, 0755) == 0);
+        put(vendor, "50-dir.policy", "[Queue]\nscheduler = bfq\n");
+        s = load(vendor, admin);
+        p = find(s, "20-fast.policy");
+        CHECK(snprintf(path, sizeof(path), "%s/20-fast.policy", vendor) < PATH_MAX);
+        CHECK(p && streq(p->path, path) && p->n_sched == 1);
+        CHECK(!find(s, "30-both-bad.policy") && !find(s, "40-masked.policy"));
+        p = find(s, "50-dir.policy");
+        CHECK(p && p->n_sched == 1 && streq(p->sched[0].name, "bfq"));
+        CHECK(s->n_policies == 2);
+        /* files, not errors: 20 (2 errors), 30 twice (1 each), the directory (1) */
+        CHECK(s->n_files_rejected == 4 && s->n_errors == 5);
+        CHECK(policy_set_summary(s, buf, sizeof(buf)) == 0);
+        CHECK_STR(buf, "2 policies loaded, 4 files rejected, 5 errors");
         policy_set_free(s);
         teardown();
 }
