@@ -12,8 +12,10 @@ typedef struct ConfigParse {
         const char *path;
         FILE *file;
         unsigned line;
+        unsigned long_line;     /* the first line inih would split, 0: none */
         int errors;
         bool oom;
+        bool exclude_seen, policy_dirs_seen;
 } ConfigParse;
 
 static int set_string(char **dst, const char *value) {
@@ -28,7 +30,7 @@ static int set_string(char **dst, const char *value) {
 
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
-                        .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15,
+                        .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15,
                         .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
@@ -59,6 +61,7 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
         } numbers[] = {
                 { "tick_interval_ms", offsetof(Config, tick_interval_ms), 1, 3600000, "expected milliseconds, 1 to 3600000" },
                 { "max_clients", offsetof(Config, max_clients), 1, 4096, "expected 1 to 4096" },
+                { "max_clients_per_uid", offsetof(Config, max_clients_per_uid), 1, 4096, "expected 1 to 4096" },
                 { "client_timeout_ms", offsetof(Config, client_timeout_ms), 100, 3600000, "expected milliseconds, 100 to 3600000" },
                 { "drift_checks_per_tick", offsetof(Config, drift_checks_per_tick), 0, 1000000, "expected a number of devices, 0 (off) or more" },
                 { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
@@ -79,7 +82,19 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
         return -ENOENT;
 }
 
-static int config_set(Config *c, const char *key, const char *value, const char **error) {
+/* A list key appends: the first assignment in the file replaces the
+ * default, later ones (and inih's indented continuation lines, which come
+ * as the same key again) add to it, and an empty one empties it. A long
+ * list can so be split over lines without losing its start. */
+static int config_set_list(char ***list, bool *seen, const char *value) {
+        if (!*seen || !*value)
+                *list = strv_free(*list);
+        *seen = true;
+        return strv_split(value, list);
+}
+
+static int config_set(ConfigParse *p, const char *key, const char *value, const char **error) {
+        Config *c = p->config;
         int r;
 
         r = config_set_number(c, key, value, error);
@@ -95,13 +110,11 @@ static int config_set(Config *c, const char *key, const char *value, const char 
         }
         if (streq(key, "socket_group"))
                 return set_string(&c->socket_group, value);
-        if (streq(key, "exclude")) {
-                c->exclude = strv_free(c->exclude);
-                return strv_split(value, &c->exclude);
-        }
+        if (streq(key, "exclude"))
+                return config_set_list(&c->exclude, &p->exclude_seen, value);
         if (streq(key, "policy_dirs")) {
-                c->policy_dirs = strv_free(c->policy_dirs);
-                return strv_split(value, &c->policy_dirs);
+                c->policy_dirs_configured = true;
+                return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value);
         }
         if (streq(key, "restore_on_exit")) {
                 r = parse_boolean(value);
@@ -139,7 +152,7 @@ static int config_handler(void *user, const char *section, const char *key, cons
         int r = -EINVAL;
 
         if (streq(section, "Daemon"))
-                r = config_set(p->config, key, value, &error);
+                r = config_set(p, key, value, &error);
         if (r == -ENOMEM)
                 p->oom = true;
         else if (r < 0) {
@@ -149,11 +162,21 @@ static int config_handler(void *user, const char *section, const char *key, cons
         return 1;
 }
 
+/* inih's reader, wrapped to count lines and to catch lines longer than its
+ * buffer: inih would hand their rest over as another line, or as the
+ * continuation of a list, and silently cut or replace the list. */
 static char *config_reader(char *str, int num, void *stream) {
         ConfigParse *p = stream;
         char *r = fgets(str, num, p->file);
+        size_t n;
 
-        if (r)
+        if (!r)
+                return NULL;
+        n = strlen(r);
+        if (n > 0 && r[n - 1] != '\n' && !feof(p->file)) {
+                if (!p->long_line)
+                        p->long_line = p->line + 1;
+        } else
                 p->line++;
         return r;
 }
@@ -174,7 +197,11 @@ int config_load(Config *c, const char *path, bool required) {
         r = ini_parse_stream(config_reader, &p, config_handler, &p);
         if (p.oom)
                 return log_oom();
-        if (r > 0 && p.errors == 0) {
+        if (p.long_line) {
+                log_error("%s:%u: line longer than %d characters, refusing the file; split a list over several "
+                          "lines of the same key", path, p.long_line, INI_MAX_LINE - 2);
+                p.errors++;
+        } else if (r > 0 && p.errors == 0) {
                 log_error("%s:%d: syntax error (expected [Section] or key = value)", path, r);
                 p.errors++;
         }

@@ -13,9 +13,11 @@ typedef struct Config {
         char *state_dir;
         char *socket_path;
         char **policy_dirs;     /* increasing priority */
+        bool policy_dirs_configured;    /* set by the file, not the default */
         int log_level;          /* -1: not set */
         char *socket_group;     /* group allowed read-only requests; NULL: root only */
         unsigned max_clients;
+        unsigned max_clients_per_uid;   /* root is not capped: see control.c */
         unsigned client_timeout_ms;
         bool drift_reapply;     /* on_drift=reapply; default: leave it and mark overridden */
         unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
