@@ -162,11 +162,18 @@ static void print_status(const cJSON *r) {
         printf("ticks %.0f every %.0f ms, %.1f us each%s%s\n", num(t, "count"), num(t, "interval_ms"),
                num(t, "cost_us_avg"), cJSON_IsString(get(t, "error")) ? ", sampling failed: " : "",
                cJSON_IsString(get(t, "error")) ? str(t, "error") : "");
-        printf("policy errors: %s\n", cJSON_GetArraySize(e) ? "" : "none");
+        /* files, not errors: one typo can make many errors in one file */
+        if (cJSON_GetArraySize(e))
+                printf("policies %.0f loaded, %.0f file%s rejected (skipped), %d error%s:\n",
+                       num(r, "policies_loaded"), num(r, "policy_files_rejected"),
+                       num(r, "policy_files_rejected") == 1 ? "" : "s", cJSON_GetArraySize(e),
+                       cJSON_GetArraySize(e) == 1 ? "" : "s");
+        else
+                printf("policies %.0f loaded, no errors\n", num(r, "policies_loaded"));
         cJSON_ArrayForEach(x, e)
                 printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
         if (cJSON_IsArray(get(r, "reload_errors"))) {
-                printf("last reload failed, the running policies stay in force:\n");
+                printf("last reload failed, the running configuration stays in force:\n");
                 cJSON_ArrayForEach(x, get(r, "reload_errors"))
                         printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
         }
@@ -283,6 +290,7 @@ static void help(void) {
                "  verify            Compare live sysfs with what blkpolicyd intends\n"
                "  pause [DEV]       Stop managing DEV, or all devices (root)\n"
                "  resume [DEV]      Manage again; ends overrides (root)\n"
+               "  restore [DEV]     Put back what blkpolicyd changed, then leave it paused (root)\n"
                "  metrics           Prometheus text format\n"
                "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n");
 }
@@ -290,7 +298,7 @@ static void help(void) {
 static int run_command(Ctl *c, const char *cmd, const char *arg) {
         static const char *const need_dev[] = { "device", "explain" };
         static const char *const known[] = { "status", "devices", "device", "explain", "policies", "reload",
-                                             "verify", "pause", "resume", "metrics" };
+                                             "verify", "pause", "resume", "restore", "metrics" };
         cJSON *reply;
         const cJSON *result;
         bool ok = false;

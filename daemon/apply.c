@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* apply: read, compare, write, read back. A scheduler write costs 10-16 ms
- * (queue freeze + RCU) even when the value is unchanged, so nothing is
- * written that is already in place. Never loops: a transient error is
- * reported as RESULT_RETRY and the caller decides when to come back. */
+/* apply: read, reconcile, save the record, write, read back. A scheduler
+ * write costs 10-70 ms (queue freeze + RCU) even when the value is
+ * unchanged, so nothing is written that is already in place; and the
+ * record of what was there is on disk before anything is written. */
 #include <limits.h>
+#include <stdarg.h>
 
 #include "apply.h"
 #include "classify.h"
 #include "log.h"
 #include "util.h"
+
+/* scheduler round, the rest, and the one that sees the values back; plus
+ * one per scheduler fallback */
+#define ROUNDS_MAX (3 + SCHED_CHOICES_MAX)
 
 int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *buf, size_t size) {
         char raw[256];
@@ -36,163 +41,329 @@ static bool is_transient(int error) {
         return error == -ENOENT || error == -EBUSY || error == -EAGAIN || error == -EINTR;
 }
 
-static bool is_gone(int error) {
-        return error == -ENODEV || error == -ENXIO;
+static bool is_gone(const ApplyRequest *req, int error) {
+        return error == -ENODEV || error == -ENXIO || (error == -ENOENT && !device_present(req->roots, req->dev));
 }
 
-static void item_fail(PlanItem *item, ItemResult result, int error, const char *what) {
-        item->result = result;
-        snprintf(item->error, sizeof(item->error), "%s: %s", what, strerror(-error));
+/* One pass's working state. */
+typedef struct Pass {
+        const ApplyRequest *req;
+        Plan *plan;
+        const char *wanted[TUNABLES_MAX];
+        LiveValue live[TUNABLES_MAX];
+        LiveValue before[TUNABLES_MAX];         /* as first read in this pass */
+        bool skip[TUNABLES_MAX];                /* written once already */
+        bool done[TUNABLES_MAX];                /* a result is in the plan item */
+        bool overridden[TUNABLES_MAX];          /* wanted, but the admin's now */
+        unsigned next_choice;                   /* scheduler fallbacks tried so far */
+        bool retry;
+} Pass;
+
+static PlanItem *pass_item(Pass *p, unsigned t) {
+        return p->plan ? (PlanItem *) plan_find(p->plan, t) : NULL;
 }
 
-/* One attempt at one value. Returns 0 or a -errno from the write. */
-static int write_and_verify(const ApplyRequest *req, PlanItem *item, const char *value) {
-        const char *attr = tunables[item->tunable].attr;
+static int read_one(Pass *p, unsigned t) {
+        LiveValue *lv = &p->live[t];
+        int k = attr_read_current(p->req->roots, p->req->dev, t, lv->value, sizeof(lv->value));
+
+        if (is_gone(p->req, k))
+                return -ENODEV;
+        lv->state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
+        if (k < 0 && k != -ENOENT)
+                log_warning_errno(k, "%s: cannot read %s, leaving it alone: %m", p->req->dev, tunables[t].attr);
+        if (lv->state != LIVE_OK)
+                lv->value[0] = 0;
+        return 0;
+}
+
+/* Reads what this pass may touch: what is wanted or recorded, and before
+ * a scheduler switch what the switch will reset. */
+static int read_live(Pass *p) {
+        const DeviceRecord *rec = p->req->record;
+        const char *sched;
         int k;
 
-        if (req->stats) {
-                if (item->tunable == TUNABLE_SCHEDULER)
-                        req->stats->scheduler_writes++;
-                else
-                        req->stats->other_writes++;
-        }
-        k = queue_attr_write(req->roots, req->dev, attr, value);
-        if (k < 0)
+        k = read_one(p, TUNABLE_SCHEDULER);
+        if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
                 return k;
-        k = attr_read_current(req->roots, req->dev, item->tunable, item->current, sizeof(item->current));
-        if (k < 0)
-                return k;
-        if (streq(item->current, value)) {
-                item->result = RESULT_APPLIED;
-                item->error[0] = 0;
-        } else {
-                item->result = RESULT_FAILED;
-                snprintf(item->error, sizeof(item->error), "wrote %s, the kernel kept %s", value, item->current);
+        sched = p->live[TUNABLE_SCHEDULER].value;
+        for (unsigned t = 1; t < n_tunables; t++) {
+                const char *owner_sched = tunables[t].scheduler;
+
+                p->live[t] = (LiveValue) { .state = LIVE_ABSENT };
+                if (owner_sched && !streq(owner_sched, sched))
+                        continue;       /* lives only under another scheduler */
+                if (!p->wanted[t] && !device_record_get(rec, t) && !tunable_reset_by_switch(t, sched))
+                        continue;
+                k = read_one(p, t);
+                if (k < 0)
+                        return k;
         }
         return 0;
 }
 
-/* EINVAL from a scheduler write means "not available here": the next
- * alternative of the policy's list is tried, once each. */
-static int apply_scheduler_fallbacks(const ApplyRequest *req, const Plan *plan, PlanItem *item) {
-        for (unsigned i = 0; i < SCHED_CHOICES_MAX; i++) {
-                const char *name;
-                int k;
+static void wanted_from_plan(Pass *p) {
+        if (!p->plan || !p->plan->managed)
+                return;
+        for (unsigned i = 0; i < p->plan->n_items; i++) {
+                const PlanItem *it = &p->plan->items[i];
 
-                if (!(plan->fallback_mask & (1u << i)))
-                        continue;
-                name = plan->choices[i].name;
-                (void) strscpy(item->target, sizeof(item->target), name);
-                if (streq(item->current, name)) {
-                        item->result = RESULT_UNCHANGED;
-                        return 0;
-                }
-                k = write_and_verify(req, item, name);
-                if (k != -EINVAL)
-                        return k;
+                if (it->result != RESULT_UNSUPPORTED)
+                        p->wanted[it->tunable] = it->target;
         }
-        return -EINVAL;
 }
 
-static int apply_item(const ApplyRequest *req, const Plan *plan, PlanItem *item, bool *originals_changed) {
-        const char *attr = tunables[item->tunable].attr;
+_printf_(3, 4) static void item_error(PlanItem *it, ItemResult result, const char *fmt, ...) {
+        va_list ap;
+
+        it->result = result;
+        va_start(ap, fmt);
+        vsnprintf(it->error, sizeof(it->error), fmt, ap);
+        va_end(ap);
+}
+
+/* EINVAL from a scheduler write means "not available here": the policy's
+ * next choice is tried, once each. Returns true when there is one. */
+static bool next_scheduler_choice(Pass *p) {
+        PlanItem *it = pass_item(p, TUNABLE_SCHEDULER);
+
+        if (!it)
+                return false;
+        for (; p->next_choice < SCHED_CHOICES_MAX; p->next_choice++) {
+                if (!(p->plan->fallback_mask & (1u << p->next_choice)))
+                        continue;
+                (void) strscpy(it->target, sizeof(it->target), p->plan->choices[p->next_choice++].name);
+                p->wanted[TUNABLE_SCHEDULER] = it->target;
+                return true;
+        }
+        return false;
+}
+
+static void count_write(const Pass *p, unsigned t) {
+        if (!p->req->stats)
+                return;
+        if (t == TUNABLE_SCHEDULER)
+                p->req->stats->scheduler_writes++;
+        else
+                p->req->stats->other_writes++;
+}
+
+static void log_restore(const Pass *p, const Step *s, int error, const char *now) {
+        const char *attr = tunables[s->tunable].attr;
+
+        if (error == 0 && streq(now, s->value))
+                log_info("%s: %s put back to %s", p->req->dev, attr, s->value);
+        else if (error == 0)
+                log_warning("%s: putting back %s=%s, the kernel kept %s, keeping the record", p->req->dev, attr,
+                            s->value, now);
+        else
+                log_warning_errno(error, "%s: putting back %s=%s failed, keeping the record: %m", p->req->dev, attr,
+                                  s->value);
+}
+
+/* Writes one step and reads it back. Returns -ENODEV when the device is
+ * gone, 0 otherwise (the outcome is in the item, the record, the log). */
+static int run_step(Pass *p, const Step *s, const DeviceRecord *before, ApplyOutcome *out) {
+        PlanItem *it = s->kind == STEP_SET ? pass_item(p, s->tunable) : NULL;
+        char now[VALUE_MAX] = "";
         int k;
 
-        k = attr_read_current(req->roots, req->dev, item->tunable, item->current, sizeof(item->current));
-        if (k == -ENOENT && !device_present(req->roots, req->dev))
+        count_write(p, s->tunable);
+        k = queue_attr_write(p->req->roots, p->req->dev, tunables[s->tunable].attr, s->value);
+        if (is_gone(p->req, k))
                 return -ENODEV;
-        if (is_gone(k))
-                return -ENODEV;
-        if (k == -ENOENT) {
-                item->result = RESULT_UNSUPPORTED;
-                snprintf(item->error, sizeof(item->error), "queue/%s does not exist on this device", attr);
+        if (k == 0)
+                k = attr_read_current(p->req->roots, p->req->dev, s->tunable, now, sizeof(now));
+        if (k == 0 && !streq(now, s->value))
+                /* what the write left is what blkpolicyd owns now */
+                (void) device_record_written(p->req->record, s->tunable, now);
+        if (k < 0) {
+                /* nothing of ours landed: the record says what it said before */
+                const AttrRecord *a = device_record_get(before, s->tunable);
+
+                (void) device_record_written(p->req->record, s->tunable, a ? a->written : NULL);
+        }
+        if (s->kind == STEP_RESTORE) {
+                log_restore(p, s, k, now);
+                out->restored += k == 0 && streq(now, s->value);
+                out->restore_failed += k < 0 || !streq(now, s->value);
+        }
+        p->skip[s->tunable] = true;
+        if (s->tunable == TUNABLE_SCHEDULER && k == -EINVAL && s->kind == STEP_SET && next_scheduler_choice(p))
+                p->skip[s->tunable] = false;
+        if (!it)
                 return 0;
+        p->done[s->tunable] = true;
+        (void) strscpy(it->current, sizeof(it->current), now);
+        if (k == 0 && streq(now, s->value)) {
+                it->result = RESULT_APPLIED;
+                it->error[0] = 0;
+        } else if (k == 0)
+                item_error(it, RESULT_FAILED, "wrote %s, the kernel kept %s", s->value, now);
+        else {
+                item_error(it, is_transient(k) ? RESULT_RETRY : RESULT_FAILED, "write: %s", strerror(-k));
+                p->retry |= is_transient(k);
+        }
+        return 0;
+}
+
+static int save_record(Pass *p, const DeviceRecord *r) {
+        int k = state_save(p->req->state, r);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                log_error_errno(k, "%s: cannot save the state record under %s, writing nothing: %m", p->req->dev,
+                                p->req->state->path);
+        return k;
+}
+
+static bool record_same(const DeviceRecord *a, const DeviceRecord *b) {
+        if (a->n_attrs != b->n_attrs || !device_identity_same(&a->id, &b->id))
+                return false;
+        for (unsigned i = 0; i < a->n_attrs; i++)
+                if (a->attrs[i].tunable != b->attrs[i].tunable || !streq(a->attrs[i].found, b->attrs[i].found) ||
+                    !streq_ptr(a->attrs[i].written, b->attrs[i].written))
+                        return false;
+        return true;
+}
+
+/* The record as reconciled replaces the device's, on disk first. */
+static int commit_record(Pass *p, Reconciled *rec) {
+        DeviceRecord *r = p->req->record;
+        int k;
+
+        if (record_same(r, &rec->record))
+                return 0;
+        k = save_record(p, &rec->record);
+        if (k < 0)
+                return k;
+        device_record_done(r);
+        *r = rec->record;
+        rec->record = (DeviceRecord) {};
+        return 0;
+}
+
+static void fill_item(Pass *p, PlanItem *it, bool planning) {
+        const LiveValue *lv = &p->live[it->tunable];
+        const char *needs = tunables[it->tunable].scheduler;
+
+        (void) strscpy(it->before, sizeof(it->before), p->before[it->tunable].value);
+        (void) strscpy(it->current, sizeof(it->current), lv->value);
+        if (p->done[it->tunable] || it->result == RESULT_UNSUPPORTED)
+                return;
+        it->error[0] = 0;
+        if (lv->state == LIVE_OK && streq(lv->value, it->target))
+                it->result = RESULT_UNCHANGED;
+        else if (p->overridden[it->tunable])
+                item_error(it, RESULT_PLANNED, "someone else changed it to %s", lv->value);
+        else if (lv->state == LIVE_ABSENT && (!needs || streq(p->live[TUNABLE_SCHEDULER].value, needs)))
+                item_error(it, RESULT_UNSUPPORTED, "queue/%s does not exist on this device", tunables[it->tunable].attr);
+        else if (planning)
+                it->result = RESULT_PLANNED;    /* in a dry run, also what waits for its scheduler */
+        else if (lv->state == LIVE_ABSENT)
+                item_error(it, RESULT_FAILED, "%s is not the scheduler", needs);
+        else if (lv->state == LIVE_UNKNOWN)
+                item_error(it, RESULT_FAILED, "cannot read queue/%s", tunables[it->tunable].attr);
+        else
+                item_error(it, RESULT_FAILED, "left at %s", lv->value);
+}
+
+static void fill_plan(Pass *p, bool planning) {
+        if (!p->plan)
+                return;
+        for (unsigned i = 0; i < p->plan->n_items; i++)
+                fill_item(p, &p->plan->items[i], planning);
+}
+
+static void note_overridden(Pass *p, const Reconciled *rec, ApplyOutcome *out) {
+        for (unsigned t = 0; t < n_tunables; t++)
+                p->overridden[t] |= rec->overridden[t];
+        for (unsigned t = 0; t < n_tunables; t++)
+                if (rec->overridden[t] && out->overridden < 0) {
+                        out->overridden = (int) t;
+                        (void) strscpy(out->overridden_live, sizeof(out->overridden_live), p->live[t].value);
+                }
+}
+
+/* Dry run or held device: what one pass would write, nothing written. */
+static int plan_only(Pass *p, ApplyOutcome *out) {
+        Reconciled rec;
+        ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live };
+        int k = reconcile(&in, &rec);
+
+        if (k < 0)
+                return k;
+        for (unsigned i = 0; i < rec.n_steps; i++)
+                if (rec.steps[i].kind == STEP_RESTORE)
+                        log_info("%s: would put back %s=%s", p->req->dev, tunables[rec.steps[i].tunable].attr,
+                                 rec.steps[i].value);
+        note_overridden(p, &rec, out);
+        fill_plan(p, true);
+        device_record_done(&rec.record);
+        return 0;
+}
+
+static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
+        ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
+                              .take_over = p->req->take_over };
+        DeviceRecord before = {};
+        Reconciled rec;
+        int k;
+
+        k = reconcile(&in, &rec);
+        if (k < 0)
+                return k;
+        note_overridden(p, &rec, out);
+        k = device_record_copy(p->req->record, &before);
+        if (k == 0)
+                k = commit_record(p, &rec);
+        for (unsigned i = 0; k == 0 && i < rec.n_steps; i++)
+                k = run_step(p, &rec.steps[i], &before, out);
+        if (k == -ENOMEM || k == -ENODEV) {
+                device_record_done(&rec.record);
+                device_record_done(&before);
+                return k;
         }
         if (k < 0) {
-                item_fail(item, RESULT_FAILED, k, "read");
-                return 0;
-        }
-        (void) strscpy(item->before, sizeof(item->before), item->current);
-        if (streq(item->current, item->target)) {
-                item->result = RESULT_UNCHANGED;
-                return 0;
-        }
-        if (req->dry_run) {
-                item->result = RESULT_PLANNED;
-                return 0;
-        }
+                out->record_error = k;  /* nothing written: the items say why */
+                for (unsigned i = 0; i < rec.n_steps; i++) {
+                        PlanItem *it = rec.steps[i].kind == STEP_SET ? pass_item(p, rec.steps[i].tunable) : NULL;
 
-        k = originals_record(req->originals, item->tunable, item->current);
-        if (k < 0)
-                return k;
-        if (k > 0)
-                *originals_changed = true;
-
-        k = write_and_verify(req, item, item->target);
-        if (k == -EINVAL && item->tunable == TUNABLE_SCHEDULER)
-                k = apply_scheduler_fallbacks(req, plan, item);
-        if (k == 0)
-                return 0;
-        if (is_gone(k) || (k == -ENOENT && !device_present(req->roots, req->dev)))
-                return -ENODEV;
-        item_fail(item, is_transient(k) ? RESULT_RETRY : RESULT_FAILED, k, "write");
+                        if (it) {
+                                item_error(it, RESULT_FAILED, "cannot save the state record: %s", strerror(-k));
+                                p->done[it->tunable] = true;
+                        }
+                }
+                *settled = true;
+        } else
+                *settled = rec.n_steps == 0;
+        device_record_done(&rec.record);
+        device_record_done(&before);
         return 0;
 }
 
-int apply_plan(const ApplyRequest *req, Plan *plan, bool *originals_changed) {
-        bool retry = false, sched_planned = false;
+int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
+        Pass p = { .req = req, .plan = plan };
+        bool settled = false;
+        int k;
 
-        *originals_changed = false;
-        for (unsigned i = 0; i < plan->n_items; i++) {
-                PlanItem *item = &plan->items[i];
-                int k;
-
-                if (item->result == RESULT_UNSUPPORTED) {
-                        /* decided as such: nothing to write, but show what is there */
-                        (void) attr_read_current(req->roots, req->dev, item->tunable, item->current,
-                                                 sizeof(item->current));
-                        continue;
-                }
-                if (sched_planned && tunables[item->tunable].scheduler) {
-                        /* dry run: the scheduler whose tunables these are is not set yet */
-                        item->result = RESULT_PLANNED;
-                        continue;
-                }
-                k = apply_item(req, plan, item, originals_changed);
+        *out = (ApplyOutcome) { .overridden = -1 };
+        wanted_from_plan(&p);
+        k = read_live(&p);
+        if (k < 0)
+                return k;
+        memcpy(p.before, p.live, sizeof(p.live));
+        if (!req->state)
+                return plan_only(&p, out);
+        for (unsigned round = 0; round < ROUNDS_MAX && !settled; round++) {
+                if (round > 0 && (k = read_live(&p)) < 0)
+                        return k;
+                k = run_round(&p, out, &settled);
                 if (k < 0)
                         return k;
-                if (item->result == RESULT_RETRY)
-                        retry = true;
-                if (item->tunable == TUNABLE_SCHEDULER && item->result == RESULT_PLANNED)
-                        sched_planned = true;
         }
-        return retry ? -EAGAIN : 0;
-}
-
-int restore_originals(const Roots *roots, const char *dev, const Originals *o, bool dry_run) {
-        int writes = 0;
-
-        for (size_t t = 0; t < n_tunables; t++) {
-                const char *original = originals_get(o, (unsigned) t);
-                char current[VALUE_MAX];
-                int k;
-
-                if (!original)
-                        continue;
-                k = attr_read_current(roots, dev, (unsigned) t, current, sizeof(current));
-                if (is_gone(k) || (k == -ENOENT && !device_present(roots, dev)))
-                        return -ENODEV;
-                /* ENOENT: a tunable of a scheduler that the restore just replaced */
-                if (k < 0 || streq(current, original) || dry_run)
-                        continue;
-                k = queue_attr_write(roots, dev, tunables[t].attr, original);
-                if (is_gone(k))
-                        return -ENODEV;
-                if (k < 0)
-                        log_warning_errno(k, "%s: restoring %s=%s failed, ignoring: %m", dev,
-                                          tunables[t].attr, original);
-                else
-                        writes++;
-        }
-        return writes;
+        fill_plan(&p, false);
+        return p.retry ? -EAGAIN : 0;
 }

@@ -104,6 +104,8 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         cJSON_AddNumberToObject(o, "paused", paused);
         cJSON_AddNumberToObject(o, "overridden", overridden);
         cJSON_AddBoolToObject(o, "paused_all", m->paused_all);
+        cJSON_AddNumberToObject(o, "policies_loaded", (double) m->policies->n_policies);
+        cJSON_AddNumberToObject(o, "policy_files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "policy_errors");
         for (size_t i = 0; i < m->policies->n_errors; i++)
                 cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
@@ -143,6 +145,7 @@ static cJSON *cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unu
                 cJSON_AddBoolToObject(p, "dynamic", m->policies->policies[i]->dynamic.enabled);
                 cJSON_AddItemToArray(l, p);
         }
+        cJSON_AddNumberToObject(o, "files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "errors");
         for (size_t i = 0; i < m->policies->n_errors; i++)
                 cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
@@ -156,7 +159,7 @@ static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unuse
         if (r == -ENOMEM)
                 return NULL;
         if (r < 0) {
-                cJSON *reply = reply_error("reload-failed", "the new configuration has errors; the running one stays");
+                cJSON *reply = reply_error("reload-failed", "the configuration file has errors; the running one stays");
                 cJSON_AddItemToObject(cJSON_GetObjectItem(reply, "error"), "errors", errors ?: cJSON_CreateArray());
                 return reply;
         }
@@ -176,6 +179,29 @@ static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
 static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
         manager_pause(m, d, false);
         return reply_ok(NULL);
+}
+
+/* Puts back the originals and pauses, so that no event sets them again:
+ * undoing blkpolicyd on a live system, device by device. */
+static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
+        cJSON *o = cJSON_CreateObject(), *left = cJSON_AddArrayToObject(o, "not_restored");
+        _cleanup_free_ Device **sorted = NULL;
+        int n;
+
+        manager_pause(m, d, true);
+        n = d ? 1 : device_table_sorted(&m->devices, &sorted);
+        for (int i = 0; i < n; i++) {
+                Device *x = d ?: sorted[i];
+                int r = device_restore(m, x);
+
+                if (r < 0) {
+                        cJSON_Delete(o);
+                        return NULL;
+                }
+                if (r > 0)
+                        cJSON_AddItemToArray(left, cJSON_CreateString(x->name));
+        }
+        return reply_ok(o);
 }
 
 static cJSON *cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
@@ -201,6 +227,7 @@ static const Command commands[] = {
         { "reload", true, false, cmd_reload },
         { "pause", true, false, cmd_pause },
         { "resume", true, false, cmd_resume },
+        { "restore", true, false, cmd_restore },
 };
 
 static const Command *command_find(const char *name) {

@@ -118,7 +118,7 @@ Device *device_free(Device *d) {
         strv_free(d->properties);
         intern_unref(&d->manager->plans, d->plan);
         device_dynamic_free(d->dynamic);
-        originals_done(&d->originals);
+        device_record_done(&d->record);
         free(d->override_note);
         free(d->error);
         free(d);

@@ -2,6 +2,7 @@
 /* One device's life in the daemon: classify it (refresh), decide and apply
  * (process), retry what was transient, flip its dynamic state, forget it.
  * Per-device failures are logged "…, ignoring"; only -ENOMEM is fatal. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <sys/sysmacros.h>
 #include <systemd/sd-daemon.h>
@@ -17,10 +18,6 @@
 /* ENOENT while add_disk() finishes: 10, 20, 40 ... 640 ms, then give up. */
 #define RETRY_MAX 7
 #define RETRY_BASE_USEC 10000ULL
-
-const char *manager_state_dir(const Manager *m) {
-        return m->options->state_dir ?: m->config.state_dir;
-}
 
 static bool device_excluded(const Manager *m, const Device *d) {
         return strv_fnmatch(m->config.exclude, d->name);
@@ -112,8 +109,9 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
 
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
+        /* its queue is gone, and with it every value it had: the record is moot */
         if (drop_state && !m->options->dry_run)
-                (void) originals_remove(manager_state_dir(m), d->name);
+                (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
         device_table_remove(&m->devices, d);
         device_free(d);
 }
@@ -149,14 +147,6 @@ static void device_schedule_retry(Manager *m, Device *d) {
                 log_warning_errno(r, "%s: cannot schedule a retry, ignoring: %m", d->name);
 }
 
-static void device_persist_originals(Manager *m, Device *d) {
-        int r = originals_save(manager_state_dir(m), d->name, &d->originals);
-
-        if (r < 0)
-                log_warning_errno(r, "%s: cannot save original settings under %s, ignoring: %m", d->name,
-                                  manager_state_dir(m));
-}
-
 static void device_learn_caps(Manager *m, const Device *d);
 
 static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
@@ -169,18 +159,45 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         return 0;
 }
 
+static void device_note_override(Device *d, const ApplyOutcome *out) {
+        const PlanItem *it = plan_find(d->plan, (unsigned) out->overridden);
+
+        free(d->override_note);
+        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
+                     out->overridden_live, it ? it->target : "?") < 0)
+                d->override_note = NULL;
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
+                   d->override_note ?: "changed by someone else", d->name);
+}
+
+static int device_apply(Manager *m, Device *d, Plan *plan, bool take_over, ApplyOutcome *out) {
+        /* a paused or overridden device is only looked at: what would change */
+        bool writes = !m->options->dry_run && !device_is_held(m, d) && !d->record_unreadable;
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record,
+                             .state = writes ? &m->state : NULL, .take_over = take_over, .stats = &m->writes };
+        int r;
+
+        *out = (ApplyOutcome) { .overridden = -1 };
+        if (!plan->managed && device_record_empty(&d->record))
+                return 0;       /* nothing wanted, nothing to put back */
+        r = apply_device(&req, plan, out);
+        if (out->record_error)
+                device_set_error(d, out->record_error, "cannot save the state record, nothing written");
+        else if (out->restore_failed)
+                device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
+        if (out->overridden >= 0 && writes && !take_over && !device_overridden(d))
+                device_note_override(d, out);
+        return r;
+}
+
 /* decide + apply for one device: both work in m->scratch, the device keeps
  * a copy shared with the devices that got the same. */
-void device_process(Manager *m, Device *d) {
+static void device_process_full(Manager *m, Device *d, bool take_over) {
         DeviceFacts view;
         DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
-        /* a paused or overridden device is only looked at: what would change */
-        ApplyRequest req = { .roots = &m->roots, .dev = d->name,
-                             .dry_run = m->options->dry_run || device_is_held(m, d),
-                             .originals = &d->originals, .stats = &m->writes };
         Plan *plan = plan_buffer_init(&m->scratch);
-        bool changed = false;
+        ApplyOutcome out;
         int r = 0;
 
         decide(&in, plan);
@@ -190,12 +207,12 @@ void device_process(Manager *m, Device *d) {
                 r = -ENOMEM;
         else
                 r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
-        if (plan->managed && r == 0)
-                r = apply_plan(&req, plan, &changed);
+        /* an unmanaged device still goes through apply: it puts back what
+         * blkpolicyd changed while a policy wanted it */
+        if (r == 0)
+                r = device_apply(m, d, plan, take_over, &out);
         if (device_keep_plan(m, d, plan) < 0)
                 r = -ENOMEM;
-        if (changed)
-                device_persist_originals(m, d);
         if (r == -ENODEV) {
                 log_info("%s: gone while being set up", d->name);
                 device_forget(m, d, true);
@@ -206,7 +223,7 @@ void device_process(Manager *m, Device *d) {
                 sd_event_exit(m->event, -ENOMEM);
                 return;
         }
-        log_plan(d, req.dry_run);
+        log_plan(d, m->options->dry_run || device_is_held(m, d));
         if (r == -EAGAIN) {
                 device_schedule_retry(m, d);
                 return;
@@ -216,9 +233,36 @@ void device_process(Manager *m, Device *d) {
                 device_learn_caps(m, d);
 }
 
+void device_process(Manager *m, Device *d) {
+        device_process_full(m, d, false);
+}
+
 void device_process_again(Manager *m, Device *d) {
         d->retries = 0;
-        device_process(m, d);
+        device_process_full(m, d, true);
+}
+
+int device_restore(Manager *m, Device *d) {
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record, .state = &m->state,
+                             .stats = &m->writes };
+        ApplyOutcome out;
+        int r;
+
+        if (device_record_empty(&d->record) || m->options->dry_run)
+                return 0;
+        r = apply_device(&req, NULL, &out);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENODEV) {
+                (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+                return 0;
+        }
+        if (out.restored > 0)
+                log_info("%s: put back %u original value(s)", d->name, out.restored);
+        if (!device_record_empty(&d->record))
+                log_warning("%s: %u value(s) not put back; their record stays in %s/devices for "
+                            "'blkpolicyd --restore'", d->name, d->record.n_attrs, m->state.path);
+        return (int) d->record.n_attrs;
 }
 
 static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
@@ -320,7 +364,8 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
         view->major = major(d->devnum);
         view->minor = minor(d->devnum);
-        view->diskseq = d->diskseq;
+        view->diskseq = d->record.id.diskseq;
+        view->queue_id = d->record.id.queue_id;
         view->properties = d->properties;
         return view;
 }
@@ -336,7 +381,49 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
                 return -ENOMEM;
         intern_unref(&m->facts, d->facts);
         d->facts = shared;
-        d->diskseq = f->diskseq;
+        d->record.id.diskseq = f->diskseq;
+        d->record.id.queue_id = f->queue_id;
+        return 0;
+}
+
+/* The record an earlier run left for this queue, if any. A record for
+ * another queue at the same number belonged to a disk that is gone. */
+static int device_load_record(Manager *m, Device *d) {
+        DeviceRecord found = {};
+        int r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EBADMSG) {
+                log_warning("%s: %s/devices/%u:%u is not a state record, ignoring it: the values blkpolicyd "
+                            "finds now count as the originals", d->name, m->state.path, d->record.id.major,
+                            d->record.id.minor);
+                return 0;
+        }
+        if (r < 0) {
+                /* the originals may be in there: change nothing until it can be read */
+                d->record_unreadable = true;
+                device_set_error(d, r, "cannot read its state record, nothing is written");
+                return log_warning_errno(r, "%s: cannot read its state record, writing nothing to it: %m", d->name), 0;
+        }
+        if (r > 0)
+                log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt), ignoring them",
+                            d->name, r);
+        if (!device_identity_same(&found.id, &d->record.id)) {
+                log_info("%s: the state record for %u:%u was an earlier disk's (queue %" PRIu64 ", now %" PRIu64
+                         "), dropping it", d->name, found.id.major, found.id.minor, found.id.queue_id,
+                         d->record.id.queue_id);
+                device_record_done(&found);
+                if (!m->options->dry_run)
+                        (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+                return 0;
+        }
+        log_info("%s: found what an earlier run changed (%u value(s))", d->name, found.n_attrs);
+        found.id = d->record.id;        /* the name and diskseq of now */
+        device_record_done(&d->record);
+        d->record = found;
         return 0;
 }
 
@@ -345,28 +432,20 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
         size_t len = strlen(f->name);
         Device *d = calloc(1, offsetof(Device, name) + len + 1);
-        int r;
 
         if (!d)
                 return -ENOMEM;
         d->manager = m;
         memcpy(d->name, f->name, len + 1);
         d->devnum = makedev(f->major, f->minor);
+        d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
+        (void) strscpy(d->record.id.name, sizeof(d->record.id.name), f->name);
         d->plan = intern_ref(&m->plans, &undecided);
-        if (!d->plan || device_set_facts(m, d, f) < 0) {
+        if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
+            device_table_put(&m->devices, d) < 0) {
                 device_free(d);
                 return -ENOMEM;
         }
-        r = originals_load(manager_state_dir(m), d->name, &d->originals);
-        if (r == -ENOMEM || device_table_put(&m->devices, d) < 0) {
-                device_free(d);
-                return -ENOMEM;
-        }
-        if (r > 0)
-                log_warning("%s: %d unreadable line(s) in %s/devices/%s (torn or corrupt), ignoring them",
-                            d->name, r, manager_state_dir(m), d->name);
-        if (r >= 0 && !originals_empty(&d->originals))
-                log_info("%s: found original settings recorded by an earlier run", d->name);
         *ret = d;
         return 0;
 }
@@ -399,8 +478,10 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                 return NULL;
         }
         d = device_table_get(&m->devices, makedev(f.major, f.minor));
-        if (d && !streq(d->name, name)) {
-                /* the number went to another disk: the old one is gone */
+        if (d && (!streq(d->name, name) || (f.queue_id && f.queue_id != d->record.id.queue_id))) {
+                /* the number went to another disk (or the disk was removed and
+                 * added again while events queued up): the old one is gone */
+                log_info("%s: a new disk at %u:%u, forgetting the old one", name, f.major, f.minor);
                 device_forget(m, d, true);
                 d = NULL;
         }
@@ -413,7 +494,7 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                 }
         } else {
                 /* new media (loop attach, disk swap) is a new device to an override */
-                if (device_overridden(d) && f.diskseq && f.diskseq != d->diskseq) {
+                if (device_overridden(d) && f.diskseq && f.diskseq != d->record.id.diskseq) {
                         log_info("%s: new media, the override ends", name);
                         d->override_note = mfree(d->override_note);
                 }
@@ -434,3 +515,16 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
         return d;
 }
 
+
+void device_removed(Manager *m, Device *d) {
+        char path[PATH_MAX];
+        uint64_t queue_id = 0;
+
+        if (block_path(path, sizeof(path), &m->roots, d->name, "queue") == 0 &&
+            sysfs_inode(path, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
+                log_debug("%s: a remove event, but its queue is still there: an old event, ignoring", d->name);
+                return;
+        }
+        log_info("%s: removed", d->name);
+        device_forget(m, d, true);
+}

@@ -2,6 +2,8 @@
 /* blkpolicyd: command line, then one of three drivers of the same stages:
  * --check-config, --once, or the daemon's event loop. */
 #include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
 
 #include "blkpolicyd-paths.h"
 #include "log.h"
@@ -26,6 +28,8 @@ static void help(void) {
                "     --dry-run            Decide and report, write nothing\n"
                "     --once               One pass over all devices, print a JSON report, exit\n"
                "     --check-config       Validate the configuration and policies, exit non-zero on error\n"
+               "     --restore            Put back what the state records say was there, exit\n"
+               "                          (after --once, or a daemon that was killed)\n"
                "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
                "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",
@@ -45,6 +49,7 @@ enum {
         ARG_DRY_RUN,
         ARG_ONCE,
         ARG_CHECK_CONFIG,
+        ARG_RESTORE,
         ARG_LOG_LEVEL,
         ARG_RECORD,
         ARG_REPLAY,
@@ -64,6 +69,7 @@ static const struct option long_options[] = {
         { "dry-run", no_argument, NULL, ARG_DRY_RUN },
         { "once", no_argument, NULL, ARG_ONCE },
         { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+        { "restore", no_argument, NULL, ARG_RESTORE },
         { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
         { "record", required_argument, NULL, ARG_RECORD },
         { "replay", required_argument, NULL, ARG_REPLAY },
@@ -118,6 +124,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_CHECK_CONFIG:
                         o->check_config = true;
                         break;
+                case ARG_RESTORE:
+                        o->restore = true;
+                        break;
                 case ARG_LOG_LEVEL:
                         r = log_parse_level(optarg);
                         if (r < 0)
@@ -138,13 +147,39 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         return 1;
 }
 
-static int check_config(Manager *m) {
-        size_t n = m->policies->n_errors;
+/* A policy dir named on purpose (--policy-dir, or policy_dirs= in the
+ * config) that does not exist is most likely a typo, and fails the check.
+ * The built-in default dirs may be missing: no admin policies yet, or a
+ * run from the source tree. */
+static int check_policy_dirs(const Manager *m) {
+        char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
+        int r = 0;
 
-        printf("%zu policies loaded, %zu rejected\n", m->policies->n_policies, n);
+        if (!m->options->policy_dirs && !m->config.policy_dirs_configured)
+                return 0;
+        for (char *const *d = dirs; d && *d; d++) {
+                struct stat st;
+
+                if (stat(*d, &st) < 0)
+                        r = log_error_errno(errno, "Policy directory %s: %m", *d);
+                else if (!S_ISDIR(st.st_mode))
+                        r = log_error_errno(ENOTDIR, "Policy directory %s: %m", *d);
+        }
+        return r;
+}
+
+static int check_config(Manager *m) {
+        char summary[128];
+        int r;
+
+        r = check_policy_dirs(m);
+        if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
+                printf("%s\n", summary);
         for (size_t i = 0; i < m->policies->n_policies; i++)
                 printf("  %s\n", m->policies->policies[i]->path);
-        return n > 0 ? -EINVAL : 0;
+        if (m->policies->n_errors > 0)
+                r = -EINVAL;
+        return r;
 }
 
 static int run(int argc, char *argv[]) {
@@ -162,6 +197,10 @@ static int run(int argc, char *argv[]) {
                 r = check_config(m);
         else if (o.replay_path)
                 r = replay_run(o.replay_path, m->policies, stdout);
+        else if ((r = manager_open_state_dir(m)) < 0)
+                goto out;
+        else if (o.restore)
+                r = manager_restore_records(m);
         else if (o.once) {
                 r = manager_scan(m);
                 if (r >= 0)
@@ -176,5 +215,7 @@ out:
 }
 
 int main(int argc, char *argv[]) {
+        /* a closed log pipe must not kill the daemon before it puts things back */
+        (void) signal(SIGPIPE, SIG_IGN);
         return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

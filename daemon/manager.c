@@ -41,10 +41,8 @@ static void on_device(void *userdata, const char *name, dev_t devnum, UeventActi
                 break;
         case UEVENT_REMOVE:
                 d = device_table_get(&m->devices, devnum);
-                if (d) {
-                        log_info("%s: removed", d->name);
-                        device_forget(m, d, true);
-                }
+                if (d)
+                        device_removed(m, d);
                 break;
         default:
                 break;
@@ -121,21 +119,17 @@ int manager_print_report(Manager *m) {
         return fflush(stdout) == 0 ? 0 : -errno;
 }
 
-void manager_restore_all(Manager *m) {
-        DEVICE_TABLE_FOREACH(d, &m->devices) {
-                int r;
+int manager_restore_all(Manager *m) {
+        int left = 0;
 
-                if (originals_empty(&d->originals))
-                        continue;
-                r = restore_originals(&m->roots, d->name, &d->originals, m->options->dry_run);
-                if (r < 0 && r != -ENODEV) {
-                        log_warning_errno(r, "%s: restoring original settings failed, ignoring: %m", d->name);
-                        continue;
-                }
-                if (r > 0)
-                        log_info("%s: restored %d original setting(s)", d->name, r);
-                (void) originals_remove(manager_state_dir(m), d->name);
+        DEVICE_TABLE_FOREACH(d, &m->devices) {
+                int r = device_restore(m, d);
+
+                if (r == -ENOMEM)
+                        return log_oom();
+                left += r;
         }
+        return left;
 }
 
 uint64_t manager_uptime_usec(const Manager *m) {
@@ -143,6 +137,9 @@ uint64_t manager_uptime_usec(const Manager *m) {
 }
 
 void manager_pause(Manager *m, Device *d, bool pause) {
+        _cleanup_free_ Device **sorted = NULL;
+        int n;
+
         if (!d) {
                 m->paused_all = pause;
                 DEVICE_TABLE_FOREACH(x, &m->devices)
@@ -153,21 +150,48 @@ void manager_pause(Manager *m, Device *d, bool pause) {
         else
                 device_clear_hold(d);
         log_info("%s %s", pause ? "Paused" : "Resumed", d ? d->name : "all devices");
-        if (!pause)
-                (void) manager_process_all(m);
+        if (pause)
+                return;
+        /* resume means manage it again: what someone else changed meanwhile
+         * is written over (the originals recorded before stay) */
+        if (d) {
+                device_process_again(m, d);
+                return;
+        }
+        n = device_table_sorted(&m->devices, &sorted);
+        for (int i = 0; i < n; i++)
+                device_process_again(m, sorted[i]);
 }
 
-static cJSON *policy_errors_json(const PolicySet *set) {
-        cJSON *a = cJSON_CreateArray();
+/* The same lines at start and at reload: every error as file:line, for a
+ * rejected file the file that stays in force instead, and the count of
+ * files (not errors) rejected. */
+static void log_policy_errors(const PolicySet *set) {
+        char summary[128];
 
-        for (size_t i = 0; i < set->n_errors; i++)
-                cJSON_AddItemToArray(a, report_policy_error(&set->errors[i]));
-        return a;
+        for (size_t i = 0; i < set->n_errors; i++) {
+                const PolicyError *e = &set->errors[i];
+                const char *name = strrchr(e->path, '/');
+                const Policy *p;
+
+                if (e->line > 0)
+                        log_error("%s:%u: %s", e->path, e->line, e->message);
+                else
+                        log_error("%s: %s", e->path, e->message);
+                if (i + 1 < set->n_errors && streq(set->errors[i + 1].path, e->path))
+                        continue;       /* once per file, after its last error */
+                p = policy_set_find(set, name ? name + 1 : e->path);
+                if (p && !streq(p->path, e->path))
+                        log_warning("%s is rejected: %s stays in force", e->path, p->path);
+        }
+        if (set->n_errors > 0 && policy_set_summary(set, summary, sizeof(summary)) >= 0)
+                log_warning("Policies: %s; the rejected files count as absent", summary);
 }
 
 int manager_reload(Manager *m, cJSON **errors) {
         _cleanup_(config_done) Config c = {};
         PolicySet *set = NULL, *old;
+        char summary[128];
         Config swap;
         int r, k;
 
@@ -182,24 +206,21 @@ int manager_reload(Manager *m, cJSON **errors) {
                 PolicyError e = { .path = (char *) m->options->config_path, .message = (char *) "invalid configuration (see the log)" };
                 *errors = cJSON_CreateArray();
                 cJSON_AddItemToArray(*errors, report_policy_error(&e));
+                cJSON_Delete(m->reload_errors);        /* status shows why the running config stays */
+                m->reload_errors = cJSON_Duplicate(*errors, true);
                 (void) sd_notify(false, "READY=1");
                 return -EINVAL;
         }
         r = policy_set_load(m->options->policy_dirs ?: c.policy_dirs, &set);
         if (r < 0)
                 return r;
-        if (set->n_errors > 0) {
-                for (size_t i = 0; i < set->n_errors; i++)
-                        log_error("%s:%u: %s", set->errors[i].path, set->errors[i].line, set->errors[i].message);
-                log_error("Reload: %zu policy error(s), the running policies stay in force", set->n_errors);
-                *errors = policy_errors_json(set);
-                cJSON_Delete(m->reload_errors);
-                m->reload_errors = cJSON_Duplicate(*errors, true);
-                policy_set_free(set);
-                (void) sd_notify(false, "READY=1");
-                return -EINVAL;
-        }
+        /* as at start: a rejected file is skipped (listed in status), the
+         * others and the files it would have masked take effect */
+        log_policy_errors(set);
         m->reload_errors = (cJSON_Delete(m->reload_errors), NULL);
+        if (!m->options->state_dir && !streq(c.state_dir, m->config.state_dir))
+                log_warning("state_dir=%s takes effect at the next start; the records stay in %s until then",
+                            c.state_dir, m->state.path ?: m->config.state_dir);
         old = m->policies;
         m->policies = set;
         swap = m->config;
@@ -213,7 +234,8 @@ int manager_reload(Manager *m, cJSON **errors) {
         k = manager_process_all(m);
         r = r < 0 ? r : k;
         policy_set_free(old);
-        log_info("Reloaded: %zu policies", m->policies->n_policies);
+        if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
+                log_info("Reloaded: %s", summary);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
         return r;
 }
@@ -235,14 +257,25 @@ static int load_policies(Manager *m) {
         r = policy_set_load(dirs, &m->policies);
         if (r < 0)
                 return log_oom();
-        for (size_t i = 0; i < m->policies->n_errors; i++) {
-                const PolicyError *e = &m->policies->errors[i];
-                if (e->line > 0)
-                        log_error("%s:%u: %s", e->path, e->line, e->message);
-                else
-                        log_error("%s: %s", e->path, e->message);
-        }
-        log_debug("Loaded %zu policies (%zu errors)", m->policies->n_policies, m->policies->n_errors);
+        log_policy_errors(m->policies);
+        return 0;
+}
+
+/* Opened once, for the daemon's life: a state_dir= changed by a reload
+ * takes effect at the next start, so no record is ever left behind in a
+ * directory the daemon no longer reads. */
+int manager_open_state_dir(Manager *m) {
+        const char *path = m->options->state_dir ?: m->config.state_dir;
+        int r;
+
+        r = state_dir_open(path, !m->options->dry_run, &m->state);
+        if (r == -ENOENT && m->options->dry_run)
+                return 0;       /* nothing recorded, and a dry run records nothing */
+        if (r == -EPERM)
+                return log_error_errno(r, "%s must belong to the daemon's user and be writable by nobody else: "
+                                          "a state record there is written to sysfs at stop", path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the state directory %s: %m", path);
         return 0;
 }
 
@@ -258,6 +291,7 @@ int manager_new(const Options *o, Manager **ret) {
                 return log_oom();
         m->options = o;
         m->roots = o->roots;
+        m->state = STATE_DIR_NULL;
         m->facts.type = &facts_intern_type;
         m->plans.type = &plan_intern_type;
         r = config_init_defaults(&m->config);
@@ -298,6 +332,7 @@ Manager *manager_free(Manager *m) {
         discover_free(m->discover);
         policy_set_free(m->policies);
         config_done(&m->config);
+        state_dir_close(&m->state);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -364,7 +399,7 @@ int manager_run(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
-        if (m->config.restore_on_exit && !m->options->dry_run)
-                manager_restore_all(m);
+        if (m->config.restore_on_exit && !m->options->dry_run && manager_restore_all(m) > 0 && r >= 0)
+                r = -EIO;       /* something stays changed: the exit status says so */
         return r;
 }

@@ -156,9 +156,9 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
         if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
                 return -ENOMEM;
         snprintf(path, sizeof(path), "%s/diskstats", m->roots.proc);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = sysfs_open_read(path);
         if (fd < 0)
-                return -errno;
+                return fd;
         if (m->record)
                 record_write_tick(m->record, now, m->tick);
         r = sample_lines(m, fd, interval_ms);

@@ -57,6 +57,7 @@ static void *facts_dup(const void *value) {
         f->name[0] = 0;
         f->major = f->minor = 0;
         f->diskseq = 0;
+        f->queue_id = 0;
         f->properties = NULL;
         return f;
 }

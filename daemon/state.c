@@ -1,154 +1,226 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <fcntl.h>
-#include <limits.h>
-#include <sys/stat.h>
+/* The state record: the model and its text form. Pure; the files are in
+ * state-file.c. */
+#include <inttypes.h>
 
 #include "state.h"
 #include "util.h"
 
-#define STATE_HEADER "# blkpolicyd originals v1\n"
+#define STATE_HEADER "# blkpolicyd state v2"
 
-void originals_done(Originals *o) {
-        if (!o)
+void device_record_done(DeviceRecord *r) {
+        if (!r)
                 return;
-        for (unsigned i = 0; i < o->n; i++)
-                free(o->list[i].value);
-        o->list = mfree(o->list);
-        o->n = 0;
+        for (unsigned i = 0; i < r->n_attrs; i++) {
+                free(r->attrs[i].found);
+                free(r->attrs[i].written);
+        }
+        r->attrs = mfree(r->attrs);
+        r->n_attrs = 0;
 }
 
-bool originals_empty(const Originals *o) {
-        return o->n == 0;
+bool device_record_empty(const DeviceRecord *r) {
+        return r->n_attrs == 0;
 }
 
-const char *originals_get(const Originals *o, unsigned t) {
-        for (unsigned i = 0; i < o->n; i++)
-                if (o->list[i].tunable == t)
-                        return o->list[i].value;
+static AttrRecord *record_find(const DeviceRecord *r, unsigned tunable) {
+        for (unsigned i = 0; i < r->n_attrs; i++)
+                if (r->attrs[i].tunable == tunable)
+                        return &r->attrs[i];
         return NULL;
 }
 
-int originals_record(Originals *o, unsigned t, const char *value) {
-        char *copy;
-        Original *l;
+const AttrRecord *device_record_get(const DeviceRecord *r, unsigned tunable) {
+        return record_find(r, tunable);
+}
 
-        if (t >= TUNABLES_MAX)
+int device_record_found(DeviceRecord *r, unsigned tunable, const char *found) {
+        AttrRecord *l;
+        unsigned at = 0;
+        char *copy;
+
+        if (tunable >= n_tunables || !found)
                 return -EINVAL;
-        if (originals_get(o, t))
+        if (record_find(r, tunable))
                 return 0;
-        copy = strdup(value);
+        copy = strdup(found);
         if (!copy)
                 return -ENOMEM;
-        l = realloc(o->list, sizeof(Original) * (o->n + 1));
+        l = realloc(r->attrs, sizeof(AttrRecord) * (r->n_attrs + 1));
         if (!l) {
                 free(copy);
                 return -ENOMEM;
         }
-        l[o->n++] = (Original) { .tunable = t, .value = copy };
-        o->list = l;
+        r->attrs = l;
+        /* kept in tunables[] order: that is the order of writes and of the file */
+        while (at < r->n_attrs && l[at].tunable < tunable)
+                at++;
+        memmove(l + at + 1, l + at, sizeof(AttrRecord) * (r->n_attrs - at));
+        l[at] = (AttrRecord) { .tunable = tunable, .found = copy };
+        r->n_attrs++;
         return 1;
 }
 
-static int state_path(char *buf, size_t size, const char *state_dir, const char *dev, const char *suffix) {
-        int n = snprintf(buf, size, "%s/devices/%s%s", state_dir, dev, suffix);
-        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+int device_record_written(DeviceRecord *r, unsigned tunable, const char *written) {
+        AttrRecord *a = record_find(r, tunable);
+        char *copy = NULL;
+
+        if (!a)
+                return -ENOENT;
+        if (streq_ptr(a->written, written))
+                return 0;
+        if (written && !(copy = strdup(written)))
+                return -ENOMEM;
+        free(a->written);
+        a->written = copy;
+        return 1;
 }
 
-int originals_load(const char *state_dir, const char *dev, Originals *o) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *line = NULL;
-        char path[PATH_MAX];
-        size_t size = 0;
-        ssize_t len;
-        int r, bad = 0;
+int device_record_drop(DeviceRecord *r, unsigned tunable) {
+        AttrRecord *a = record_find(r, tunable);
+        size_t at;
 
-        r = state_path(path, sizeof(path), state_dir, dev, "");
-        if (r < 0)
-                return r;
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        while ((len = getline(&line, &size, f)) >= 0) {
-                char *eq, *l;
-                int t;
+        if (!a)
+                return 0;
+        free(a->found);
+        free(a->written);
+        at = (size_t) (a - r->attrs);
+        memmove(a, a + 1, sizeof(AttrRecord) * (r->n_attrs - at - 1));
+        if (--r->n_attrs == 0)
+                r->attrs = mfree(r->attrs);
+        return 1;
+}
 
-                if (memchr(line, 0, (size_t) len)) {
-                        bad++;  /* binary garbage: the file is corrupt */
-                        continue;
-                }
-                l = strstrip(line);
-                if (*l == '#' || !*l)
-                        continue;
-                eq = strchr(l, '=');
-                if (!eq) {
-                        bad++;  /* torn line: the rename makes this rare, but never fatal */
-                        continue;
-                }
-                *eq = 0;
-                t = tunable_find_attr(l);
-                if (t < 0 || !*(eq + 1) || strlen(eq + 1) >= VALUE_MAX_STATE) {
-                        bad++;
-                        continue;
-                }
-                if (originals_record(o, (unsigned) t, eq + 1) < 0)
+int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
+        DeviceRecord c = { .id = from->id };
+
+        for (unsigned i = 0; i < from->n_attrs; i++) {
+                const AttrRecord *a = &from->attrs[i];
+
+                if (device_record_found(&c, a->tunable, a->found) < 0 ||
+                    device_record_written(&c, a->tunable, a->written) < 0) {
+                        device_record_done(&c);
                         return -ENOMEM;
+                }
         }
+        device_record_done(to);
+        *to = c;
+        return 0;
+}
+
+bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b) {
+        return a->major == b->major && a->minor == b->minor && a->queue_id != 0 && a->queue_id == b->queue_id;
+}
+
+/* A value as sysfs shows it: no space, no control character, not empty. */
+static bool value_valid(const char *v) {
+        if (!*v || strlen(v) >= STATE_VALUE_MAX)
+                return false;
+        for (; *v; v++)
+                if ((unsigned char) *v <= ' ' || *v == 0x7f)
+                        return false;
+        return true;
+}
+
+static int parse_header(char *line, DeviceIdentity *id) {
+        char name[32];
+        unsigned major, minor;
+        uint64_t queue, seq;
+        int n = -1;
+
+        if (sscanf(line, "device %31s %u:%u queue=%" SCNu64 " diskseq=%" SCNu64 "%n", name, &major, &minor, &queue,
+                   &seq, &n) != 5 || n < 0 || line[n] != 0 || !value_valid(name))
+                return -EBADMSG;
+        *id = (DeviceIdentity) { .major = major, .minor = minor, .queue_id = queue, .diskseq = seq };
+        (void) strscpy(id->name, sizeof(id->name), name);
+        return 0;
+}
+
+static int parse_attr(char *line, DeviceRecord *r) {
+        char *save = NULL, *attr, *found, *written;
+        int t, k;
+
+        attr = strtok_r(line, " ", &save);
+        found = strtok_r(NULL, " ", &save);
+        written = strtok_r(NULL, " ", &save);
+        if (!attr || !found || !written || strtok_r(NULL, " ", &save))
+                return -EBADMSG;
+        t = tunable_find_attr(attr);
+        if (t < 0 || !value_valid(found) || !value_valid(written) || device_record_get(r, (unsigned) t))
+                return -EBADMSG;
+        k = device_record_found(r, (unsigned) t, found);
+        if (k >= 0)
+                k = device_record_written(r, (unsigned) t, streq(written, "-") ? NULL : written);
+        return k < 0 ? -ENOMEM : 0;
+}
+
+/* Splits the next line off text (NUL-terminating it in place). */
+static char *next_line(char **text, char *end) {
+        char *line = *text, *nl;
+
+        if (line >= end)
+                return NULL;
+        nl = memchr(line, '\n', (size_t) (end - line));
+        *nl = 0;        /* the caller's copy ends in '\n' */
+        *text = nl + 1;
+        return line;
+}
+
+int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
+        _cleanup_free_ char *copy = NULL;
+        DeviceRecord r = {};
+        char *p, *end, *line;
+        int bad = 0;
+
+        if (memchr(text, 0, size))
+                return -EBADMSG;        /* binary garbage: not a record */
+        copy = malloc(size + 2);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, text, size);
+        copy[size] = '\n';
+        copy[size + 1] = 0;
+        p = copy;
+        end = copy + size + 1;
+        line = next_line(&p, end);
+        if (!line || !streq(line, STATE_HEADER))
+                return -EBADMSG;
+        line = next_line(&p, end);
+        if (!line || parse_header(line, &r.id) < 0)
+                return -EBADMSG;
+        while ((line = next_line(&p, end))) {
+                int k;
+
+                if (!*line || *line == '#')
+                        continue;
+                k = parse_attr(line, &r);
+                if (k == -ENOMEM) {
+                        device_record_done(&r);
+                        return k;
+                }
+                bad += k < 0;   /* torn or foreign: never fatal, counted */
+        }
+        *ret = r;
         return bad;
 }
 
-static int mkdir_p_devices(const char *state_dir) {
-        char path[PATH_MAX];
+char *device_record_format(const DeviceRecord *r) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
 
-        if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        snprintf(path, sizeof(path), "%s/devices", state_dir);
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
-/* Write to a temporary file and rename, so a crash leaves the old or the
- * new file, never half of one. */
-int originals_save(const char *state_dir, const char *dev, const Originals *o) {
-        char path[PATH_MAX], tmp[PATH_MAX];
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
-
-        r = mkdir_p_devices(state_dir);
-        if (r < 0)
-                return r;
-        if (state_path(path, sizeof(path), state_dir, dev, "") < 0 ||
-            state_path(tmp, sizeof(tmp), state_dir, dev, ".tmp") < 0)
-                return -ENAMETOOLONG;
-        f = fopen(tmp, "we");
         if (!f)
-                return -errno;
-        fputs(STATE_HEADER, f);
-        for (size_t i = 0; i < n_tunables; i++) {       /* in tunables[] order, whatever the record order */
-                const char *v = originals_get(o, (unsigned) i);
+                return NULL;
+        fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
+                *r->id.name ? r->id.name : "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
+        for (unsigned i = 0; i < r->n_attrs; i++) {
+                const AttrRecord *a = &r->attrs[i];
 
-                if (v)
-                        fprintf(f, "%s=%s\n", tunables[i].attr, v);
+                fprintf(f, "%s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-");
         }
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
-                r = -errno;
-                (void) unlink(tmp);
-                return r;
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
         }
-        if (rename(tmp, path) < 0) {
-                r = -errno;
-                (void) unlink(tmp);
-                return r;
-        }
-        return 0;
-}
-
-int originals_remove(const char *state_dir, const char *dev) {
-        char path[PATH_MAX];
-
-        if (state_path(path, sizeof(path), state_dir, dev, "") < 0)
-                return -ENAMETOOLONG;
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        return text;
 }

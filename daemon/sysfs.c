@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "fake-kernel.h"
 #include "fault.h"
 #include "sysfs.h"
 #include "util.h"
@@ -42,6 +43,9 @@ int sysfs_write(const char *path, const char *value) {
 
         if (fault < 0)
                 return fault;
+        fault = fake_kernel_write(path, value);
+        if (fault <= 0)
+                return fault;
         fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
@@ -51,8 +55,36 @@ int sysfs_write(const char *path, const char *value) {
         return (size_t) n == len ? 0 : -EIO;
 }
 
+DIR *sysfs_opendir(const char *path) {
+        int fault = fault_check("read", path);
+
+        if (fault < 0) {
+                errno = -fault;
+                return NULL;
+        }
+        return opendir(path);
+}
+
+int sysfs_open_read(const char *path) {
+        int fault = fault_check("read", path), fd;
+
+        if (fault < 0)
+                return fault;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
 bool sysfs_exists(const char *path) {
         return access(path, F_OK) == 0;
+}
+
+int sysfs_inode(const char *path, uint64_t *ret) {
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return -errno;
+        *ret = (uint64_t) st.st_ino;
+        return 0;
 }
 
 int sysfs_read_link_name(const char *path, char *buf, size_t size) {
@@ -108,7 +140,7 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
         struct dirent *de;
 
         snprintf(path, sizeof(path), "%s/block", r->sysfs);
-        d = opendir(path);
+        d = sysfs_opendir(path);
         if (!d)
                 return -errno;
         while ((de = readdir(d)))

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+/* apply: carries out what reconcile.c decides, for one device. Reads sysfs,
+ * reconciles, saves the record, writes, reads back; again after a
+ * scheduler switch (which resets what follows it). Every attribute is
+ * written at most once a pass (the scheduler once per fallback): it never
+ * loops on a failure, it reports it. */
+
 #include <stdint.h>
 
 #include "plan.h"
-#include "state.h"
+#include "reconcile.h"
+#include "state-file.h"
 #include "sysfs.h"
 
 typedef struct ApplyStats {
@@ -15,23 +22,26 @@ typedef struct ApplyStats {
 typedef struct ApplyRequest {
         const Roots *roots;
         const char *dev;
-        bool dry_run;
-        Originals *originals;   /* gains the value before each first change */
+        DeviceRecord *record;   /* in and out; saved to `state` before every write */
+        const StateDir *state;  /* NULL: plan only (dry run, held device) */
+        bool take_over;         /* resume, on_drift=reapply: write over the admin's changes */
         ApplyStats *stats;      /* may be NULL */
 } ApplyRequest;
 
-/* Applies plan->items in order: reads each attribute, writes only when it
- * differs, reads back. Fills current/result/error of every item.
- * Returns 0; -ENODEV when the device went away (drop it quietly);
- * -EAGAIN when an item hit a transient error and the plan should be
- * applied again later; -ENOMEM. Sets *originals_changed when a new
- * original was recorded (the caller persists it). */
-int apply_plan(const ApplyRequest *req, Plan *plan, bool *originals_changed);
+typedef struct ApplyOutcome {
+        unsigned restored;              /* values put back */
+        unsigned restore_failed;        /* values that could not be put back: their record stays */
+        int record_error;               /* the record could not be saved: nothing was written */
+        int overridden;                 /* a wanted attribute the admin changed (tunable), or -1 */
+        char overridden_live[VALUE_MAX];
+} ApplyOutcome;
 
-/* Writes originals back, scheduler first (which resets its tunables),
- * skipping values that are already in place. Returns the number of
- * writes, or -ENODEV/-ENOMEM. */
-int restore_originals(const Roots *roots, const char *dev, const Originals *o, bool dry_run);
+/* One pass for a device: plan NULL wants nothing (stop, --restore), which
+ * puts back everything blkpolicyd owns. Fills the plan items' result,
+ * before, current, error. Returns 0; -ENODEV when the device went away
+ * (its record is moot); -EAGAIN when an item hit a transient error and the
+ * pass should run again later; -ENOMEM. */
+int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out);
 
 /* The value blkpolicyd compares for an attribute: the bracketed name for
  * "scheduler", the whole text otherwise. */

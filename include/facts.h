@@ -74,6 +74,7 @@ typedef struct DeviceFacts {
         char name[NAME_MAX_LEN];
         unsigned major, minor;
         uint64_t diskseq;
+        uint64_t queue_id;    /* inode of <dev>/queue: the registered queue's lifetime (state.h) */
         char driver[32];      /* kernel module/driver name, "" if unknown */
         char subsystem[32];   /* bus of the parent device, "" if parentless */
         char model[64];       /* device/model, trimmed, "" if none */

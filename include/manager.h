@@ -19,7 +19,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "report.h"
-#include "state.h"
+#include "state-file.h"
 #include "sysfs.h"
 
 typedef struct Options {
@@ -33,6 +33,7 @@ typedef struct Options {
         bool dry_run;
         bool once;
         bool check_config;
+        bool restore;           /* --restore: put back what the state records say, exit */
         const char *record_path;        /* --record: append every tick's raw samples */
         const char *replay_path;        /* --replay: decide over a recording, print the timeline */
 } Options;
@@ -73,10 +74,9 @@ typedef struct Device {
         const DeviceFacts *facts;
         const Plan *plan;
         char **properties;      /* the udev properties some policy names */
-        uint64_t diskseq;
         dev_t devnum;
         char *error;            /* last classify/apply error; NULL when none */
-        Originals originals;
+        DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
         sd_event_source *retry_source;
         DiskCounters stat;      /* of the last /proc/diskstats sample */
         Signals signals;        /* of the last tick */
@@ -88,6 +88,7 @@ typedef struct Device {
         bool seen;              /* marks survivors during a rescan */
         bool have_stat;
         bool paused;            /* pause DEV: left as it is until resume */
+        bool record_unreadable; /* its state record could not be read: nothing is written */
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];
@@ -112,6 +113,7 @@ struct Manager {
         InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
+        StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
 
@@ -157,15 +159,21 @@ bool device_is_held(const Manager *m, const Device *d);
 int manager_start_ticks(Manager *m);
 void manager_tick(Manager *m, uint64_t now_usec);
 /* device.c: one device's life */
-const char *manager_state_dir(const Manager *m);
 /* Classifies a disk that appeared or changed and finds (or makes) its Device
  * by dev_t. NULL for partitions, vanished devices and per-device errors
  * (logged); *error is set only for -ENOMEM. */
 Device *manager_refresh(Manager *m, const char *name, int *error);
 /* decide + apply; may forget d if it vanished */
 void device_process(Manager *m, Device *d);
-/* decide and apply again (drift with on_drift=reapply) */
+/* decide and apply again, writing over what the admin changed (resume,
+ * drift with on_drift=reapply) */
 void device_process_again(Manager *m, Device *d);
+/* Puts back what blkpolicyd changed on d (nothing wanted). Returns the
+ * count of values that could not be put back, or -ENOMEM. */
+int device_restore(Manager *m, Device *d);
+/* A remove event: forget d unless its queue is still there (a stale event
+ * for a disk that came back under the same number is not this disk's). */
+void device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped */
 void device_flip(Manager *m, Device *d, const DynDecision *dec);
 void device_forget(Manager *m, Device *d, bool drop_state);
@@ -205,6 +213,11 @@ Manager *manager_free(Manager *m);
 /* Discover all disks, classify them, then decide and apply for each. */
 int manager_scan(Manager *m);
 int manager_run(Manager *m);
+/* The state dir, for the modes that change or restore devices. */
+int manager_open_state_dir(Manager *m);
+/* restore.c, --restore: every record in the state dir put back. */
+int manager_restore_records(Manager *m);
 int manager_print_report(Manager *m);
-/* Puts back every recorded original (restore_on_exit). */
-void manager_restore_all(Manager *m);
+/* Puts back every recorded original (restore_on_exit). Returns the count
+ * of values left changed (their records stay on disk). */
+int manager_restore_all(Manager *m);

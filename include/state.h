@@ -1,38 +1,82 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Originals: the value of every attribute blkpolicyd changed, as it was
- * before the first change. Persisted per device under the state dir so a
- * restarted daemon never takes its own values for the kernel's. */
+/* The state record of one device: for every attribute blkpolicyd has
+ * changed (or is about to change), the value found before its first write
+ * and the value it wrote last. From these and the live value, reconcile.c
+ * tells who owns the attribute now: blkpolicyd (live is what it wrote),
+ * the admin (live changed behind it) or the kernel (no record at all).
+ *
+ * The record is the intent log: it is saved durably *before* each write,
+ * with the value about to be written, so a crash at any point leaves a
+ * record that says what was there before. It is dropped, attribute by
+ * attribute, only once the found value is back (or the device is gone).
+ *
+ * Identity: a record belongs to one request queue, not to a name. The
+ * kernel's diskseq is the identity of the *media* (a loop attach or detach
+ * changes it, and the queue with its settings stays), so the record keys
+ * on major:minor plus the inode of <dev>/queue, which lives exactly as
+ * long as the queue is registered; diskseq is kept to show. */
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "tunables.h"
 
-typedef struct Original {
+/* "written" of an attribute a scheduler switch reset: blkpolicyd caused it
+ * but has not read what the kernel put there yet (a crash in between). */
+#define WRITTEN_UNKNOWN "*"
+
+typedef struct AttrRecord {
         unsigned tunable;
-        char *value;
-} Original;
+        char *found;            /* before blkpolicyd's first write */
+        char *written;          /* what its last write left; NULL: nothing yet */
+} AttrRecord;
 
-/* A device has one to three (the scheduler, a tunable or two): a list, not
- * a slot per tunable, which cost every changed device 320 bytes. */
-typedef struct Originals {
-        Original *list;
-        unsigned n;
-} Originals;
+typedef struct DeviceIdentity {
+        unsigned major, minor;
+        uint64_t queue_id;      /* inode of <dev>/queue; 0: unknown (never matches) */
+        uint64_t diskseq;       /* informative */
+        char name[32];          /* the kernel name when recorded, for messages */
+} DeviceIdentity;
 
-void originals_done(Originals *o);
-bool originals_empty(const Originals *o);
-const char *originals_get(const Originals *o, unsigned t);
-/* Records value for tunable t unless one is recorded already.
- * Returns 1 if recorded, 0 if it was there, -ENOMEM. */
-int originals_record(Originals *o, unsigned t, const char *value);
+typedef struct DeviceRecord {
+        DeviceIdentity id;
+        AttrRecord *attrs;      /* in tunables[] order */
+        unsigned n_attrs;
+} DeviceRecord;
 
-#define VALUE_MAX_STATE 32
+void device_record_done(DeviceRecord *r);
+bool device_record_empty(const DeviceRecord *r);
+const AttrRecord *device_record_get(const DeviceRecord *r, unsigned tunable);
+/* Records found for tunable unless it has a record already (the first
+ * found value wins: a later one would be blkpolicyd's own). Returns 1 if
+ * added, 0 if there, -EINVAL, -ENOMEM. */
+int device_record_found(DeviceRecord *r, unsigned tunable, const char *found);
+/* Sets what was (or is about to be) written; the attribute must have a
+ * record. NULL clears it. Returns 1 if it changed, 0, -ENOENT, -ENOMEM. */
+int device_record_written(DeviceRecord *r, unsigned tunable, const char *written);
+/* Forgets the attribute. Returns 1 if it was recorded, 0 otherwise. */
+int device_record_drop(DeviceRecord *r, unsigned tunable);
+int device_record_copy(const DeviceRecord *from, DeviceRecord *to);
 
-/* <state_dir>/devices/<dev>. Load merges into o without overwriting;
- * -ENOENT when there is no file. Unknown or torn lines are skipped and
- * counted: returns how many (0 for a clean file). */
-int originals_load(const char *state_dir, const char *dev, Originals *o);
-int originals_save(const char *state_dir, const char *dev, const Originals *o);
-int originals_remove(const char *state_dir, const char *dev);
+/* Identities match when both name the same registered queue. */
+bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
+
+#define STATE_VALUE_MAX 32
+
+/* The text form, one file per device:
+ *
+ *   # blkpolicyd state v2
+ *   device loop8 7:8 queue=18398 diskseq=12
+ *   scheduler mq-deadline none
+ *   nr_requests 50 *
+ *
+ * Pure parser, fuzzed. Unknown or malformed attribute lines are skipped
+ * and counted; a missing or malformed header is -EBADMSG (nothing is
+ * taken from a file whose device is unknown). Returns the count of
+ * skipped lines, -EBADMSG or -ENOMEM. */
+int device_record_parse(const char *text, size_t size, DeviceRecord *ret);
+/* Returns a malloc'd text, or NULL on -ENOMEM. */
+char *device_record_format(const DeviceRecord *r);

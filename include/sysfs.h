@@ -4,8 +4,10 @@
 /* sysfs.c is the only place that opens files below the roots. Everything
  * else takes Roots, so fixture trees and fault injection plug in here. */
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct Roots {
         const char *sysfs;      /* default /sys */
@@ -22,7 +24,13 @@ bool roots_are_live(const Roots *r);
 int sysfs_read(const char *path, char *buf, size_t size);
 /* One write() of value; returns the kernel's -errno. */
 int sysfs_write(const char *path, const char *value);
+/* For what is read more than once a file: a directory's entries,
+ * /proc/diskstats in chunks. Both go through fault injection. */
+DIR *sysfs_opendir(const char *path);
+int sysfs_open_read(const char *path);
 bool sysfs_exists(const char *path);
+/* The inode number of path (not following a last symlink). */
+int sysfs_inode(const char *path, uint64_t *ret);
 /* Basename of a symlink's target. */
 int sysfs_read_link_name(const char *path, char *buf, size_t size);
 

@@ -40,6 +40,12 @@ def scheduler(name):
     return text[text.index("[") + 1:text.index("]")]
 
 
+def record_path(state, name):
+    """The daemon's state record for a disk: <state>/devices/<major>:<minor>."""
+    with open(f"/sys/block/{name}/dev") as f:
+        return os.path.join(state, "devices", f.read().strip())
+
+
 def set_attr(name, attr, value):
     with open(f"/sys/block/{name}/queue/{attr}", "w") as f:
         f.write(value)

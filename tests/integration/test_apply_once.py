@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import LoopDevices, Results, require_root, scheduler, set_attr, sysfs  # noqa: E402
+from loopdev import LoopDevices, Results, record_path, require_root, scheduler, set_attr, sysfs  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -66,7 +66,7 @@ res.check("dry run exits 0", rc == 0)
 res.check("dry run plans the scheduler", d.get("settings", {}).get("scheduler", {}).get("result") == "planned", d)
 res.check("dry run leaves sysfs as it was", scheduler(dev) == "mq-deadline")
 res.check("dry run opens nothing for writing", sysfs_writes(trace) == [], sysfs_writes(trace))
-res.check("dry run records no originals", not os.path.exists(os.path.join(state, "devices", dev)))
+res.check("dry run records no originals", not os.path.exists(record_path(state, dev)))
 
 # the real run
 rc, rep, err = once()
@@ -86,10 +86,10 @@ res.check("device outside the policy reported unmatched", o.get("policy") is Non
 res.check("devices outside --device are not reported", {x["name"] for x in rep["devices"]} == {dev, other},
           [x["name"] for x in rep["devices"]])
 
-orig_path = os.path.join(state, "devices", dev)
+orig_path = record_path(state, dev)
 orig = open(orig_path).read() if os.path.exists(orig_path) else ""
 res.check("originals recorded before the first change",
-          "scheduler=mq-deadline" in orig and f"read_ahead_kb={before['read_ahead_kb']}" in orig, orig)
+          "\nscheduler mq-deadline none\n" in orig and f"\nread_ahead_kb {before['read_ahead_kb']} 512\n" in orig, orig)
 
 # a second pass finds everything in place and writes nothing
 trace = os.path.join(work, "second.trace")

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, LoopDevices, Results, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, record_path, require_root, scheduler, set_attr, sysfs, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -62,10 +62,11 @@ try:
 
     # remove event: the device and its recorded originals are forgotten
     gone = loops.add()
-    wait_for(lambda: os.path.exists(os.path.join(state, "devices", gone)), 1.0, f"originals of {gone}")
+    gone_record = record_path(state, gone)
+    wait_for(lambda: os.path.exists(gone_record), 1.0, f"originals of {gone}")
     loops.remove(gone)
     try:
-        wait_for(lambda: not os.path.exists(os.path.join(state, "devices", gone)), 1.0,
+        wait_for(lambda: not os.path.exists(gone_record), 1.0,
                  f"originals of {gone} to be dropped")
         res.check("removed device forgotten", True)
     except AssertionError as e:

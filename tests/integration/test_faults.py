@@ -107,11 +107,12 @@ try:
 
     reset()
     rc, devs, err = once("", state=os.path.join(policies, "50-faults.policy"))
-    res.check("state dir unusable (a file): warned, settings still applied",
-              rc == 0 and "cannot save original settings" in err and scheduler(a) == "mq-deadline", err[-500:])
+    # nothing is written without its original on disk first
+    res.check("state dir unusable (a file): refused, nothing written",
+              rc != 0 and "Cannot open the state directory" in err and scheduler(a) == "none", err[-500:])
 
     # a read-only and a full state dir: tmpfs mounts of the test's own
-    for label, opts, fill in (("read-only", "ro,size=64k", False), ("full", "size=8k", True)):
+    for label, opts, fill in (("read-only", "ro,size=64k,mode=0755", False), ("full", "size=8k,mode=0755", True)):
         reset()
         mnt = os.path.join(work, label)
         os.mkdir(mnt)
@@ -120,8 +121,14 @@ try:
             if fill:
                 subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/filler", "bs=4k", "count=64"], capture_output=True)
             rc, devs, err = once("", state=mnt)
-            res.check(f"state dir {label}: warned, settings still applied",
-                      rc == 0 and "cannot save original settings" in err and scheduler(a) == "mq-deadline", err[-500:])
+            if fill:
+                s = devs.get(a, {}).get("settings", {}).get("scheduler", {})
+                res.check("state dir full: the record cannot be saved, nothing written, the device says why",
+                          rc == 0 and s.get("result") == "failed" and "cannot save the state record" in s.get("error", "")
+                          and scheduler(a) == "none" and sysfs(a, "read_ahead_kb") == "128", (s, err[-500:]))
+            else:
+                res.check("state dir read-only: refused, nothing written",
+                          rc != 0 and "Cannot open the state directory" in err and scheduler(a) == "none", err[-500:])
         finally:
             subprocess.run(["umount", mnt], check=False)
 

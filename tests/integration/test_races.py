@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, LoopDevices, Results, control_call, require_root, scheduler, wait_for  # noqa: E402
+from loopdev import Daemon, LoopDevices, Results, control_call, record_path, require_root, scheduler, wait_for  # noqa: E402
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -101,11 +101,11 @@ try:
     # 4: crash safety
     victims = sorted(alive())[:3]
     res.check("originals recorded for the survivors",
-              all(os.path.exists(os.path.join(state, "devices", v)) for v in victims))
+              all(os.path.exists(record_path(state, v)) for v in victims))
     daemon.cleanup()    # SIGKILL: a crash
-    with open(os.path.join(state, "devices", victims[0]), "a") as f:
-        f.write("scheduler=mq-dead")   # a torn last line, as a crash mid-write could leave
-    with open(os.path.join(state, "devices", victims[1]), "w") as f:
+    with open(record_path(state, victims[0]), "a") as f:
+        f.write("scheduler mq-dead")   # a torn last line, as a crash mid-write could leave
+    with open(record_path(state, victims[1]), "w") as f:
         f.write("\x00\x01garbage\n")   # a corrupt file
     daemon = start()
     text = log_text()

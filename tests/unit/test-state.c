@@ -1,44 +1,135 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 
-#include "state.h"
+#include "state-file.h"
 #include "tests.h"
 #include "util.h"
 
-TEST(originals_round_trip_and_first_value_wins) {
-        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX", cmd[64], path[PATH_MAX];
-        Originals o = {}, back = {};
+static unsigned T(const char *attr) {
+        return (unsigned) tunable_find_attr(attr);
+}
+
+static void rm_rf(const char *dir) {
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+}
+
+static void sample_record(DeviceRecord *r) {
+        *r = (DeviceRecord) { .id = { .major = 7, .minor = 9, .queue_id = 18398, .diskseq = 12, .name = "loop9" } };
+        CHECK(device_record_found(r, T("nr_requests"), "256") == 1);
+        CHECK(device_record_found(r, TUNABLE_SCHEDULER, "mq-deadline") == 1);
+        CHECK(device_record_found(r, TUNABLE_SCHEDULER, "none") == 0);        /* our own value never overwrites */
+        CHECK(device_record_written(r, TUNABLE_SCHEDULER, "none") == 1);
+        CHECK(device_record_written(r, T("nr_requests"), WRITTEN_UNKNOWN) == 1);
+        CHECK(device_record_found(r, TUNABLES_MAX, "x") == -EINVAL);
+}
+
+TEST(record_model_and_text_round_trip) {
+        DeviceRecord r, back = {};
+        _cleanup_free_ char *text = NULL;
+
+        sample_record(&r);
+        CHECK(r.n_attrs == 2 && r.attrs[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
+        text = device_record_format(&r);
+        CHECK_STR(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
+                        "scheduler mq-deadline none\nnr_requests 256 *\n");
+        CHECK(device_record_parse(text, strlen(text), &back) == 0);
+        CHECK(device_identity_same(&r.id, &back.id) && back.id.diskseq == 12);
+        CHECK_STR(device_record_get(&back, T("nr_requests"))->written, WRITTEN_UNKNOWN);
+        CHECK(device_record_drop(&back, TUNABLE_SCHEDULER) == 1 && device_record_drop(&back, TUNABLE_SCHEDULER) == 0);
+        CHECK(back.n_attrs == 1);
+        device_record_done(&back);
+        device_record_done(&r);
+        device_record_done(NULL);
+}
+
+TEST(record_parse_rejects_and_counts) {
+        DeviceRecord r = {};
+        static const char torn[] = "# blkpolicyd state v2\ndevice loop9 7:9 queue=1 diskseq=0\n"
+                                   "scheduler none mq-deadline\ngarbage\nunknown_attr 1 2\n"
+                                   "scheduler bfq bfq\nread_ahead_kb 128 4096 extra\nread_ahead_kb 1";
+
+        CHECK(device_record_parse(torn, strlen(torn), &r) == 5);       /* five bad lines, counted */
+        CHECK(r.n_attrs == 1);
+        CHECK_STR(device_record_get(&r, TUNABLE_SCHEDULER)->found, "none");
+        device_record_done(&r);
+        CHECK(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r) == -EBADMSG);
+        CHECK(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r) == -EBADMSG);
+        CHECK(device_record_parse("# blkpolicyd state v2\n\0device", 29, &r) == -EBADMSG);
+        CHECK(device_record_parse("", 0, &r) == -EBADMSG);
+}
+
+TEST(state_dir_save_load_remove) {
+        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX";
+        StateDir sd = STATE_DIR_NULL;
+        DeviceRecord r, back = {};
+        unsigned (*list)[2] = NULL;
+        size_t n;
+
+        CHECK(mkdtemp(dir) != NULL);
+        CHECK(state_dir_open(dir, true, &sd) == 0);
+        sample_record(&r);
+        CHECK(state_save(&sd, &r) == 0);
+        CHECK(state_load(&sd, 7, 9, &back) == 0);
+        CHECK(back.n_attrs == 2 && device_identity_same(&r.id, &back.id));
+        device_record_done(&back);
+        CHECK(state_list(&sd, &list, &n) == 0 && n == 1 && list[0][0] == 7 && list[0][1] == 9);
+        free(list);
+        /* a record filed under another number is not that device's */
+        CHECK(renameat(sd.fd, "7:9", sd.fd, "7:10") == 0);
+        CHECK(state_load(&sd, 7, 10, &back) == -EBADMSG);
+        CHECK(state_remove(&sd, 7, 10) == 0);
+        CHECK(state_load(&sd, 7, 9, &back) == -ENOENT);
+        /* an empty record is no file */
+        CHECK(state_save(&sd, &r) == 0);
+        while (r.n_attrs)
+                (void) device_record_drop(&r, r.attrs[0].tunable);
+        CHECK(state_save(&sd, &r) == 0 && state_load(&sd, 7, 9, &back) == -ENOENT);
+        device_record_done(&r);
+        state_dir_close(&sd);
+        state_dir_close(&sd);
+        rm_rf(dir);
+}
+
+/* Issue: another user's symlink at devices/loopN.tmp made root overwrite
+ * an arbitrary file, and a planted record was written to sysfs at stop. */
+TEST(state_dir_refuses_hostile_layouts) {
+        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX", path[PATH_MAX], target[PATH_MAX];
+        StateDir sd = STATE_DIR_NULL;
+        DeviceRecord r;
+        struct stat st;
         FILE *f;
 
         CHECK(mkdtemp(dir) != NULL);
-        CHECK(originals_empty(&o) && !originals_get(&o, TUNABLE_SCHEDULER));
-        /* recorded in another order than tunables[]: saved and restored in its order */
-        CHECK(originals_record(&o, (unsigned) tunable_find("Queue", "nr_requests"), "256") == 1);
-        CHECK(originals_record(&o, TUNABLE_SCHEDULER, "mq-deadline") == 1);
-        CHECK(originals_record(&o, TUNABLE_SCHEDULER, "none") == 0);   /* our own value never overwrites */
-        CHECK(o.n == 2 && !originals_empty(&o));
-        CHECK(originals_record(&o, TUNABLES_MAX, "x") == -EINVAL);
-        CHECK(originals_save(dir, "loop9", &o) == 0);
-        CHECK(originals_load(dir, "loop9", &back) == 0);
-        CHECK(back.n == 2 && back.list[0].tunable == TUNABLE_SCHEDULER);
-        CHECK_STR(originals_get(&back, TUNABLE_SCHEDULER), "mq-deadline");
-        CHECK_STR(originals_get(&back, tunable_find("Queue", "nr_requests")), "256");
+        CHECK(chmod(dir, 0777) == 0);
+        CHECK(state_dir_open(dir, true, &sd) == -EPERM);         /* world-writable: refused */
+        CHECK(chmod(dir, 0755) == 0);
+        snprintf(path, sizeof(path), "%s/devices", dir);
+        CHECK(mkdir(path, 0770) == 0 || errno == EEXIST);
+        CHECK(chmod(path, 0770) == 0);
+        CHECK(state_dir_open(dir, true, &sd) == -EPERM);         /* group-writable devices/ */
+        CHECK(rmdir(path) == 0);
+        snprintf(target, sizeof(target), "%s/elsewhere", dir);
+        CHECK(mkdir(target, 0700) == 0 && symlink(target, path) == 0);
+        CHECK(state_dir_open(dir, true, &sd) == -ELOOP);         /* a symlink for devices/ */
+        CHECK(unlink(path) == 0);
 
-        /* a torn or foreign line is skipped, the rest still loads */
-        snprintf(path, sizeof(path), "%s/devices/loop9", dir);
-        f = fopen(path, "ae");
-        fputs("garbage without equals\nunknown_attr=1\nread_ahead_kb=4", f);
-        fclose(f);
-        originals_done(&back);
-        CHECK(originals_load(dir, "loop9", &back) == 2);   /* two bad lines, counted */
-        CHECK_STR(originals_get(&back, TUNABLE_SCHEDULER), "mq-deadline");
-        CHECK_STR(originals_get(&back, tunable_find("Queue", "read_ahead_kb")), "4");
-
-        CHECK(originals_remove(dir, "loop9") == 0);
-        CHECK(originals_load(dir, "loop9", &back) == -ENOENT);
-        CHECK(originals_remove(dir, "loop9") == 0);
-        originals_done(&o);
-        originals_done(&back);
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-        CHECK(system(cmd) == 0);
+        CHECK(state_dir_open(dir, true, &sd) == 0);
+        snprintf(target, sizeof(target), "%s/victim", dir);
+        f = fopen(target, "we");
+        CHECK(f && fputs("precious\n", f) >= 0 && fclose(f) == 0);
+        CHECK(symlinkat(target, sd.fd, ".7:9.tmp") == 0);       /* planted temporary */
+        sample_record(&r);
+        CHECK(state_save(&sd, &r) == 0);
+        CHECK(stat(target, &st) == 0 && st.st_size == 9);       /* not followed */
+        CHECK(unlinkat(sd.fd, "7:9", 0) == 0 && symlinkat(target, sd.fd, "7:9") == 0);
+        DeviceRecord back = {};
+        CHECK(state_load(&sd, 7, 9, &back) == -EBADMSG);          /* a symlink is no record */
+        device_record_done(&r);
+        state_dir_close(&sd);
+        rm_rf(dir);
 }

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The block layer's write semantics over a fixture tree: see fake-kernel.h. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "facts.h"
+#include "fake-kernel.h"
+#include "sysfs.h"
+#include "util.h"
+
+#if ENABLE_FAULT_INJECTION
+
+typedef struct Default {
+        const char *scheduler, *attr, *value;
+} Default;
+
+/* Each scheduler's tunables as a 6.x kernel creates them. */
+static const Default defaults[] = {
+        { "mq-deadline", "read_expire", "500" },       { "mq-deadline", "write_expire", "5000" },
+        { "mq-deadline", "writes_starved", "2" },      { "mq-deadline", "fifo_batch", "16" },
+        { "mq-deadline", "front_merges", "1" },        { "mq-deadline", "prio_aging_expire", "10000" },
+        { "mq-deadline", "async_depth", "192" },       { "bfq", "low_latency", "1" },
+        { "bfq", "slice_idle", "8" },                  { "bfq", "slice_idle_us", "8000" },
+        { "bfq", "back_seek_max", "16384" },           { "bfq", "back_seek_penalty", "2" },
+        { "bfq", "fifo_expire_async", "250" },         { "bfq", "fifo_expire_sync", "125" },
+        { "bfq", "max_budget", "0" },                  { "bfq", "timeout_sync", "124" },
+        { "bfq", "strict_guarantees", "0" },           { "kyber", "read_lat_nsec", "2000000" },
+        { "kyber", "write_lat_nsec", "10000000" },
+};
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        size_t len = strlen(text);
+
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, len) == (ssize_t) len ? 0 : -EIO;
+}
+
+static void remove_iosched(const char *queue) {
+        char path[PATH_MAX];
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        snprintf(path, sizeof(path), "%s/iosched", queue);
+        d = opendir(path);
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+        (void) rmdir(path);
+}
+
+static int create_iosched(const char *queue, const char *scheduler) {
+        char path[PATH_MAX];
+        const char *mode = getenv("BLKPOLICYD_FAKE_KERNEL");
+
+        snprintf(path, sizeof(path), "%s/iosched", queue);
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                if (!streq(defaults[i].scheduler, scheduler))
+                        continue;
+                snprintf(path, sizeof(path), "%s/iosched/%s", queue, defaults[i].attr);
+                if (write_file(path, defaults[i].value) < 0)
+                        return -EIO;
+        }
+        if (streq(scheduler, "mq-deadline") && streq(mode, "dispatch_direct")) {
+                snprintf(path, sizeof(path), "%s/iosched/dispatch_direct", queue);
+                return write_file(path, "1");
+        }
+        return 0;
+}
+
+/* An elevator switch: what elevator_switch() does to the queue's files. */
+static int switch_elevator(const char *queue, const char *to) {
+        char path[PATH_MAX];
+
+        remove_iosched(queue);
+        snprintf(path, sizeof(path), "%s/nr_requests", queue);
+        if (write_file(path, streq(to, "none") ? "128" : "256") < 0)
+                return -EIO;
+        return streq(to, "none") ? 0 : create_iosched(queue, to);
+}
+
+static int write_scheduler(const char *path, const char *value) {
+        char raw[256], list[256] = "", queue[PATH_MAX];
+        SchedulerList l;
+        size_t n = 0;
+        int k;
+
+        k = sysfs_read(path, raw, sizeof(raw));
+        if (k < 0)
+                return k;
+        if (scheduler_list_parse(raw, &l) < 0 || !scheduler_list_has(&l, value))
+                return -EINVAL;
+        for (unsigned i = 0; i < l.n; i++) {
+                const char *name = scheduler_list_at(&l, i);
+
+                n += (size_t) snprintf(list + n, sizeof(list) - n, streq(name, value) ? "[%s] " : "%s ", name);
+        }
+        (void) strscpy(queue, sizeof(queue), path);
+        *strrchr(queue, '/') = 0;
+        if (!streq(scheduler_list_current(&l), value) && switch_elevator(queue, value) < 0)
+                return -EIO;
+        return write_file(path, list);
+}
+
+static bool endswith(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+
+        return a >= b && streq(s + a - b, suffix);
+}
+
+int fake_kernel_write(const char *path, const char *value) {
+        long long v;
+
+        if (!getenv("BLKPOLICYD_FAKE_KERNEL"))
+                return 1;
+        if (access(path, F_OK) < 0)
+                return -errno;
+        if (endswith(path, "/queue/scheduler"))
+                return write_scheduler(path, value);
+        if (parse_ll(value, -1, LLONG_MAX, &v) < 0)
+                return -EINVAL;
+        return write_file(path, value);
+}
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* --restore: put back what the state records say, with no daemon running
+ * (after --once, or a run that was killed). Every record goes through the
+ * same reconcile as a stop: only what blkpolicyd wrote and still owns is
+ * written back; a record whose queue is gone is dropped. */
+#include <inttypes.h>
+#include <limits.h>
+
+#include "apply.h"
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+/* The disk's name now, and whether its queue is the recorded one. */
+static int record_device(const Roots *roots, const DeviceIdentity *id, char *name, size_t size) {
+        char path[PATH_MAX];
+        uint64_t queue_id;
+        int r;
+
+        snprintf(path, sizeof(path), "%s/dev/block/%u:%u", roots->sysfs, id->major, id->minor);
+        r = sysfs_read_link_name(path, name, size);
+        if (r < 0)
+                return r == -ENOENT ? -ENODEV : r;
+        r = block_path(path, sizeof(path), roots, name, "queue");
+        if (r < 0)
+                return r;
+        r = sysfs_inode(path, &queue_id);
+        if (r < 0)
+                return r == -ENOENT ? -ENODEV : r;
+        return queue_id == id->queue_id ? 0 : -ENODEV;
+}
+
+/* Returns how many values stay changed, or -ENOMEM. */
+static int restore_one(Manager *m, unsigned major, unsigned minor) {
+        _cleanup_(device_record_done) DeviceRecord rec = {};
+        char name[64];
+        ApplyOutcome out;
+        ApplyRequest req = { .roots = &m->roots, .dev = name, .record = &rec,
+                             .state = m->options->dry_run ? NULL : &m->state };
+        int r;
+
+        r = state_load(&m->state, major, minor, &rec);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_warning_errno(r, "%u:%u: cannot read its state record, leaving it: %m", major, minor);
+                return 1;
+        }
+        r = record_device(&m->roots, &rec.id, name, sizeof(name));
+        if (r == -ENODEV) {
+                log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, rec.id.name);
+                if (!m->options->dry_run)
+                        (void) state_remove(&m->state, major, minor);
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "%u:%u: cannot find its disk, leaving the record: %m", major, minor);
+                return (int) rec.n_attrs;
+        }
+        if (m->options->device_globs && !strv_fnmatch(m->options->device_globs, name))
+                return 0;
+        r = apply_device(&req, NULL, &out);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENODEV) {
+                if (!m->options->dry_run)
+                        (void) state_remove(&m->state, major, minor);
+                return 0;
+        }
+        log_info("%s: put back %u value(s)%s", name, out.restored, m->options->dry_run ? " (dry run: none)" : "");
+        return m->options->dry_run ? 0 : (int) rec.n_attrs;
+}
+
+int manager_restore_records(Manager *m) {
+        _cleanup_free_ unsigned (*records)[2] = NULL;
+        size_t n;
+        int r, left = 0;
+
+        r = state_list(&m->state, &records, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list %s/devices: %m", m->state.path);
+        for (size_t i = 0; i < n; i++) {
+                r = restore_one(m, records[i][0], records[i][1]);
+                if (r < 0)
+                        return log_oom();
+                left += r;
+        }
+        if (left > 0)
+                return log_error_errno(EIO, "%d value(s) could not be put back; their records stay", left);
+        log_info("%zu record(s) handled, nothing left changed", n);
+        return 0;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* State records on disk, reached only through the directory's fd. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "state-file.h"
+#include "util.h"
+
+#define RECORD_SIZE_MAX (64 * 1024)
+
+/* Ours and writable by nobody else, or a planted record could make the
+ * daemon write someone else's values as root. */
+static int check_private_dir(int fd) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return 0;
+}
+
+static int open_private_dir(int at, const char *path, bool create, mode_t mode) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (create && mkdirat(at, path, mode) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR ? -ELOOP : -errno;      /* O_NOFOLLOW on a symlink */
+        r = check_private_dir(fd);
+        if (r < 0)
+                return r;
+        r = fd;
+        fd = -1;
+        return r;
+}
+
+int state_dir_open(const char *path, bool create, StateDir *ret) {
+        _cleanup_close_ int top = -1;
+        int fd;
+
+        top = open_private_dir(AT_FDCWD, path, create, 0755);
+        if (top < 0)
+                return top;
+        fd = open_private_dir(top, "devices", create, 0700);
+        if (fd < 0)
+                return fd;
+        *ret = (StateDir) { .fd = fd, .path = strdup(path) };
+        if (!ret->path) {
+                state_dir_close(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void state_dir_close(StateDir *d) {
+        if (!d)
+                return;
+        if (d->fd >= 0)
+                (void) close(d->fd);
+        d->fd = -1;
+        d->path = mfree(d->path);
+}
+
+bool state_dir_is_open(const StateDir *d) {
+        return d->fd >= 0;
+}
+
+static void record_name(char *buf, size_t size, unsigned major, unsigned minor) {
+        snprintf(buf, size, "%u:%u", major, minor);
+}
+
+static int read_small_file(int fd, char **ret, size_t *size) {
+        _cleanup_free_ char *buf = malloc(RECORD_SIZE_MAX);
+        size_t n = 0;
+        struct stat st;
+
+        if (!buf)
+                return -ENOMEM;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        while (n < RECORD_SIZE_MAX) {
+                ssize_t k = read(fd, buf + n, RECORD_SIZE_MAX - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        if (n == RECORD_SIZE_MAX)
+                return -EFBIG;
+        *ret = buf;
+        buf = NULL;
+        *size = n;
+        return 0;
+}
+
+int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *text = NULL;
+        char name[32];
+        size_t size = 0;
+        int r;
+
+        if (d->fd < 0)
+                return -ENOENT;
+        record_name(name, sizeof(name), major, minor);
+        fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADMSG : -errno;
+        r = read_small_file(fd, &text, &size);
+        if (r < 0)
+                return r;
+        r = device_record_parse(text, size, ret);
+        if (r >= 0 && (ret->id.major != major || ret->id.minor != minor)) {
+                device_record_done(ret);
+                return -EBADMSG;        /* a record under another device's name */
+        }
+        return r;
+}
+
+static int write_all(int fd, const char *text) {
+        size_t len = strlen(text);
+
+        while (len > 0) {
+                ssize_t k = write(fd, text, len);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                text += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}
+
+/* A temporary of our own name: a stale one from a crash is ours (nobody
+ * else can write here), so it is removed and the open tried once more. */
+static int open_temporary(int dir, const char *tmp) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+                int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+                if (fd >= 0 || errno != EEXIST)
+                        return fd >= 0 ? fd : -errno;
+                if (unlinkat(dir, tmp, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
+int state_save(const StateDir *d, const DeviceRecord *r) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -1;
+        char name[32], tmp[48];
+        int k;
+
+        if (d->fd < 0)
+                return -EBADF;
+        if (device_record_empty(r))
+                return state_remove(d, r->id.major, r->id.minor);
+        text = device_record_format(r);
+        if (!text)
+                return -ENOMEM;
+        record_name(name, sizeof(name), r->id.major, r->id.minor);
+        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        fd = open_temporary(d->fd, tmp);
+        if (fd < 0)
+                return fd;
+        k = write_all(fd, text);
+        if (k == 0 && fsync(fd) < 0)
+                k = -errno;
+        if (k == 0 && renameat(d->fd, tmp, d->fd, name) < 0)
+                k = -errno;
+        if (k < 0) {
+                (void) unlinkat(d->fd, tmp, 0);
+                return k;
+        }
+        /* the rename itself must reach the disk before the write it allows */
+        return fsync(d->fd) < 0 ? -errno : 0;
+}
+
+int state_remove(const StateDir *d, unsigned major, unsigned minor) {
+        char name[32];
+
+        if (d->fd < 0)
+                return 0;
+        record_name(name, sizeof(name), major, minor);
+        if (unlinkat(d->fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
+        _cleanup_closedir_ DIR *dir = NULL;
+        unsigned (*l)[2] = NULL;
+        struct dirent *de;
+        size_t count = 0;
+        int fd;
+
+        *ret = NULL;
+        *n = 0;
+        if (d->fd < 0)
+                return 0;
+        fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+                (void) close(fd);
+                return -errno;
+        }
+        while ((de = readdir(dir))) {
+                unsigned major, minor;
+                char end;
+                void *grown;
+
+                if (sscanf(de->d_name, "%u:%u%c", &major, &minor, &end) != 2)
+                        continue;       /* ".", temporaries, anything else */
+                grown = realloc(l, sizeof(*l) * (count + 1));
+                if (!grown) {
+                        free(l);
+                        return -ENOMEM;
+                }
+                l = grown;
+                l[count][0] = major;
+                l[count][1] = minor;
+                count++;
+        }
+        *ret = l;
+        *n = count;
+        return 0;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* reconcile: the only way anything gets written. Pure: the device's state
+ * record, what the policies want and what sysfs holds now, in; the record
+ * as it must be saved before any write, and the ordered writes, out.
+ * Apply, reload, exclude, flip, drift, stop and --restore all call it; at
+ * stop (and for an excluded or unmatched device) nothing is wanted, so it
+ * puts back what blkpolicyd owns.
+ *
+ * Ownership of an attribute, from the record and the live value:
+ *   - no record: the kernel's (blkpolicyd never changed it);
+ *   - live equals what blkpolicyd wrote last: blkpolicyd's;
+ *   - anything else: the admin's. It is never written over (unless the
+ *     caller takes over: resume, on_drift=reapply) and never put back.
+ *
+ * A scheduler switch resets nr_requests and replaces the iosched files, so before
+ * blkpolicyd switches, the values of those are recorded as well, marked
+ * as following the scheduler (WRITTEN_UNKNOWN): they are put back when the
+ * scheduler is put back, and forgotten with it when the admin takes the
+ * scheduler over. A round with a scheduler write ends with it: the caller
+ * reads sysfs again and reconciles once more. */
+
+#include <stdbool.h>
+
+#include "plan.h"
+#include "state.h"
+#include "tunables.h"
+
+typedef enum LiveState {
+        LIVE_ABSENT,            /* no such attribute (now): unsupported, or another scheduler's */
+        LIVE_OK,
+        LIVE_UNKNOWN,           /* could not be read: touch nothing that depends on it */
+} LiveState;
+
+typedef struct LiveValue {
+        LiveState state;
+        char value[VALUE_MAX];
+} LiveValue;
+
+typedef enum StepKind {
+        STEP_SET,               /* a policy's value */
+        STEP_RESTORE,           /* the found value, put back */
+} StepKind;
+
+typedef struct Step {
+        unsigned tunable;
+        StepKind kind;
+        char value[VALUE_MAX];
+} Step;
+
+typedef struct ReconcileInput {
+        const DeviceRecord *record;
+        const char *const *wanted;      /* [n_tunables]; NULL: no policy wants it */
+        const LiveValue *live;          /* [n_tunables] */
+        const bool *skip;               /* [n_tunables] or NULL: written once in this pass already:
+                                         * not again (records are still kept up to date) */
+        bool take_over;                 /* write over what the admin changed */
+} ReconcileInput;
+
+typedef struct Reconciled {
+        DeviceRecord record;            /* to save before the first step */
+        Step steps[TUNABLES_MAX];
+        unsigned n_steps;
+        bool overridden[TUNABLES_MAX];  /* wanted, but the admin changed it: left alone */
+        bool switches;                  /* the last step is a scheduler write: read again, reconcile again */
+} Reconciled;
+
+/* Which tunables a switch away from the scheduler `current` resets. */
+bool tunable_reset_by_switch(unsigned tunable, const char *current);
+
+/* Fills *out (out->record is a new copy: device_record_done() it).
+ * Returns 0 or -ENOMEM. */
+int reconcile(const ReconcileInput *in, Reconciled *out);

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* reconcile() without I/O: each case is a device's record, what is wanted
+ * and what sysfs holds, and the writes and record that must come out. */
+#include "reconcile.h"
+#include "tests.h"
+#include "util.h"
+
+static unsigned T(const char *attr) {
+        int t = tunable_find_attr(attr);
+
+        CHECK(t >= 0);
+        return (unsigned) t;
+}
+
+typedef struct Case {
+        DeviceRecord record;
+        const char *wanted[TUNABLES_MAX];
+        LiveValue live[TUNABLES_MAX];
+        bool take_over;
+} Case;
+
+static void live(Case *c, const char *attr, const char *value) {
+        c->live[T(attr)].state = LIVE_OK;
+        (void) strscpy(c->live[T(attr)].value, VALUE_MAX, value);
+}
+
+static void recorded(Case *c, const char *attr, const char *found, const char *written) {
+        CHECK(device_record_found(&c->record, T(attr), found) == 1);
+        CHECK(device_record_written(&c->record, T(attr), written) >= 0);
+}
+
+static void run(Case *c, Reconciled *out) {
+        ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over };
+
+        CHECK(reconcile(&in, out) == 0);
+}
+
+static const char *found_of(const Reconciled *r, const char *attr) {
+        const AttrRecord *a = device_record_get(&r->record, T(attr));
+        return a ? a->found : NULL;
+}
+
+static const char *written_of(const Reconciled *r, const char *attr) {
+        const AttrRecord *a = device_record_get(&r->record, T(attr));
+        return a ? a->written ?: "-" : NULL;
+}
+
+static void done(Case *c, Reconciled *r) {
+        device_record_done(&c->record);
+        device_record_done(&r->record);
+}
+
+/* Issue: a switch reset nr_requests and the old scheduler's tunables, and
+ * they were read after it. Everything it resets is recorded before it. */
+TEST(switch_records_what_it_resets_before_writing) {
+        Case c = {};
+        Reconciled r;
+
+        c.wanted[TUNABLE_SCHEDULER] = "none";
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "50");
+        live(&c, "iosched/fifo_batch", "7");
+        live(&c, "read_ahead_kb", "128");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.switches);
+        CHECK(r.steps[0].tunable == TUNABLE_SCHEDULER && r.steps[0].kind == STEP_SET);
+        CHECK_STR(r.steps[0].value, "none");
+        CHECK_STR(found_of(&r, "scheduler"), "mq-deadline");
+        CHECK_STR(written_of(&r, "scheduler"), "none");        /* the intent, saved before the write */
+        CHECK_STR(found_of(&r, "nr_requests"), "50");
+        CHECK_STR(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
+        CHECK(!found_of(&r, "read_ahead_kb"));                 /* not wanted, not reset: not touched */
+        done(&c, &r);
+}
+
+/* The whole way back, round by round, as apply.c drives it. */
+TEST(stop_puts_back_scheduler_then_what_followed_it) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "mq-deadline", "none");
+        recorded(&c, "nr_requests", "50", WRITTEN_UNKNOWN);
+        recorded(&c, "iosched/fifo_batch", "7", WRITTEN_UNKNOWN);
+        live(&c, "scheduler", "none");
+        live(&c, "nr_requests", "128");
+        /* fifo_batch is absent under none: kept while the scheduler is held */
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_RESTORE);
+        CHECK_STR(r.steps[0].value, "mq-deadline");
+        CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
+        device_record_done(&c.record);
+        CHECK(device_record_copy(&r.record, &c.record) == 0);
+        device_record_done(&r.record);
+
+        /* the kernel reset them again with the switch back */
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "256");
+        live(&c, "iosched/fifo_batch", "16");
+        run(&c, &r);
+        CHECK(!found_of(&r, "scheduler"));                     /* back: dropped */
+        CHECK(r.n_steps == 2 && !r.switches);
+        CHECK(r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
+        CHECK_STR(r.steps[0].value, "50");
+        CHECK(r.steps[1].tunable == T("iosched/fifo_batch"));
+        CHECK_STR(r.steps[1].value, "7");
+        device_record_done(&c.record);
+        CHECK(device_record_copy(&r.record, &c.record) == 0);
+        device_record_done(&r.record);
+
+        live(&c, "nr_requests", "50");
+        live(&c, "iosched/fifo_batch", "7");
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && device_record_empty(&r.record));       /* all back: no record left */
+        done(&c, &r);
+}
+
+/* Issue: the admin's kyber was set back to the original at stop. */
+TEST(what_the_admin_changed_is_never_put_back) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "none", "bfq");
+        recorded(&c, "nr_requests", "100", WRITTEN_UNKNOWN);
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        live(&c, "scheduler", "kyber");
+        live(&c, "nr_requests", "64");
+        live(&c, "read_ahead_kb", "4096");
+        run(&c, &r);
+        /* the scheduler and what followed it are the admin's now; read_ahead_kb is still ours */
+        CHECK(!found_of(&r, "scheduler") && !found_of(&r, "nr_requests"));
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb") && r.steps[0].kind == STEP_RESTORE);
+        CHECK_STR(r.steps[0].value, "128");
+        done(&c, &r);
+}
+
+TEST(admin_change_is_left_unless_taken_over) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        c.wanted[T("read_ahead_kb")] = "4096";
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "512");
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && r.overridden[T("read_ahead_kb")]);
+        device_record_done(&r.record);
+
+        c.take_over = true;     /* resume, on_drift=reapply */
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET);
+        CHECK_STR(found_of(&r, "read_ahead_kb"), "128");       /* the original stays the original */
+        done(&c, &r);
+}
+
+/* SIGKILL after the record was saved, before the write landed: live is
+ * still the found value. That is nobody's change: applied on restart, and
+ * nothing to put back at stop. */
+TEST(crash_between_record_and_write) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "128");
+        c.wanted[T("read_ahead_kb")] = "4096";
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET && !r.overridden[T("read_ahead_kb")]);
+        device_record_done(&r.record);
+
+        c.wanted[T("read_ahead_kb")] = NULL;
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        done(&c, &r);
+}
+
+/* A reload that drops a policy, an exclude: nothing wanted any more. */
+TEST(no_longer_wanted_is_put_back) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "4096");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        CHECK_STR(r.steps[0].value, "128");
+        CHECK_STR(written_of(&r, "read_ahead_kb"), "128");
+        done(&c, &r);
+}
+
+TEST(first_found_value_wins) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        c.wanted[T("read_ahead_kb")] = "8192";      /* a reload changed the value */
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "4096");
+        run(&c, &r);
+        CHECK(r.n_steps == 1);
+        CHECK_STR(found_of(&r, "read_ahead_kb"), "128");
+        CHECK_STR(written_of(&r, "read_ahead_kb"), "8192");
+        done(&c, &r);
+}
+
+TEST(unreadable_scheduler_touches_nothing) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        c.live[TUNABLE_SCHEDULER].state = LIVE_UNKNOWN;
+        live(&c, "read_ahead_kb", "4096");
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && r.record.n_attrs == 1);
+        device_record_done(&r.record);
+
+        /* an unreadable attribute keeps its record */
+        live(&c, "scheduler", "none");
+        c.live[T("read_ahead_kb")].state = LIVE_UNKNOWN;
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && r.record.n_attrs == 1);
+        done(&c, &r);
+}
+
+TEST(skip_stops_writes_not_bookkeeping) {
+        Case c = {};
+        bool skip[TUNABLES_MAX] = {};
+        ReconcileInput in = { .record = &c.record, .wanted = c.wanted, .live = c.live, .skip = skip };
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        recorded(&c, "rq_affinity", "1", "2");
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "4096");
+        live(&c, "rq_affinity", "1");
+        skip[T("read_ahead_kb")] = skip[T("rq_affinity")] = true;
+        CHECK(reconcile(&in, &r) == 0);
+        CHECK(r.n_steps == 0);
+        CHECK(found_of(&r, "read_ahead_kb") && !found_of(&r, "rq_affinity"));  /* back: dropped */
+        done(&c, &r);
+}
+
+/* A tunable the policy set under its scheduler is forgotten once that
+ * scheduler is gone and blkpolicyd no longer holds the scheduler. */
+TEST(absent_tunable_kept_only_while_scheduler_held) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "none", "mq-deadline");
+        recorded(&c, "iosched/fifo_batch", "16", "4");
+        live(&c, "scheduler", "bfq");   /* the admin's */
+        run(&c, &r);
+        CHECK(device_record_empty(&r.record) && r.n_steps == 0);
+        done(&c, &r);
+}
