@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <limits.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -104,7 +104,9 @@ int metrics_build(Manager *m, char **ret) {
         fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) m->tick);
         help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
         fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) m->tick_cost_usec_total / 1e6);
-        help(&b, "blkpolicyd_policy_errors", "gauge", "Policy files rejected at the last (re)load");
+        help(&b, "blkpolicyd_policy_files_rejected", "gauge", "Policy files rejected at the last (re)load");
+        fprintf(b.f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
+        help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
@@ -117,25 +119,52 @@ int metrics_build(Manager *m, char **ret) {
         return 0;
 }
 
+#define TEXTFILE "blkpolicyd.prom"
+#define TEXTFILE_TMP ".blkpolicyd.prom.tmp"
+
+static int write_all(int fd, const char *text) {
+        for (size_t n = strlen(text); n > 0;) {
+                ssize_t k = write(fd, text, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                text += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+/* The textfile dir may be writable by others (node_exporter's often is):
+ * everything is relative to the dir's fd, the temp file is created with
+ * O_EXCL|O_NOFOLLOW so a planted symlink or file makes this write fail
+ * instead of being followed, and rename() replaces a planted TEXTFILE
+ * link itself, never its target. */
 int metrics_write_textfile(Manager *m, const char *dir) {
         _cleanup_free_ char *text = NULL;
-        char path[PATH_MAX], tmp[PATH_MAX];
-        FILE *f;
+        _cleanup_close_ int dfd = -1, fd = -1;
         int r;
 
         r = metrics_build(m, &text);
         if (r < 0)
                 return r;
-        snprintf(path, sizeof(path), "%s/blkpolicyd.prom", dir);
-        snprintf(tmp, sizeof(tmp), "%s/.blkpolicyd.prom.tmp", dir);
-        f = fopen(tmp, "we");
-        if (!f)
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
                 return -errno;
-        fputs(text, f);
-        if (fclose(f) != 0 || rename(tmp, path) < 0) {
+        /* a temp file of ours left by a crash: unlinkat() removes a link, not its target */
+        if (unlinkat(dfd, TEXTFILE_TMP, 0) < 0 && errno != ENOENT)
+                return -errno;
+        fd = openat(dfd, TEXTFILE_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, text);
+        if (r >= 0 && fsync(fd) < 0)
                 r = -errno;
-                (void) unlink(tmp);
-                return r;
-        }
-        return 0;
+        if (r >= 0 && renameat(dfd, TEXTFILE_TMP, dfd, TEXTFILE) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(dfd, TEXTFILE_TMP, 0);
+        return r;
 }
