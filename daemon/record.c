@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 
+#include "log.h"
 #include "record.h"
 #include "report.h"
 #include "util.h"
@@ -12,16 +15,47 @@ struct Recorder {
         bool first_sample;
 };
 
+/* Recordings go to places like /var/tmp, where anyone may have planted a
+ * symlink or a FIFO under the name: never follow a link (O_NOFOLLOW), never
+ * block in open() on a FIFO (O_NONBLOCK), append only to a regular file,
+ * and create it 0600 (it shows every disk's traffic). */
+static int record_open_file(const char *path, FILE **ret) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        FILE *f;
+
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0 && errno == ELOOP)
+                return log_error_errno(errno, "%s is a symbolic link, refusing to record into it", path);
+        if (fd < 0 && errno == ENXIO)   /* a FIFO nobody reads */
+                return log_error_errno(errno, "%s is not a regular file, refusing to record into it", path);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return log_error_errno(EBADFD, "%s is not a regular file, refusing to record into it", path);
+        if (fcntl(fd, F_SETFL, O_APPEND) < 0)   /* clears O_NONBLOCK */
+                return -errno;
+        f = fdopen(fd, "ae");
+        if (!f)
+                return -errno;
+        fd = -1;
+        *ret = f;
+        return 0;
+}
+
 int record_open(const char *path, const KernelCaps *caps, unsigned tick_ms, Recorder **ret) {
         static const char *const tri[] = { "unknown", "no", "yes" };
         Recorder *r = calloc(1, sizeof(Recorder));
+        int k;
 
         if (!r)
                 return -ENOMEM;
-        r->f = fopen(path, "ae");
-        if (!r->f) {
+        k = record_open_file(path, &r->f);
+        if (k < 0) {
                 free(r);
-                return -errno;
+                return k;
         }
         setvbuf(r->f, NULL, _IOLBF, 0);
         fprintf(r->f, "{\"blkpolicyd_recording\": 1, \"kernel\": \"%s\", \"dispatch_direct\": \"%s\", \"tick_ms\": %u}\n",
