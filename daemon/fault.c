@@ -3,6 +3,7 @@
  * parsed once from the environment and lives for the process, like the
  * parsed command line. */
 #include <fnmatch.h>
+#include <signal.h>
 
 #include "fault.h"
 #include "util.h"
@@ -14,8 +15,9 @@
 typedef struct Fault {
         char op[8];
         char glob[256];
-        int error;              /* negative errno, or 1 for short */
+        int error;              /* negative errno, 1 for short, FAULT_KILL */
         long remaining;         /* -1: forever */
+        long pass;              /* matching calls that go through first */
 } Fault;
 
 static Fault faults[FAULTS_MAX];
@@ -26,10 +28,13 @@ static int errno_from_name(const char *s) {
         static const struct { const char *name; int value; } names[] = {
                 { "EIO", EIO }, { "EINVAL", EINVAL }, { "ENOENT", ENOENT }, { "EBUSY", EBUSY },
                 { "EAGAIN", EAGAIN }, { "ENODEV", ENODEV }, { "ENXIO", ENXIO }, { "EACCES", EACCES },
+                { "EMFILE", EMFILE }, { "ENOSPC", ENOSPC },
         };
 
         if (streq(s, "short"))
                 return 1;
+        if (streq(s, "KILL"))
+                return FAULT_KILL;
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (streq(names[i].name, s))
                         return -names[i].value;
@@ -44,7 +49,7 @@ static void parse_faults(void) {
         if (!env || strscpy(spec, sizeof(spec), env) < 0)
                 return;
         for (char *e = strtok_r(spec, ";", &save); e && n_faults < FAULTS_MAX; e = strtok_r(NULL, ";", &save)) {
-                char *op = e, *glob = strchr(op, ':'), *err, *count;
+                char *op = e, *glob = strchr(op, ':'), *err, *count, *pass = NULL;
                 Fault *f = &faults[n_faults];
 
                 if (!glob || !(err = strchr(glob + 1, ':')))
@@ -54,10 +59,13 @@ static void parse_faults(void) {
                 count = strchr(err, ':');
                 if (count)
                         *count++ = 0;
+                if (count && (pass = strchr(count, ':')))
+                        *pass++ = 0;
                 if (strscpy(f->op, sizeof(f->op), op) < 0 || strscpy(f->glob, sizeof(f->glob), glob) < 0)
                         continue;
                 f->error = errno_from_name(err);
-                f->remaining = count ? strtol(count, NULL, 10) : -1;
+                f->remaining = count && *count ? strtol(count, NULL, 10) : -1;
+                f->pass = pass ? strtol(pass, NULL, 10) : 0;
                 if (f->error)
                         n_faults++;
         }
@@ -71,8 +79,14 @@ int fault_check(const char *op, const char *path) {
 
                 if (f->remaining == 0 || !streq(f->op, op) || fnmatch(f->glob, path, 0) != 0)
                         continue;
+                if (f->pass > 0) {
+                        f->pass--;
+                        continue;
+                }
                 if (f->remaining > 0)
                         f->remaining--;
+                if (f->error == FAULT_KILL)
+                        (void) raise(SIGKILL);  /* a crash exactly here, not at a moment timing picks */
                 return f->error;
         }
         return 0;

@@ -2,8 +2,10 @@
 /* State records on disk, reached only through the directory's fd. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 
+#include "fault.h"
 #include "state-file.h"
 #include "util.h"
 
@@ -75,6 +77,14 @@ static void record_name(char *buf, size_t size, unsigned major, unsigned minor) 
         snprintf(buf, size, "%u:%u", major, minor);
 }
 
+/* Fault injection names a record by its whole path. */
+static int record_fault(const StateDir *d, const char *op, const char *name) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/devices/%s", d->path ?: "", name);
+        return fault_check(op, path);
+}
+
 static int read_small_file(int fd, char **ret, size_t *size) {
         _cleanup_free_ char *buf = malloc(RECORD_SIZE_MAX);
         size_t n = 0;
@@ -115,6 +125,9 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
         if (d->fd < 0)
                 return -ENOENT;
         record_name(name, sizeof(name), major, minor);
+        r = record_fault(d, "load", name);
+        if (r < 0)
+                return r;
         fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return errno == ELOOP ? -EBADMSG : -errno;
@@ -173,6 +186,9 @@ int state_save(const StateDir *d, const DeviceRecord *r) {
         if (!text)
                 return -ENOMEM;
         record_name(name, sizeof(name), r->id.major, r->id.minor);
+        k = record_fault(d, "save", name);
+        if (k < 0)
+                return k;
         snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
         fd = open_temporary(d->fd, tmp);
         if (fd < 0)

@@ -4,17 +4,22 @@
 /* Test-only fault injection at the sysfs seam, compiled in with
  * -Dfault_injection=true (the test command does; packages do not).
  *
- *   BLKPOLICYD_FAULTS="OP:GLOB:ERROR[:COUNT];..."
+ *   BLKPOLICYD_FAULTS="OP:GLOB:ERROR[:COUNT[:PASS]];..."
  *
- * OP is read or write, GLOB an fnmatch(3) pattern on the full path, ERROR an
- * errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN, ENODEV, ENXIO) or "short"
- * (a read returns the first half of the file), COUNT how many matching calls
- * fail (default: all). */
+ * OP is read or write (sysfs), or save or load (a state record, GLOB on
+ * "<state_dir>/devices/<major>:<minor>"); GLOB an fnmatch(3) pattern on the
+ * full path; ERROR an errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN,
+ * ENODEV, ENXIO, EACCES, EMFILE, ENOSPC), "short" (a read returns the first
+ * half of the file) or "KILL" (the process SIGKILLs itself there: a crash
+ * at an exact step); COUNT how many matching calls fail (default, or
+ * empty: all); PASS how many matching calls go through first. */
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "blkpolicyd-paths.h"
+
+#define FAULT_KILL 2
 
 #if ENABLE_FAULT_INJECTION
 /* Returns 0 (no fault), a negative errno to fail with, or 1 for "short". */

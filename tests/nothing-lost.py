@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Nothing lost, on the fake kernel (no root): a copy of a fixture tree whose
+writes behave as the block layer's (BLKPOLICYD_FAKE_KERNEL, test builds).
+Every situation of the "nothing lost" issue that needs no uevent, each
+asserting the exact values the disks hold after the daemon is gone:
+
+  a scheduler switch with tunables; SIGKILL at every step of apply (fault
+  points, not timing) then --restore, and then restart + SIGTERM; a reload
+  that removes a policy, drops a setting, excludes the disk, empties the
+  policy dir; drift then stop; a restore that fails keeps its record; an
+  unreadable record writes nothing; a hostile state dir; --once undone by
+  --restore; a record left by an earlier disk at the same number.
+
+tests/integration/test_nothing_lost.py runs the same on real loop devices."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+blkpolicyd, fixture = sys.argv[1:3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+from loopdev import SKIP, Daemon, Results  # noqa: E402
+
+if "+fault-injection" not in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout:
+    print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
+    sys.exit(SKIP)
+
+res = Results()
+work = tempfile.mkdtemp(prefix="blkpolicyd-nothing-lost-")
+root = os.path.join(work, "root")
+state = os.path.join(work, "state")
+policies = os.path.join(work, "policies")
+conf = os.path.join(work, "blkpolicyd.conf")
+DISKS = ("loop0", "loop1")
+
+# The original state every case starts from: what an admin had set.
+ORIGINAL = {
+    "loop0": {"scheduler": "mq-deadline", "nr_requests": "50", "read_ahead_kb": "128",
+              "iosched/fifo_batch": "7", "iosched/read_expire": "400"},
+    "loop1": {"scheduler": "none", "nr_requests": "100", "read_ahead_kb": "256"},
+}
+
+
+def qfile(dev, attr):
+    return os.path.join(root, "sys", "block", dev, "queue", attr)
+
+
+def make_tree():
+    """The kvm-6.18 fixture with two loop disks, and /sys/dev/block links."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(fixture, root, symlinks=True)
+    virt = os.path.join(root, "sys", "devices", "virtual", "block")
+    shutil.rmtree(os.path.join(virt, "loop1"), ignore_errors=True)
+    shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, "loop1"), symlinks=True)
+    with open(os.path.join(virt, "loop1", "dev"), "w") as f:
+        f.write("7:1\n")
+    link = os.path.join(root, "sys", "block", "loop1")
+    if not os.path.lexists(link):
+        os.symlink("../devices/virtual/block/loop1", link)
+    devblock = os.path.join(root, "sys", "dev", "block")
+    os.makedirs(devblock, exist_ok=True)
+    for dev in DISKS:
+        with open(os.path.join(virt, dev, "dev")) as f:
+            num = f.read().strip()
+        if not os.path.lexists(os.path.join(devblock, num)):
+            os.symlink(f"../../devices/virtual/block/{dev}", os.path.join(devblock, num))
+    set_original()
+
+
+def write(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(value + "\n")
+
+
+def set_original():
+    for dev, attrs in ORIGINAL.items():
+        shutil.rmtree(qfile(dev, "iosched"), ignore_errors=True)
+        write(qfile(dev, "scheduler"), " ".join(f"[{s}]" if s == attrs["scheduler"] else s
+                                                for s in ("none", "mq-deadline", "kyber", "bfq")))
+        for attr, value in attrs.items():
+            if attr != "scheduler":
+                write(qfile(dev, attr), value)
+
+
+def live(dev, attr):
+    try:
+        with open(qfile(dev, attr)) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    if attr == "scheduler":
+        return text[text.index("[") + 1:text.index("]")]
+    return text
+
+
+def snapshot(dev):
+    return {attr: live(dev, attr) for attr in ORIGINAL[dev]}
+
+
+def all_original():
+    """(ok, detail): every disk holds exactly its original values."""
+    now = {dev: snapshot(dev) for dev in DISKS}
+    return now == ORIGINAL, now
+
+
+def policy(name, text):
+    os.makedirs(policies, exist_ok=True)
+    write(os.path.join(policies, name), text)
+
+
+def reset(config=""):
+    make_tree()
+    shutil.rmtree(state, ignore_errors=True)
+    shutil.rmtree(policies, ignore_errors=True)
+    os.mkdir(state, 0o700)
+    write(conf, "[Daemon]\ntick_interval_ms = 50\n" + config)
+    # loop0: a switch away from mq-deadline, with its own queue settings
+    policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nscheduler = none\nread_ahead_kb = 4096\n")
+    # loop1: a switch to bfq and one of bfq's tunables
+    policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = bfq\n[bfq]\nlow_latency = 0\n")
+
+
+def args(*extra):
+    return [blkpolicyd, "--config", conf, "--policy-dir", policies, "--sysfs-root", os.path.join(root, "sys"),
+            "--proc-root", os.path.join(root, "proc"), "--debugfs-root", os.path.join(root, "debug"),
+            "--state-dir", state, "--device", "loop*", *extra]
+
+
+def run(*extra, faults=""):
+    env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", BLKPOLICYD_FAULTS=faults)
+    return subprocess.run(args(*extra), capture_output=True, text=True, env=env, timeout=60)
+
+
+def daemon(*extra, faults=""):
+    d = Daemon(blkpolicyd, work, args(*extra)[1:],
+               env={"BLKPOLICYD_FAKE_KERNEL": "1", "BLKPOLICYD_FAULTS": faults})
+    d.wait_for("READY=1", timeout=30)
+    return d
+
+
+def applied():
+    return (live("loop0", "scheduler") == "none" and live("loop0", "read_ahead_kb") == "4096"
+            and live("loop1", "scheduler") == "bfq" and live("loop1", "iosched/low_latency") == "0")
+
+
+try:
+    # 1. The switch resets nr_requests and replaces iosched/: all read before.
+    reset()
+    r = run("--once")
+    res.check("--once applies on the fake kernel", r.returncode == 0 and applied(), r.stderr[-1500:])
+    res.check("the switch reset what followed the old scheduler",
+              live("loop0", "nr_requests") == "128" and live("loop0", "iosched/fifo_batch") is None,
+              snapshot("loop0"))
+    with open(os.path.join(state, "devices", "7:0")) as f:
+        rec = f.read()
+    res.check("the record holds what the switch reset, as found before it",
+              "\nscheduler mq-deadline none\n" in rec and "\nnr_requests 50 *\n" in rec
+              and "\niosched/fifo_batch 7 *\n" in rec and "\niosched/read_expire 400 *\n" in rec, rec)
+    r = run("--restore")
+    ok, now = all_original()
+    res.check("--restore puts back the scheduler, then nr_requests and the old scheduler's tunables", ok and
+              r.returncode == 0, (now, r.stderr[-800:]))
+    res.check("--restore leaves no record", os.listdir(os.path.join(state, "devices")) == [])
+
+    # the same through the daemon: start, SIGTERM
+    reset()
+    d = daemon()
+    res.check("the daemon applies", applied(), d.text()[-1500:])
+    rc = d.stop()
+    ok, now = all_original()
+    res.check("SIGTERM puts back exactly what was found, exit 0", ok and rc == 0, (now, rc))
+
+    # 2. SIGKILL at every step of apply, then --restore; then restart + SIGTERM
+    points = [
+        ("before the first record is saved", "save:*/7?0:KILL"),
+        ("record saved, scheduler not written", "write:*/loop0/queue/scheduler:KILL"),
+        ("scheduler written, before it is read back", "read:*/loop0/queue/scheduler:KILL:1:2"),
+        ("switched, before the second record", "save:*/7?0:KILL:1:1"),
+        ("second record saved, read_ahead_kb not written", "write:*/loop0/queue/read_ahead_kb:KILL"),
+        ("loop0 done, loop1's record saved, its scheduler not written", "write:*/loop1/queue/scheduler:KILL"),
+        ("loop1: bfq written, its tunable not yet", "write:*/loop1/queue/iosched/low_latency:KILL"),
+    ]
+    for what, fault in points:
+        for how in ("--restore", "restart + SIGTERM"):
+            reset()
+            r = run("--once", faults=fault)
+            killed = r.returncode == -signal.SIGKILL
+            if how == "--restore":
+                r2 = run("--restore")
+                rc = r2.returncode
+            else:
+                d = daemon()
+                rc = d.stop()
+            ok, now = all_original()
+            res.check(f"SIGKILL {what}; {how}: every original back", killed and ok and rc == 0,
+                      (r.returncode, rc, now))
+
+    # 3. reloads that no longer want what was set: put back while running
+    reset()
+    policy("70-ra.policy", "[Match]\nname = loop1\n[Queue]\nread_ahead_kb = 8192\n")
+    d = daemon()
+    res.check("reload setup applied", applied() and live("loop1", "read_ahead_kb") == "8192")
+    os.unlink(os.path.join(policies, "70-ra.policy"))
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("a removed policy's setting is put back on reload", live("loop1", "read_ahead_kb") == "256"
+              and live("loop1", "scheduler") == "bfq", snapshot("loop1"))
+    policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = bfq\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("a setting a policy dropped is put back (bfq's low_latency back to its default)",
+              live("loop1", "scheduler") == "bfq" and live("loop1", "iosched/low_latency") == "1",
+              snapshot("loop1"))
+    with open(conf, "a") as f:
+        f.write("exclude = loop0\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("a disk the config excludes now gets its originals back", snapshot("loop0") == ORIGINAL["loop0"],
+              snapshot("loop0"))
+    shutil.rmtree(policies)
+    os.mkdir(policies)
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    ok, now = all_original()
+    res.check("an emptied policy dir puts everything back", ok, now)
+    rc = d.stop()
+    res.check("... and the stop after it has nothing left to do", rc == 0 and all_original()[0]
+              and os.listdir(os.path.join(state, "devices")) == [], (rc, os.listdir(os.path.join(state, "devices"))))
+
+    # 4. drift, then stop: the admin's change stays, blkpolicyd's own goes back
+    reset("drift_checks_per_tick = 8\n")
+    d = daemon()
+    write(qfile("loop0", "scheduler"), "none mq-deadline [kyber] bfq")     # the admin, behind its back
+    deadline = time.monotonic() + 10
+    while "leaving it alone" not in d.text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    res.check("the admin's change is noticed", "leaving it alone" in d.text(), d.text()[-1000:])
+    rc = d.stop()
+    res.check("at stop the admin's scheduler stays, and blkpolicyd's read_ahead_kb goes back",
+              rc == 0 and live("loop0", "scheduler") == "kyber" and live("loop0", "read_ahead_kb") == "128"
+              and snapshot("loop1") == ORIGINAL["loop1"], (rc, snapshot("loop0"), snapshot("loop1")))
+
+    # 5. a restore that fails keeps its record; --restore later finishes it
+    reset()
+    d = daemon(faults="write:*/loop0/queue/scheduler:EIO:1:1")
+    rc = d.stop()
+    res.check("a failed restore: exit non-zero, the record kept",
+              rc != 0 and live("loop0", "scheduler") == "none"
+              and os.path.exists(os.path.join(state, "devices", "7:0")), (rc, snapshot("loop0")))
+    r = run("--restore")
+    ok, now = all_original()
+    res.check("... and --restore finishes it", r.returncode == 0 and ok, (now, r.stderr[-800:]))
+
+    # 6. an unreadable record: the disk is not written at all
+    reset()
+    run("--once")
+    write(qfile("loop0", "read_ahead_kb"), "128")      # as if the admin undid part of it
+    r = run("--once", faults="load:*/7?0:EIO")
+    res.check("an unreadable record: nothing written to that disk, the other still managed",
+              live("loop0", "read_ahead_kb") == "128" and "cannot read its state record" in r.stderr
+              and live("loop1", "scheduler") == "bfq", (snapshot("loop0"), r.stderr[-600:]))
+    r = run("--restore")
+    res.check("... and its record still restores", r.returncode == 0 and all_original()[0], all_original()[1])
+
+    # 7. a hostile state dir: refused, nothing written
+    reset()
+    os.chmod(state, 0o777)
+    r = run("--once")
+    ok, now = all_original()
+    res.check("a world-writable state dir is refused and nothing is written",
+              r.returncode != 0 and "writable by nobody else" in r.stderr and ok, (r.stderr[-400:], now))
+    os.chmod(state, 0o700)
+    os.makedirs(os.path.join(state, "devices"), mode=0o700)
+    write(os.path.join(work, "victim"), "precious")
+    os.symlink(os.path.join(work, "victim"), os.path.join(state, "devices", ".7:0.tmp"))
+    r = run("--once")
+    with open(os.path.join(work, "victim")) as f:
+        res.check("a planted temporary symlink is not followed", f.read() == "precious\n" and r.returncode == 0)
+
+    # 8. a record an earlier disk left at the same number is not applied
+    reset()
+    run("--once")
+    queue = qfile("loop0", "").rstrip("/")
+    os.rename(queue, queue + ".old")                    # the disk goes ...
+    shutil.copytree(queue + ".old", queue)              # ... a new one comes: a new queue
+    shutil.rmtree(queue + ".old")
+    write(qfile("loop0", "scheduler"), "none [mq-deadline] kyber bfq")
+    write(qfile("loop0", "read_ahead_kb"), "512")
+    r = run("--once", "--dry-run")
+    res.check("the old disk's record is recognised as another queue's",
+              "was an earlier disk's" in r.stderr, r.stderr[-800:])
+    r = run("--restore")
+    res.check("--restore writes nothing of the old disk's onto the new one",
+              live("loop0", "scheduler") == "mq-deadline" and live("loop0", "read_ahead_kb") == "512"
+              and live("loop0", "nr_requests") == "128", snapshot("loop0"))
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+res.finish()
