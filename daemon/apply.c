@@ -209,7 +209,7 @@ static int run_step(Pass *p, const Step *s, const DeviceRecord *before, ApplyOut
 }
 
 static int save_record(Pass *p, const DeviceRecord *r) {
-        int k = state_save(p->req->state, r);
+        int k = state_save(p->req->state, r, p->req->dev);
 
         if (k == -ENOMEM)
                 return k;

@@ -421,7 +421,8 @@ static int device_load_record(Manager *m, Device *d) {
                 return 0;
         }
         log_info("%s: found what an earlier run changed (%u value(s))", d->name, found.n_attrs);
-        found.id = d->record.id;        /* the name and diskseq of now */
+        found.id = d->record.id;        /* the diskseq of now */
+        found.name = mfree(found.name);
         device_record_done(&d->record);
         d->record = found;
         return 0;
@@ -439,7 +440,6 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         memcpy(d->name, f->name, len + 1);
         d->devnum = makedev(f->major, f->minor);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
-        (void) strscpy(d->record.id.name, sizeof(d->record.id.name), f->name);
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
             device_table_put(&m->devices, d) < 0) {

@@ -48,7 +48,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         }
         r = record_device(&m->roots, &rec.id, name, sizeof(name));
         if (r == -ENODEV) {
-                log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, rec.id.name);
+                log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, rec.name ?: "?");
                 if (!m->options->dry_run)
                         (void) state_remove(&m->state, major, minor);
                 return 0;

@@ -172,7 +172,7 @@ static int open_temporary(int dir, const char *tmp) {
         return -EEXIST;
 }
 
-int state_save(const StateDir *d, const DeviceRecord *r) {
+int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
         char name[32], tmp[48];
@@ -182,7 +182,7 @@ int state_save(const StateDir *d, const DeviceRecord *r) {
                 return -EBADF;
         if (device_record_empty(r))
                 return state_remove(d, r->id.major, r->id.minor);
-        text = device_record_format(r);
+        text = device_record_format(r, name_now);
         if (!text)
                 return -ENOMEM;
         record_name(name, sizeof(name), r->id.major, r->id.minor);

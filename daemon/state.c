@@ -16,6 +16,7 @@ void device_record_done(DeviceRecord *r) {
                 free(r->attrs[i].written);
         }
         r->attrs = mfree(r->attrs);
+        r->name = mfree(r->name);
         r->n_attrs = 0;
 }
 
@@ -94,6 +95,9 @@ int device_record_drop(DeviceRecord *r, unsigned tunable) {
 int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
         DeviceRecord c = { .id = from->id };
 
+        if (from->name && !(c.name = strdup(from->name)))
+                return -ENOMEM;
+
         for (unsigned i = 0; i < from->n_attrs; i++) {
                 const AttrRecord *a = &from->attrs[i];
 
@@ -122,7 +126,7 @@ static bool value_valid(const char *v) {
         return true;
 }
 
-static int parse_header(char *line, DeviceIdentity *id) {
+static int parse_header(char *line, DeviceRecord *r) {
         char name[32];
         unsigned major, minor;
         uint64_t queue, seq;
@@ -131,9 +135,9 @@ static int parse_header(char *line, DeviceIdentity *id) {
         if (sscanf(line, "device %31s %u:%u queue=%" SCNu64 " diskseq=%" SCNu64 "%n", name, &major, &minor, &queue,
                    &seq, &n) != 5 || n < 0 || line[n] != 0 || !value_valid(name))
                 return -EBADMSG;
-        *id = (DeviceIdentity) { .major = major, .minor = minor, .queue_id = queue, .diskseq = seq };
-        (void) strscpy(id->name, sizeof(id->name), name);
-        return 0;
+        r->id = (DeviceIdentity) { .major = major, .minor = minor, .queue_id = queue, .diskseq = seq };
+        r->name = strdup(name);
+        return r->name ? 0 : -ENOMEM;
 }
 
 static int parse_attr(char *line, DeviceRecord *r) {
@@ -170,7 +174,7 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         _cleanup_free_ char *copy = NULL;
         DeviceRecord r = {};
         char *p, *end, *line;
-        int bad = 0;
+        int bad = 0, k;
 
         if (memchr(text, 0, size))
                 return -EBADMSG;        /* binary garbage: not a record */
@@ -186,11 +190,14 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         if (!line || !streq(line, STATE_HEADER))
                 return -EBADMSG;
         line = next_line(&p, end);
-        if (!line || parse_header(line, &r.id) < 0)
+        if (!line)
                 return -EBADMSG;
+        k = parse_header(line, &r);
+        if (k < 0) {
+                device_record_done(&r);
+                return k;
+        }
         while ((line = next_line(&p, end))) {
-                int k;
-
                 if (!*line || *line == '#')
                         continue;
                 k = parse_attr(line, &r);
@@ -204,7 +211,7 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         return bad;
 }
 
-char *device_record_format(const DeviceRecord *r) {
+char *device_record_format(const DeviceRecord *r, const char *name) {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
@@ -212,7 +219,7 @@ char *device_record_format(const DeviceRecord *r) {
         if (!f)
                 return NULL;
         fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
-                *r->id.name ? r->id.name : "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
+                name ?: r->name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
         for (unsigned i = 0; i < r->n_attrs; i++) {
                 const AttrRecord *a = &r->attrs[i];
 

@@ -33,8 +33,8 @@ bool state_dir_is_open(const StateDir *d);
 /* Returns the count of skipped lines (0 for a clean file), -ENOENT when
  * there is no record, -EBADMSG for a file that is not one. */
 int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret);
-/* An empty record removes the file. */
-int state_save(const StateDir *d, const DeviceRecord *r);
+/* An empty record removes the file. name: the disk's kernel name now. */
+int state_save(const StateDir *d, const DeviceRecord *r, const char *name);
 int state_remove(const StateDir *d, unsigned major, unsigned minor);
 /* The major:minor of every record, for --restore. */
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n);

@@ -38,12 +38,13 @@ typedef struct DeviceIdentity {
         unsigned major, minor;
         uint64_t queue_id;      /* inode of <dev>/queue; 0: unknown (never matches) */
         uint64_t diskseq;       /* informative */
-        char name[32];          /* the kernel name when recorded, for messages */
 } DeviceIdentity;
 
 typedef struct DeviceRecord {
         DeviceIdentity id;
         AttrRecord *attrs;      /* in tunables[] order */
+        char *name;             /* as parsed from a file, for messages; the daemon's own
+                                 * records leave it NULL (the Device has the name) */
         unsigned n_attrs;
 } DeviceRecord;
 
@@ -78,5 +79,6 @@ bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
  * taken from a file whose device is unknown). Returns the count of
  * skipped lines, -EBADMSG or -ENOMEM. */
 int device_record_parse(const char *text, size_t size, DeviceRecord *ret);
-/* Returns a malloc'd text, or NULL on -ENOMEM. */
-char *device_record_format(const DeviceRecord *r);
+/* Returns a malloc'd text, or NULL on -ENOMEM. name: the disk's, or NULL
+ * for r->name. */
+char *device_record_format(const DeviceRecord *r, const char *name);

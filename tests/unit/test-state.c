@@ -19,7 +19,7 @@ static void rm_rf(const char *dir) {
 }
 
 static void sample_record(DeviceRecord *r) {
-        *r = (DeviceRecord) { .id = { .major = 7, .minor = 9, .queue_id = 18398, .diskseq = 12, .name = "loop9" } };
+        *r = (DeviceRecord) { .id = { .major = 7, .minor = 9, .queue_id = 18398, .diskseq = 12 } };
         CHECK(device_record_found(r, T("nr_requests"), "256") == 1);
         CHECK(device_record_found(r, TUNABLE_SCHEDULER, "mq-deadline") == 1);
         CHECK(device_record_found(r, TUNABLE_SCHEDULER, "none") == 0);        /* our own value never overwrites */
@@ -34,7 +34,7 @@ TEST(record_model_and_text_round_trip) {
 
         sample_record(&r);
         CHECK(r.n_attrs == 2 && r.attrs[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
-        text = device_record_format(&r);
+        text = device_record_format(&r, "loop9");
         CHECK_STR(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
                         "scheduler mq-deadline none\nnr_requests 256 *\n");
         CHECK(device_record_parse(text, strlen(text), &back) == 0);
@@ -73,7 +73,7 @@ TEST(state_dir_save_load_remove) {
         CHECK(mkdtemp(dir) != NULL);
         CHECK(state_dir_open(dir, true, &sd) == 0);
         sample_record(&r);
-        CHECK(state_save(&sd, &r) == 0);
+        CHECK(state_save(&sd, &r, "loop9") == 0);
         CHECK(state_load(&sd, 7, 9, &back) == 0);
         CHECK(back.n_attrs == 2 && device_identity_same(&r.id, &back.id));
         device_record_done(&back);
@@ -85,10 +85,10 @@ TEST(state_dir_save_load_remove) {
         CHECK(state_remove(&sd, 7, 10) == 0);
         CHECK(state_load(&sd, 7, 9, &back) == -ENOENT);
         /* an empty record is no file */
-        CHECK(state_save(&sd, &r) == 0);
+        CHECK(state_save(&sd, &r, "loop9") == 0);
         while (r.n_attrs)
                 (void) device_record_drop(&r, r.attrs[0].tunable);
-        CHECK(state_save(&sd, &r) == 0 && state_load(&sd, 7, 9, &back) == -ENOENT);
+        CHECK(state_save(&sd, &r, "loop9") == 0 && state_load(&sd, 7, 9, &back) == -ENOENT);
         device_record_done(&r);
         state_dir_close(&sd);
         state_dir_close(&sd);
@@ -124,7 +124,7 @@ TEST(state_dir_refuses_hostile_layouts) {
         CHECK(f && fputs("precious\n", f) >= 0 && fclose(f) == 0);
         CHECK(symlinkat(target, sd.fd, ".7:9.tmp") == 0);       /* planted temporary */
         sample_record(&r);
-        CHECK(state_save(&sd, &r) == 0);
+        CHECK(state_save(&sd, &r, "loop9") == 0);
         CHECK(stat(target, &st) == 0 && st.st_size == 9);       /* not followed */
         CHECK(unlinkat(sd.fd, "7:9", 0) == 0 && symlinkat(target, sd.fd, "7:9") == 0);
         DeviceRecord back = {};
