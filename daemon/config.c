@@ -86,11 +86,22 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
  * default, later ones (and inih's indented continuation lines, which come
  * as the same key again) add to it, and an empty one empties it. A long
  * list can so be split over lines without losing its start. */
-static int config_set_list(char ***list, bool *seen, const char *value) {
+static int config_set_list(char ***list, bool *seen, const char *value, const char **error) {
+        _cleanup_strv_free_ char **words = NULL;
+        int r;
+
         if (!*seen || !*value)
                 *list = strv_free(*list);
         *seen = true;
-        return strv_split(value, list);
+        r = strv_split(value, &words);
+        if (r == -ENAMETOOLONG)
+                *error = "a word longer than 255 characters";
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        for (char **w = words; w && *w; w++)
+                if (strv_push(list, *w) < 0)
+                        return -ENOMEM;
+        return 0;
 }
 
 static int config_set(ConfigParse *p, const char *key, const char *value, const char **error) {
@@ -111,10 +122,10 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
         if (streq(key, "socket_group"))
                 return set_string(&c->socket_group, value);
         if (streq(key, "exclude"))
-                return config_set_list(&c->exclude, &p->exclude_seen, value);
+                return config_set_list(&c->exclude, &p->exclude_seen, value, error);
         if (streq(key, "policy_dirs")) {
                 c->policy_dirs_configured = true;
-                return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value);
+                return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value, error);
         }
         if (streq(key, "restore_on_exit")) {
                 r = parse_boolean(value);
