@@ -3,7 +3,17 @@
  * CONTROL_REQUEST_MAX bytes of pending request, one reply in flight (no new
  * request is read while a reply waits for the client to read it), an idle
  * timeout, and a client cap that evicts the longest-idle client rather than
- * refusing a new one, so idle connections cannot lock admins out. */
+ * refusing a new one, so idle connections cannot lock admins out.
+ *
+ * Root is never locked out: a uid other than root holds at most
+ * max_clients_per_uid connections (one uid's reconnect flood cannot fill the
+ * table), a non-root newcomer never evicts a root client, and root has one
+ * slot beyond max_clients. accept() errors (out of fds or memory) do not
+ * spin: the listening source is switched off and back on from a timer, with
+ * backoff; a reserved fd lets us take one connection even at EMFILE, to
+ * serve it if it is root's (evicting an idle client to get the fd back) or
+ * to close it rather than leave it hanging. Log lines about either are
+ * rate limited. */
 #include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
@@ -35,18 +45,50 @@ struct Client {
         Client *prev, *next;
 };
 
+#define ACCEPT_BACKOFF_MIN_USEC (10 * 1000)
+#define ACCEPT_BACKOFF_MAX_USEC (1000 * 1000)
+#define LOG_LIMIT_USEC (1000 * 1000)
+
+/* At most one line per LOG_LIMIT_USEC; the next one says how many were
+ * held back. */
+typedef struct LogLimit {
+        uint64_t begin;
+        unsigned suppressed;
+} LogLimit;
+
 struct ControlServer {
         Manager *manager;
         int fd;
+        int reserve_fd;         /* /dev/null, given up to accept() at EMFILE */
         bool owns_path;         /* bound by us (not socket activation): unlink at exit */
+        dev_t path_dev;         /* what we bound, so we never unlink someone else's file */
+        ino_t path_ino;
         char path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
         sd_event_source *io;
+        sd_event_source *backoff;       /* switches io back on after accept() failed */
+        uint64_t backoff_usec;
+        unsigned accept_failures;
+        LogLimit accept_log, full_log, uid_log;
         Client *clients;
         unsigned n_clients;
 };
 
 static uint64_t now_usec(void) {
         return clock_usec(CLOCK_MONOTONIC);
+}
+
+/* True if a line may be logged now; *suppressed is how many were not. */
+static bool log_limit(LogLimit *l, unsigned *suppressed) {
+        uint64_t now = now_usec();
+
+        if (l->begin && now - l->begin < LOG_LIMIT_USEC) {
+                l->suppressed++;
+                return false;
+        }
+        *suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->begin = now;
+        return true;
 }
 
 static void client_free(Client *c) {
@@ -206,23 +248,52 @@ static int on_client_timeout(sd_event_source *s _unused_, uint64_t usec _unused_
         return 0;
 }
 
-static void evict_idlest(ControlServer *s) {
-        Client *idlest = s->clients;
+/* The longest idle client: of any uid when any_uid, else not root's. */
+static Client *find_idlest(ControlServer *s, bool any_uid) {
+        Client *idlest = NULL;
 
-        if (!idlest)
-                return;
         for (Client *c = s->clients; c; c = c->next)
-                if (c->last_activity < idlest->last_activity)
+                if ((any_uid || c->peer.uid != 0) && (!idlest || c->last_activity < idlest->last_activity))
                         idlest = c;
-        log_notice("Control socket full (%u clients): closing the longest idle one, pid %d",
-                   s->n_clients, (int) idlest->peer.pid);
-        client_free(idlest);
+        return idlest;
 }
 
-static int client_new(ControlServer *s, int fd) {
+static void evict(ControlServer *s, Client *c) {
+        unsigned suppressed;
+
+        if (log_limit(&s->full_log, &suppressed))
+                log_notice("Control socket full (%u clients): closing the longest idle one, pid %d uid %u "
+                           "(%u more not logged)", s->n_clients, (int) c->peer.pid, (unsigned) c->peer.uid,
+                           suppressed);
+        client_free(c);
+}
+
+static unsigned clients_of_uid(const ControlServer *s, uid_t uid) {
+        unsigned n = 0;
+
+        for (const Client *c = s->clients; c; c = c->next)
+                n += c->peer.uid == uid;
+        return n;
+}
+
+/* Best effort: one error line the client can read as the reply to its
+ * request, then the connection is closed. */
+static void refuse(int fd, const char *code, const char *message) {
+        cJSON *reply = reply_error(code, message);
+        char *text = reply ? cJSON_PrintUnformatted(reply) : NULL;
+        struct iovec iov[2] = { { .iov_base = text, .iov_len = text ? strlen(text) : 0 },
+                                { .iov_base = (char *) "\n", .iov_len = 1 } };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+        cJSON_Delete(reply);
+        if (text)
+                (void) sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        free(text);
+        (void) close(fd);
+}
+
+static int client_new(ControlServer *s, int fd, const Peer *peer) {
         Client *c = calloc(1, sizeof(Client));
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
         sd_event *e = s->manager->event;
         int r;
 
@@ -232,16 +303,12 @@ static int client_new(ControlServer *s, int fd) {
         }
         c->server = s;
         c->fd = fd;
+        c->peer = *peer;
         c->next = s->clients;
         if (s->clients)
                 s->clients->prev = c;
         s->clients = c;
         s->n_clients++;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-                client_free(c);
-                return 0;
-        }
-        c->peer = (Peer) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
         r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_client_io, c);
         if (r >= 0)
                 r = sd_event_add_time_relative(e, &c->timeout, CLOCK_MONOTONIC,
@@ -255,33 +322,180 @@ static int client_new(ControlServer *s, int fd) {
         return 0;
 }
 
-static int on_accept(sd_event_source *src _unused_, int fd, uint32_t revents _unused_, void *userdata) {
-        ControlServer *s = userdata;
+static int peer_of(int fd, Peer *ret) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
 
-        for (;;) {
-                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        *ret = (Peer) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
+        return 0;
+}
 
-                if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                                log_warning_errno(errno, "accept() on the control socket failed, ignoring: %m");
+/* Takes a new connection in, or refuses it: the per-uid cap for everyone
+ * but root, max_clients for all, one slot beyond it for root. */
+static int admit(ControlServer *s, int fd) {
+        const Config *cfg = &s->manager->config;
+        unsigned suppressed;
+        Client *victim;
+        Peer peer;
+
+        if (peer_of(fd, &peer) < 0) {
+                (void) close(fd);
+                return 0;
+        }
+        if (peer.uid != 0 && clients_of_uid(s, peer.uid) >= cfg->max_clients_per_uid) {
+                if (log_limit(&s->uid_log, &suppressed))
+                        log_warning("Control client pid %d refused: uid %u has max_clients_per_uid=%u connections "
+                                    "open (%u more not logged)",
+                                    (int) peer.pid, (unsigned) peer.uid, cfg->max_clients_per_uid, suppressed);
+                refuse(fd, "too-many-clients", "this uid has max_clients_per_uid connections open already");
+                return 0;
+        }
+        if (s->n_clients >= cfg->max_clients + (peer.uid == 0)) {
+                /* root may evict anyone; the others never evict root */
+                victim = find_idlest(s, false);
+                if (!victim && peer.uid == 0)
+                        victim = find_idlest(s, true);
+                if (!victim) {
+                        refuse(fd, "too-many-clients", "the control socket is full");
                         return 0;
                 }
-                if (s->n_clients >= s->manager->config.max_clients)
-                        evict_idlest(s);
-                if (client_new(s, cfd) == -ENOMEM)
-                        return sd_event_exit(s->manager->event, -ENOMEM);
+                evict(s, victim);
+        }
+        return client_new(s, fd, &peer);
+}
+
+static void reserve_open(ControlServer *s) {
+        if (s->reserve_fd < 0)
+                s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+}
+
+/* Out of fds, the pending connection would stay in the backlog and wake us
+ * again at once. Give up the reserved fd to take it: root's is served (an
+ * idle non-root client is closed, so the reserve can be had back), anyone
+ * else's is closed, so that client learns at once instead of hanging. */
+static int accept_with_reserve(ControlServer *s) {
+        Client *victim = NULL;
+        Peer peer;
+        int cfd, r = 0;
+
+        if (s->reserve_fd < 0)
+                return 0;
+        s->reserve_fd = (close(s->reserve_fd), -1);
+        cfd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd >= 0 && peer_of(cfd, &peer) >= 0 && peer.uid == 0)
+                victim = find_idlest(s, false);
+        if (victim) {
+                evict(s, victim);
+                r = client_new(s, cfd, &peer);
+        } else if (cfd >= 0)
+                refuse(cfd, "too-many-clients", "blkpolicyd is out of file descriptors");
+        reserve_open(s);
+        return r;
+}
+
+/* systemd's ERRNO_IS_ACCEPT_AGAIN(): the peer went away before we took it,
+ * or a signal; take the next one. */
+static bool errno_is_accept_again(int e) {
+        switch (e) {
+        case EINTR: case ECONNABORTED: case ECONNRESET: case EPROTO: case EPERM:
+        case ENETDOWN: case ENETUNREACH: case EHOSTDOWN: case EHOSTUNREACH: case ENOPROTOOPT: case EOPNOTSUPP:
+                return true;
+        default:
+                return false;
         }
 }
 
-/* Refuses to unlink the socket of a daemon that is still running. */
-static int check_stale(const struct sockaddr_un *sa) {
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/* Anything else (EMFILE, ENFILE, ENOBUFS, ENOMEM) would fail again at once:
+ * stop listening for backoff_usec, 10 ms doubling up to 1 s, and log one
+ * line per period at most. */
+static int accept_backoff(ControlServer *s, int error) {
+        unsigned suppressed;
+        int r;
 
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (const struct sockaddr *) sa, sizeof(*sa)) == 0)
-                return -EADDRINUSE;
+        s->accept_failures++;
+        r = accept_with_reserve(s);
+        if (log_limit(&s->accept_log, &suppressed)) {
+                log_warning_errno(error, "accept() on the control socket failed: %m; not accepting for %llu ms "
+                                  "(%u failures since the last message)",
+                                  (unsigned long long) s->backoff_usec / 1000, s->accept_failures);
+                s->accept_failures = 0;
+        }
+        (void) sd_event_source_set_enabled(s->io, SD_EVENT_OFF);
+        (void) sd_event_source_set_time_relative(s->backoff, s->backoff_usec);
+        (void) sd_event_source_set_enabled(s->backoff, SD_EVENT_ONESHOT);
+        s->backoff_usec = s->backoff_usec * 2 > ACCEPT_BACKOFF_MAX_USEC ? ACCEPT_BACKOFF_MAX_USEC : s->backoff_usec * 2;
+        return r;
+}
+
+static int on_accept_backoff(sd_event_source *src _unused_, uint64_t usec _unused_, void *userdata) {
+        ControlServer *s = userdata;
+
+        (void) sd_event_source_set_enabled(s->io, SD_EVENT_ON);
         return 0;
+}
+
+/* At most ACCEPT_BATCH connections per wakeup: the listening fd is level
+ * triggered, so a flood of connects waits its turn behind the tick and
+ * the clients already in. */
+#define ACCEPT_BATCH 64
+
+static int on_accept(sd_event_source *src _unused_, int fd, uint32_t revents _unused_, void *userdata) {
+        ControlServer *s = userdata;
+
+        for (unsigned i = 0; i < ACCEPT_BATCH; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), r;
+
+                if (cfd < 0 && errno == EAGAIN)
+                        return 0;
+                if (cfd < 0 && errno_is_accept_again(errno))
+                        continue;
+                if (cfd < 0)
+                        r = accept_backoff(s, errno);
+                else {
+                        s->backoff_usec = ACCEPT_BACKOFF_MIN_USEC;
+                        r = admit(s, cfd);
+                }
+                if (r == -ENOMEM)
+                        return sd_event_exit(s->manager->event, -ENOMEM);
+                if (cfd < 0)
+                        return 0;
+        }
+        return 0;
+}
+
+/* Removes the socket a dead daemon left. Refuses to unlink the socket of
+ * a daemon that is still running, and anything that is not a socket: a
+ * mistyped --socket must not delete a file. */
+static int remove_stale(const struct sockaddr_un *sa) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (lstat(sa->sun_path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return log_error_errno(errno, "Cannot check %s: %m", sa->sun_path);
+        }
+        if (!S_ISSOCK(st.st_mode))
+                return log_error_errno(EADDRINUSE, "%s exists and is not a socket, refusing to replace it",
+                                       sa->sun_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "socket(): %m");
+        if (connect(fd, (const struct sockaddr *) sa, sizeof(*sa)) == 0)
+                return log_error_errno(EADDRINUSE, "Another blkpolicyd answers on %s", sa->sun_path);
+        if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+                return log_error_errno(errno, "Cannot remove the stale socket %s: %m", sa->sun_path);
+        return 0;
+}
+
+/* At exit: unlink the path only while it is still the socket we bound. */
+static void unlink_own_socket(const ControlServer *s) {
+        struct stat st;
+
+        if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == s->path_dev && st.st_ino == s->path_ino)
+                (void) unlink(s->path);
 }
 
 static int resolve_group(const char *name, gid_t *ret) {
@@ -301,6 +515,7 @@ static int resolve_group(const char *name, gid_t *ret) {
 
 static int bind_socket(ControlServer *s, const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
         char dir[PATH_MAX];
         gid_t gid = 0;
         mode_t old;
@@ -314,10 +529,9 @@ static int bind_socket(ControlServer *s, const char *path) {
         (void) strscpy(dir, sizeof(dir), path);
         if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create the directory of %s: %m", path);
-        r = check_stale(&sa);
-        if (r == -EADDRINUSE)
-                return log_error_errno(r, "Another blkpolicyd answers on %s", path);
-        (void) unlink(path);
+        r = remove_stale(&sa);
+        if (r < 0)
+                return r;
         s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (s->fd < 0)
                 return log_error_errno(errno, "socket(): %m");
@@ -326,7 +540,11 @@ static int bind_socket(ControlServer *s, const char *path) {
         umask(old);
         if (r < 0)
                 return log_error_errno(errno, "Cannot bind %s: %m", path);
+        if (lstat(path, &st) < 0)
+                return log_error_errno(errno, "Cannot stat %s: %m", path);
         s->owns_path = true;
+        s->path_dev = st.st_dev;
+        s->path_ino = st.st_ino;
         (void) strscpy(s->path, sizeof(s->path), path);
         if (gid != 0 && chown(path, (uid_t) -1, gid) < 0)
                 return log_error_errno(errno, "Cannot give %s to group %u: %m", path, (unsigned) gid);
@@ -343,6 +561,9 @@ int control_server_new(Manager *m, const char *path, ControlServer **ret) {
                 return log_oom();
         s->manager = m;
         s->fd = -1;
+        s->reserve_fd = -1;
+        s->backoff_usec = ACCEPT_BACKOFF_MIN_USEC;
+        reserve_open(s);
         n = sd_listen_fds(true);
         if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
                 s->fd = SD_LISTEN_FDS_START;    /* socket activation: systemd owns the path */
@@ -352,6 +573,12 @@ int control_server_new(Manager *m, const char *path, ControlServer **ret) {
                 r = bind_socket(s, path);
         if (r >= 0)
                 r = sd_event_add_io(m->event, &s->io, s->fd, EPOLLIN, on_accept, s);
+        /* made now, so that backing off at EMFILE needs no new fd */
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &s->backoff, CLOCK_MONOTONIC, ACCEPT_BACKOFF_MIN_USEC, 0,
+                                               on_accept_backoff, s);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->backoff, SD_EVENT_OFF);
         if (r < 0) {
                 control_server_free(s);
                 return r;
@@ -367,10 +594,13 @@ ControlServer *control_server_free(ControlServer *s) {
         while (s->clients)
                 client_free(s->clients);
         sd_event_source_disable_unref(s->io);
+        sd_event_source_disable_unref(s->backoff);
         if (s->fd >= 0)
                 close(s->fd);
+        if (s->reserve_fd >= 0)
+                close(s->reserve_fd);
         if (s->owns_path)
-                (void) unlink(s->path);
+                unlink_own_socket(s);
         free(s);
         return NULL;
 }
