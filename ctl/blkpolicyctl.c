@@ -69,17 +69,19 @@ static cJSON *ctl_call(Ctl *c, const char *command, const char *device) {
         char *text, *line = NULL;
         size_t size = 0, len = 0;
         cJSON *reply = NULL;
+        int r;
 
         cJSON_AddStringToObject(req, "command", command);
         if (device)
                 cJSON_AddStringToObject(req, "device", device);
         text = cJSON_PrintUnformatted(req);
         cJSON_Delete(req);
-        if (!text || send_line(c->fd, text) < 0) {
-                free(text);
-                return NULL;
-        }
+        r = text ? send_line(c->fd, text) : -ENOMEM;
         free(text);
+        /* a daemon that refuses the connection (too-many-clients) writes
+         * why and closes, maybe before we wrote: read the reason anyway */
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+                return NULL;
         for (;;) {
                 char buf[65536];
                 ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
