@@ -40,7 +40,8 @@ with tempfile.TemporaryDirectory() as d:
     r = run("--check-config", "--config", "/dev/null", "--policy-dir", d)
     check("a broken policy fails the check", r.returncode != 0, r.stdout + r.stderr)
     check("the error names file:line", f"{d}/20-bad.policy:5:" in r.stderr, r.stderr)
-    check("the good file still loads", "1 policies loaded, 1 rejected" in r.stdout, r.stdout)
+    check("the good file still loads; files are counted, not errors",
+          "1 policy loaded, 1 file rejected, 1 error" in r.stdout, r.stdout)
 
     conf = os.path.join(d, "bad.conf")
     with open(conf, "w") as f:
