@@ -41,6 +41,7 @@ def snapshot(dev):
 def start(blkpolicyd, work, wait=True):
     d = loopdev.Daemon(blkpolicyd, work, ["--config", "/dev/null", "--policy-dir", os.path.join(work, "policies"),
                                           "--state-dir", os.path.join(work, "state"), "--device", GLOB,
+                                          "--socket", os.path.join(work, "control.sock"),
                                           "--log-level", "notice"], append_log=True)
     RUNNING.append(d.proc)
     if wait:

@@ -30,13 +30,25 @@ static const Default defaults[] = {
         { "kyber", "write_lat_nsec", "10000000" },
 };
 
+/* Whole or not at all, as a sysfs read sees an attribute: a reader must
+ * never catch a truncated file. */
 static int write_file(const char *path, const char *text) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        char tmp[PATH_MAX];
         size_t len = strlen(text);
+        int fd, k = 0;
 
+        snprintf(tmp, sizeof(tmp), "%s.fake-kernel-tmp", path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
-        return write(fd, text, len) == (ssize_t) len ? 0 : -EIO;
+        if (write(fd, text, len) != (ssize_t) len)
+                k = -EIO;
+        (void) close(fd);
+        if (k == 0 && rename(tmp, path) < 0)
+                k = -errno;
+        if (k < 0)
+                (void) unlink(tmp);
+        return k;
 }
 
 static void remove_iosched(const char *queue) {

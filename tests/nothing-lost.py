@@ -10,7 +10,8 @@ asserting the exact values the disks hold after the daemon is gone:
   that removes a policy, drops a setting, excludes the disk, empties the
   policy dir; drift then stop; a restore that fails keeps its record; an
   unreadable record writes nothing; a hostile state dir; --once undone by
-  --restore; a record left by an earlier disk at the same number.
+  --restore; a record left by an earlier disk at the same number; a
+  [Dynamic] flip to busy settings and back, on load faked in diskstats.
 
 tests/integration/test_nothing_lost.py runs the same on real loop devices."""
 import json
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 blkpolicyd, fixture = sys.argv[1:3]
@@ -129,7 +131,7 @@ def reset(config=""):
 def args(*extra):
     return [blkpolicyd, "--config", conf, "--policy-dir", policies, "--sysfs-root", os.path.join(root, "sys"),
             "--proc-root", os.path.join(root, "proc"), "--debugfs-root", os.path.join(root, "debug"),
-            "--state-dir", state, "--device", "loop*", *extra]
+            "--state-dir", state, "--socket", os.path.join(work, "control.sock"), "--device", "loop*", *extra]
 
 
 def run(*extra, faults=""):
@@ -299,6 +301,51 @@ try:
     res.check("--restore writes nothing of the old disk's onto the new one",
               live("loop0", "scheduler") == "mq-deadline" and live("loop0", "read_ahead_kb") == "512"
               and live("loop0", "nr_requests") == "128", snapshot("loop0"))
+
+    # 9. a flip to busy settings and back: the base wants nothing of them,
+    # so flipping back puts back what was found, while the daemon runs
+    reset()
+    policy("60-bfq.policy", "[Match]\nname = loop1\n[Dynamic]\nenter = iops > 100\nenter_ticks = 1\n"
+           "leave = iops < 1\nleave_ticks = 1\nmin_dwell_ticks = 0\n[Busy]\nscheduler = kyber\n"
+           "[Busy kyber]\nread_lat_nsec = 1000000\n")
+    diskstats = os.path.join(root, "proc", "diskstats")
+    with open(diskstats) as f:
+        lines = [line for line in f if " loop1 " not in line]
+    load = {"on": True, "reads": 0}
+
+    def feed():
+        """loop1's read counter grows while load is on; written whole, renamed."""
+        while load["on"] is not None:
+            if load["on"]:
+                load["reads"] += 1000
+            tmp = diskstats + ".tmp"
+            with open(tmp, "w") as f:
+                f.writelines(lines)
+                f.write(f"   7       1 loop1 {load['reads']} 0 {load['reads'] * 8} 10 0 0 0 0 0 10 10 0 0 0 0 0 0\n")
+            os.rename(tmp, diskstats)
+            time.sleep(0.01)        # the feeder's pace; the test waits on observed state, not on this
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        d = daemon()
+        deadline = time.monotonic() + 20
+        while live("loop1", "scheduler") != "kyber" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        res.check("load flips loop1 to its busy settings", live("loop1", "scheduler") == "kyber"
+                  and live("loop1", "iosched/read_lat_nsec") == "1000000", snapshot("loop1"))
+        load["on"] = False
+        deadline = time.monotonic() + 20
+        while live("loop1", "scheduler") != "none" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        res.check("the flip back puts back exactly what was found, nr_requests=100 too",
+                  snapshot("loop1") == ORIGINAL["loop1"], snapshot("loop1"))
+        rc = d.stop()
+        ok, now = all_original()
+        res.check("... and the stop after the flip leaves every original", rc == 0 and ok, now)
+    finally:
+        load["on"] = None
+        feeder.join()
 finally:
     shutil.rmtree(work, ignore_errors=True)
 res.finish()

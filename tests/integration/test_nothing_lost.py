@@ -70,7 +70,8 @@ def snapshot():
 
 
 def args(*extra):
-    return ["--config", "/dev/null", "--policy-dir", policies, "--state-dir", state, "--device", GLOB, *extra]
+    return ["--config", "/dev/null", "--policy-dir", policies, "--state-dir", state, "--device", GLOB,
+            "--socket", os.path.join(work, "control.sock"), *extra]
 
 
 def start(faults=""):
