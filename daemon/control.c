@@ -45,9 +45,9 @@ struct Client {
         Client *prev, *next;
 };
 
-#define ACCEPT_BACKOFF_MIN_USEC (10 * 1000)
-#define ACCEPT_BACKOFF_MAX_USEC (1000 * 1000)
-#define LOG_LIMIT_USEC (1000 * 1000)
+#define ACCEPT_BACKOFF_MIN_USEC UINT64_C(10000)
+#define ACCEPT_BACKOFF_MAX_USEC UINT64_C(1000000)
+#define LOG_LIMIT_USEC UINT64_C(1000000)
 
 /* At most one line per LOG_LIMIT_USEC; the next one says how many were
  * held back. */
@@ -323,9 +323,11 @@ static int client_new(ControlServer *s, int fd, const Peer *peer) {
 }
 
 static int peer_of(int fd, Peer *ret) {
-        struct ucred cred;
+        struct ucred cred = {};
         socklen_t len = sizeof(cred);
 
+        /* never root by accident: an unknown peer is nobody's */
+        *ret = (Peer) { .uid = (uid_t) -1, .gid = (gid_t) -1 };
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return -errno;
         *ret = (Peer) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };

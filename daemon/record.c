@@ -40,7 +40,7 @@ static int record_open_file(const char *path, FILE **ret) {
         f = fdopen(fd, "ae");
         if (!f)
                 return -errno;
-        fd = -1;
+        (void) take_fd(&fd);    /* owned by f now */
         *ret = f;
         return 0;
 }

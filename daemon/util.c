@@ -162,7 +162,7 @@ int fopen_regular(const char *path, FILE **ret) {
         f = fdopen(fd, "re");
         if (!f)
                 return -errno;
-        fd = -1;        /* owned by f now */
+        (void) take_fd(&fd);    /* owned by f now */
         *ret = f;
         return 0;
 }

@@ -49,6 +49,15 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
+/* Hands a _cleanup_close_ fd over (to fdopen(), to a struct): returns it
+ * and leaves -1 behind, so the cleanup closes nothing. */
+static inline int take_fd(int *fd) {
+        int r = *fd;
+
+        *fd = -1;
+        return r;
+}
+
 static inline void fclosep(FILE **f) {
         if (*f)
                 (void) fclose(*f);
