@@ -235,6 +235,9 @@ static void print_policies(const cJSON *r) {
 
         cJSON_ArrayForEach(p, get(r, "loaded"))
                 printf("%-32s %s%s\n", str(p, "name"), str(p, "path"), cJSON_IsTrue(get(p, "dynamic")) ? " (dynamic)" : "");
+        if (num(r, "files_rejected") > 0)
+                printf("%.0f file%s rejected, skipped as if absent:\n", num(r, "files_rejected"),
+                       num(r, "files_rejected") == 1 ? "" : "s");
         cJSON_ArrayForEach(p, get(r, "errors"))
                 printf("error: %s:%.0f: %s\n", str(p, "path"), num(p, "line"), str(p, "message"));
 }
