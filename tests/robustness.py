@@ -273,6 +273,10 @@ def scenario_record_links():
     rc = d.proc.wait(timeout=10)
     check("--record onto a FIFO: refused at once, 'not a regular file'",
           rc != 0 and "not a regular file" in d.text(), d.text())
+    r = subprocess.run([blkpolicyd, "--replay", rec_fifo, "--config", "/dev/null", "--policy-dir", shipped],
+                       capture_output=True, text=True, timeout=10)
+    check("--replay of a FIFO: refused at once, 'not a regular file'",
+          r.returncode != 0 and "not a regular file" in r.stderr, r.stderr)
     rec = os.path.join(work, "rec.jsonl")
     d = Daemon("record", [shipped], extra=["--record", rec])
     check("--record creates a new file 0600", stat.S_IMODE(os.stat(rec).st_mode) == 0o600, oct(os.stat(rec).st_mode))
