@@ -29,16 +29,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 from loopdev import Results  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dd_kernel  # noqa: E402
 
 CACHE = os.environ.get("BLKPOLICYD_VM_CACHE", "/var/cache/blkpolicyd-vm")
 MODULES = ["virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "scsi_debug", "null_blk", "zram", "nvme", "bfq",
            "kyber-iosched", "ata_piix"]
 APPLETS = ["sh", "mount", "mkdir", "rmdir", "cat", "echo", "sleep", "insmod", "poweroff", "ls", "grep", "xargs",
-           "kill", "seq", "rmmod", "umount", "switch_root"]
+           "kill", "seq", "rmmod", "umount", "switch_root", "sed", "wc", "head", "tr", "cut", "date", "dd", "losetup"]
 
 # every init script starts here; bench/vm-nullblk.py uses it too
 MOUNTS = r"""#!/bin/sh
@@ -144,6 +147,100 @@ poweroff -f
 """
 
 
+# The patched 7.3 kernel (tests/vm/dd_kernel.py): everything built in, module
+# parameters on the command line. The checks are about mq-deadline's
+# dispatch_direct: the --once report, an admin's switch away and back then
+# `blkpolicyctl resume`, a flip within mq-deadline, a flip through none, and
+# restore on SIGTERM.
+DD_INIT = MOUNTS + r"""mount -t configfs configfs /sys/kernel/config
+nullb() {
+        d=/sys/kernel/config/nullb/$1; shift
+        mkdir $d
+        for kv in "$@"; do echo "${kv#*=}" > $d/"${kv%%=*}" 2>/dev/null; done
+        echo 1 > $d/power
+}
+# name, scheduler, dispatch_direct (- where the scheduler has none)
+st() { echo "$1 $(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler) $(cat /sys/block/$1/queue/iosched/dispatch_direct 2>/dev/null || echo -)"; }
+until_st() { for i in $(seq 250); do [ "$(st $1)" = "$1 $2 $3" ] && echo ok && return; sleep 0.02; done; echo fail; }
+ctl() { /bin/blkpolicyctl --socket /run/blkpolicyd.sock "$@"; }
+nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+ublk_start() {
+        /bin/ublk-null > /run/$1.name 2>/run/$1.err &
+        echo $! > /run/$1.pid
+        for i in $(seq 500); do [ -s /run/$1.name ] && break; sleep 0.02; done
+}
+[ -c /dev/ublk-control ] && ublk_start ublk0 && echo "===UBLK-START $(cat /run/ublk0.name /run/ublk0.err)==="
+for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done
+BEFORE=$(st vda)
+echo "===BLKPOLICYD-REPORT==="
+/bin/blkpolicyd --once --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd 2>/dev/null
+echo "===BLKPOLICYD-END==="
+echo "===DD-STATE==="
+for d in /sys/block/*; do st ${d##*/}; done
+echo "===DD-STATE-END==="
+
+# what the daemon must put back on SIGTERM: nullb7 on mq-deadline with
+# dispatch_direct=0, nullb8 on none, both set so by the admin before it starts
+nullb nullb6 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+nullb nullb7 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+nullb nullb8 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+echo mq-deadline > /sys/block/nullb7/queue/scheduler; echo 0 > /sys/block/nullb7/queue/iosched/dispatch_direct
+echo none > /sys/block/nullb8/queue/scheduler
+echo "===DD-ADMIN $(st nullb7) / $(st nullb8)==="
+echo "[Daemon]" > /etc/blkpolicyd/vm.conf
+echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
+/bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
+        --policy-dir /etc/blkpolicyd/dd-policies --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
+pid=$!
+for i in $(seq 100); do [ -S /run/blkpolicyd.sock ] && break; sleep 0.05; done
+echo "===DD-DAEMON nullb6=$(until_st nullb6 mq-deadline 0) nullb7=$(until_st nullb7 mq-deadline 1) nullb8=$(until_st nullb8 mq-deadline 1)==="
+
+# an admin switches vda away; blkpolicyd leaves it (overridden) until resume
+echo none > /sys/block/vda/queue/scheduler
+overridden() { for i in $(seq 50); do ctl --json device $1 | grep -q '"overridden":.*true' && echo yes && return; sleep 0.05; done; echo no; }
+ov=$(overridden vda)
+away=$(st vda)
+ctl resume vda >/dev/null
+echo "===DD-RESUME vda overridden=$ov away=[$away] back=$(until_st vda mq-deadline 1) $(st vda)==="
+# ... and nullb6 away and back: the kernel's switch resets dispatch_direct to 1
+echo none > /sys/block/nullb6/queue/scheduler; echo mq-deadline > /sys/block/nullb6/queue/scheduler
+reset=$(st nullb6)
+ov=$(overridden nullb6)
+ctl resume nullb6 >/dev/null
+echo "===DD-RESUME nullb6 overridden=$ov reset=[$reset] back=$(until_st nullb6 mq-deadline 0) $(st nullb6)==="
+
+# flips: nullb5 within mq-deadline (92-vm-dd-flip.policy), nullb9 through none (93-...)
+flood() {
+        nullb $1 queue_mode=2 submit_queues=1 poll_queues=0 irqmode=2 completion_nsec=50000 hw_queue_depth=4 size=64
+        until_st $1 mq-deadline $2 >/dev/null
+        /bin/fio --name=flood --filename=/dev/$1 --rw=write --bs=4k --iodepth=32 --ioengine=libaio --direct=1 \
+                --runtime=4 --time_based --output-format=terse >/dev/null 2>&1 &
+        fio=$!
+        seen=""
+        busy=fail
+        for i in $(seq 250); do
+                s=$(st $1); case " $seen " in *" ${s#* }/"*) ;; *) seen="$seen ${s#* }/" ;; esac
+                [ "$s" = "$1 $3" ] && busy=ok && break
+                sleep 0.02
+        done
+        while kill -0 $fio 2>/dev/null; do
+                s=$(st $1); case " $seen " in *" ${s#* }/"*) ;; *) seen="$seen ${s#* }/" ;; esac
+                sleep 0.02
+        done
+        wait $fio
+        base=$(until_st $1 mq-deadline $2)
+        echo "===DD-FLIP $1 busy=$busy base=$base seen=[$seen ] now=$(st $1)==="
+}
+flood nullb5 1 "mq-deadline 0"
+flood nullb9 0 "none -"
+for d in nullb5 nullb9; do echo "===DD-EXPLAIN $d==="; ctl --json explain $d; echo "===DD-EXPLAIN-END==="; done
+kill -TERM $pid
+wait $pid
+echo "===DD-RESTORED vda=[$(st vda)] before=[$BEFORE] nullb7=[$(st nullb7)] nullb8=[$(st nullb8)]==="
+poweroff -f
+"""
+
+
 def sh(*args, **kw):
     return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
 
@@ -203,6 +300,7 @@ def copy_payload(blkpolicyd, root):
     shutil.copy2(shutil.which("fio"), os.path.join(root, "bin/fio"))
     copy_libs(shutil.which("fio"), root)
     shutil.copytree(os.path.join(TOP, "tests", "vm", "policies"), os.path.join(root, "etc/blkpolicyd/vm-policies"))
+    shutil.copytree(os.path.join(TOP, "tests", "vm", "dd-policies"), os.path.join(root, "etc/blkpolicyd/dd-policies"))
     shutil.copytree(os.path.join(TOP, "policies"), os.path.join(root, "etc/blkpolicyd/policies"),
                     ignore=shutil.ignore_patterns("meson.build"))
 
@@ -252,10 +350,10 @@ def scratch_disks(work, names, size=64 << 20):
     return paths
 
 
-def qemu(kdir, kver, initrd, append, devices, timeout):
+def qemu(kdir, kver, initrd, append, devices, timeout, smp=2):
     """Boots the kernel under TCG with devices (-drive/-device arguments);
     returns what it printed on the serial console."""
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", "2", "-nographic", "-no-reboot",
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "2048", "-smp", str(smp), "-nographic", "-no-reboot",
            "-kernel", os.path.join(kdir, "boot", f"vmlinuz-{kver}"), "-initrd", initrd, "-append", append, *devices]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
 
@@ -275,6 +373,22 @@ def boot(kdir, kver, initrd, work):
         # an IDE disk on the PC machine's own PIIX controller (no rotation rate: rotational)
         "-drive", f"if=none,id=d5,file={disks[5]},format=raw", "-device", "ide-hd,drive=d5,bus=ide.0,model=BLKPOLICYD IDE"]
     return qemu(kdir, kver, initrd, "console=ttyS0 panic=-1 loglevel=3", devices, timeout=600)
+
+
+# the patched kernel has no modules: their parameters go on the command line
+DD_APPEND = "console=ttyS0 panic=-1 loglevel=3 null_blk.nr_devices=0 scsi_debug.dev_size_mb=16"
+
+
+def boot_dd(kdir, kver, initrd, work, init_devices=None, timeout=600):
+    """The patched kernel (no SMP): a single-queue virtio-blk disk and a
+    rotational virtio-scsi disk; null_blk, scsi_debug and ublk come from
+    the init script."""
+    disks = scratch_disks(work, ["dd0", "dd1"])
+    devices = init_devices or [
+        "-drive", f"if=none,id=d0,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d0,num-queues=1",
+        "-device", "virtio-scsi-pci,id=scsi",
+        "-drive", f"if=none,id=d1,file={disks[1]},format=raw", "-device", "scsi-hd,drive=d1,rotation_rate=7200"]
+    return qemu(kdir, kver, initrd, DD_APPEND, devices, timeout=timeout, smp=1)
 
 
 def report_of(serial):
@@ -312,7 +426,7 @@ def check_kernel(res, which, report, serial):
     expect("an NVMe namespace", ns.get("none"), ["nvme", "multi-queue"], "none")
     expect("a zoned NVMe namespace", ns.get("host-managed"), ["nvme", "zoned"], zoned_sched)
     expect("an IDE disk", by_model.get("BLKPOLICYD IDE"), ["scsi", "rotational"], "mq-deadline")
-    if which == "6.12":         # Debian's 6.1 does not build ublk_drv
+    if which != "6.1":          # Debian's 6.1 does not build ublk_drv
         m = re.search(r"===UBLK-START (\w+)===", serial)
         u = devs.get(m.group(1)) if m else None
         expect("a ublk disk (tests/vm/ublk-null), mq-deadline by the kernel,", u, ["ublk", "single-queue"], "none",
@@ -321,6 +435,9 @@ def check_kernel(res, which, report, serial):
     res.check(f"{which}: zram is bio-based and untouched", z and z["classes"] == ["bio-based"] and not z["managed"]
               and z["settings"] == {}, z)
     res.check(f"{which}: the report names the kernel", report["kernel"].startswith(which + "."), report["kernel"])
+    touched = [d["name"] for d in report["devices"] if "iosched/dispatch_direct" in d["settings"]]
+    res.check(f"{which}: no dispatch_direct here (report: no), and no device's plan touches it",
+              report["capabilities"]["dispatch_direct"] == "no" and not touched, (report["capabilities"], touched))
 
 
 def check_daemon(res, which, serial):
@@ -331,7 +448,7 @@ def check_daemon(res, which, serial):
     devs = {d["name"]: d for d in json.loads(m.group(1).replace("\r", ""))["result"]} if m else {}
     res.check(f"{which}: the removed null_blk is forgotten, the others are known",
               m and "nullb4" not in devs and "nullb0" in devs, list(devs))
-    if which == "6.12":
+    if which != "6.1":
         m = re.search(r"===UBLK-HOTPLUG (\S+) add=(\w+) gone=(\w+)===", serial)
         res.check(f"{which}: a ublk disk started after the daemon is set to none, and forgotten when stopped",
                   m and m.group(2) == "ok" and m.group(3) == "ok" and m.group(1) not in devs, m and m.groups())
@@ -352,30 +469,132 @@ def check_daemon(res, which, serial):
               m and m.group(1).strip() == m.group(2).strip(), m and m.groups())
 
 
+def check_dd(res, serial):
+    """The patched kernel: dispatch_direct detected, applied, re-applied, flipped and restored."""
+    w = "7.3+dd"
+    report = report_of(serial)
+    res.check(f"{w}: booted and reported", report is not None, serial[-3000:])
+    if not report:
+        return
+    res.check(f"{w}: the report says dispatch_direct: yes", report["capabilities"]["dispatch_direct"] == "yes",
+              report["capabilities"])
+    m = re.search(r"===DD-STATE===\r?\n(.*?)===DD-STATE-END===", serial, re.S)
+    live = {f[0]: f[1:] for f in (line.split() for line in (m.group(1) if m else "").splitlines()) if len(f) == 3}
+    devs = {d["name"]: d for d in report["devices"]}
+    by_model = {d["facts"]["model"]: d for d in report["devices"] if d["facts"]["model"]}
+    m = re.search(r"===UBLK-START (\w+)===", serial)
+    ublk = devs.get(m.group(1)) if m else None
+
+    def dd_setting(d):
+        return d and d["settings"].get("iosched/dispatch_direct", {})
+
+    for label, d in (("virtio-blk with 1 queue", devs.get("vda")), ("null_blk, one queue", devs.get("nullb0")),
+                     ("scsi_debug", by_model.get("scsi_debug"))):
+        ok = (d is not None and "single-queue" in d["classes"] and dd_setting(d).get("target") == "1"
+              and dd_setting(d).get("result") in ("applied", "unchanged") and live.get(d["name"]) == ["mq-deadline", "1"])
+        res.check(f"{w}: {label} ends on mq-deadline with dispatch_direct=1 (shipped policy)", ok,
+                  d and (d["name"], d["settings"], live.get(d["name"])))
+    # 10-ublk.policy asks for none, whatever the kernel has
+    res.check(f"{w}: a ublk disk runs what 10-ublk.policy says: none, dispatch_direct untouched",
+              ublk is not None and live.get(ublk["name"]) == ["none", "-"] and not dd_setting(ublk),
+              ublk and (ublk["settings"], live.get(ublk["name"])))
+    rot = by_model.get("QEMU HARDDISK")
+    res.check(f"{w}: a rotational disk gets mq-deadline, and its dispatch_direct is left to the kernel",
+              rot is not None and "rotational" in rot["classes"] and live.get(rot["name"], [""])[0] == "mq-deadline"
+              and not dd_setting(rot), rot and (rot["settings"], live.get(rot["name"])))
+    m = re.search(r"===DD-ADMIN (.*)===", serial)
+    res.check(f"{w}: an admin can set dispatch_direct (0 on nullb7) and none (nullb8)",
+              m and m.group(1).split() == ["nullb7", "mq-deadline", "0", "/", "nullb8", "none", "-"], m and m.group(1))
+    m = re.search(r"===DD-DAEMON nullb6=(\w+) nullb7=(\w+) nullb8=(\w+)===", serial)
+    res.check(f"{w}: the daemon sets new null_blks: dispatch_direct=0 by a policy, =1 by the shipped one, "
+              "also from none", m and m.groups() == ("ok", "ok", "ok"), m and m.groups())
+    m = re.search(r"===DD-RESUME vda overridden=(\w+) away=\[([^]]*)\] back=(\w+) ([^=]*)===", serial)
+    res.check(f"{w}: vda switched to none by an admin is left alone (overridden) ...",
+              m and m.group(1) == "yes" and m.group(2) == "vda none -", m and m.groups())
+    res.check(f"{w}: ... and after resume is back on mq-deadline with dispatch_direct=1",
+              m and m.group(3) == "ok", m and m.groups())
+    m = re.search(r"===DD-RESUME nullb6 overridden=(\w+) reset=\[([^]]*)\] back=(\w+) ([^=]*)===", serial)
+    res.check(f"{w}: switching away and back resets dispatch_direct to 1 (the kernel's doing)",
+              m and m.group(2) == "nullb6 mq-deadline 1", m and m.groups())
+    res.check(f"{w}: ... blkpolicyd notices, and resume writes dispatch_direct=0 again",
+              m and m.group(1) == "yes" and m.group(3) == "ok", m and m.groups())
+    m = re.search(r"===DD-FLIP nullb5 busy=(\w+) base=(\w+) seen=\[([^]]*)\] now=([^=]*)===", serial)
+    seen = m.group(3).split("/") if m else []
+    seen = sorted({x.strip() for x in seen if x.strip()})
+    res.check(f"{w}: a dispatch_direct flip: 0 under a write flood, 1 after",
+              m and m.group(1) == "ok" and m.group(2) == "ok", m and m.groups())
+    res.check(f"{w}: ... with no scheduler switch: only mq-deadline was ever seen",
+              m and seen == ["mq-deadline 0", "mq-deadline 1"], seen)
+    m = re.search(r"===DD-FLIP nullb9 busy=(\w+) base=(\w+) seen=\[([^]]*)\] now=([^=]*)===", serial)
+    res.check(f"{w}: a flip through none comes back to mq-deadline with dispatch_direct=0 written again",
+              m and m.group(1) == "ok" and m.group(2) == "ok", m and m.groups())
+    for name in ("nullb5", "nullb9"):
+        m = re.search(r"===DD-EXPLAIN " + name + r"===\r?\n(.*?)===DD-EXPLAIN-END===", serial, re.S)
+        try:
+            hist = json.loads(m.group(1).replace("\r", ""))["result"]["dynamic"]["history"] if m else None
+        except (ValueError, KeyError, TypeError):
+            hist = None
+        print(f"# {w}: {name} flips: " + ", ".join(f"{h['to']} {h['cost_ms']:.2f} ms" for h in hist or []))
+    m = re.search(r"===DD-RESTORED vda=\[([^]]*)\] before=\[([^]]*)\] nullb7=\[([^]]*)\] nullb8=\[([^]]*)\]===",
+                  serial)
+    # vda: --once found it as the policy wants it and wrote nothing; the
+    # first value blkpolicyd replaced there is the admin's none (above)
+    res.check(f"{w}: SIGTERM puts back what blkpolicyd found before its first write: nullb7 mq-deadline with "
+              "dispatch_direct=0, nullb8 none, vda the admin's none", m and m.group(1) == "vda none -"
+              and m.group(2) == "vda mq-deadline 1" and m.group(3) == "nullb7 mq-deadline 0"
+              and m.group(4) == "nullb8 none -", m and m.groups())
+
+
+KERNELS = ["6.1", "6.12", "7.3", "7.3+dd"]
+
+
+def run_stock(res, which, blkpolicyd, work):
+    if which == "7.3":
+        k = dd_kernel.stock_73()
+        if k is None:
+            print("# 7.3: trixie-backports has no linux-image-7.3.*; no third stock kernel")
+            return
+        kdir, kver = k
+    else:
+        kdir, kver = fetch_kernel(which)
+    if which != "6.1":
+        ublk_null = built_beside(blkpolicyd, "tests", "vm", "ublk-null")
+        res.check(f"{which}: tests/vm/ublk-null is built (it needs liburing-dev)", os.path.exists(ublk_null),
+                  ublk_null)
+    initrd = os.path.join(work, "initrd.gz")
+    build_initramfs(kdir, kver, blkpolicyd, initrd, ["ublk_drv"] if which != "6.1" else [])
+    serial = boot(kdir, kver, initrd, work)
+    report = report_of(serial)
+    res.check(f"{which}: booted and reported", report is not None, serial[-3000:])
+    if report:
+        check_kernel(res, which, report, serial)
+        check_daemon(res, which, serial)
+
+
+def run_dd(res, blkpolicyd, work):
+    kdir, kver = dd_kernel.patched_73(log=lambda line: print(f"# 7.3+dd: {line}", flush=True))
+    initrd = os.path.join(work, "initrd.gz")
+    build_initramfs(kdir, kver, blkpolicyd, initrd, [], init=DD_INIT, modules=[])
+    check_dd(res, boot_dd(kdir, kver, initrd, work))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kernel", default="all", choices=["6.1", "6.12", "all"])
+    ap.add_argument("--kernel", default="all", choices=KERNELS + ["all"])
     ap.add_argument("--blkpolicyd", default=os.path.join(TOP, "build", "daemon", "blkpolicyd"))
     args = ap.parse_args()
     res = Results()
-    for which in (["6.1", "6.12"] if args.kernel == "all" else [args.kernel]):
+    for which in (KERNELS if args.kernel == "all" else [args.kernel]):
         work = tempfile.mkdtemp(prefix="blkpolicyd-vm-")
+        t0 = time.monotonic()
         try:
-            if which == "6.12":
-                ublk_null = built_beside(args.blkpolicyd, "tests", "vm", "ublk-null")
-                res.check("6.12: tests/vm/ublk-null is built (it needs liburing-dev)", os.path.exists(ublk_null),
-                          ublk_null)
-            kdir, kver = fetch_kernel(which)
-            initrd = os.path.join(work, "initrd.gz")
-            build_initramfs(kdir, kver, args.blkpolicyd, initrd, ["ublk_drv"] if which == "6.12" else [])
-            serial = boot(kdir, kver, initrd, work)
-            report = report_of(serial)
-            res.check(f"{which}: booted and reported", report is not None, serial[-3000:])
-            if report:
-                check_kernel(res, which, report, serial)
-                check_daemon(res, which, serial)
+            if which == "7.3+dd":
+                run_dd(res, args.blkpolicyd, work)
+            else:
+                run_stock(res, which, args.blkpolicyd, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            print(f"# {which}: {time.monotonic() - t0:.0f} s", flush=True)
     res.finish("vm: ")
 
 
