@@ -134,12 +134,14 @@ struct Manager {
         struct ControlServer *control;
         bool paused_all;
         uint64_t start_usec;
-        cJSON *reload_errors;           /* of the last failed reload, NULL after a good one */
+        cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
 };
 
 uint64_t manager_uptime_usec(const Manager *m);
-/* Re-reads config and policies; a set with any error leaves the running
- * one in force and returns the errors (a JSON array). */
+/* Re-reads config and policies, by the rule of the start: policy files
+ * with errors are skipped (they mask nothing) and listed in the set's
+ * errors. A config with errors leaves the running config and policies in
+ * force: -EINVAL, and *errors names it (a JSON array). */
 int manager_reload(Manager *m, cJSON **errors);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
 void manager_pause(Manager *m, Device *d, bool pause);
