@@ -119,7 +119,7 @@ _printf_(3, 4) static void item_error(PlanItem *it, ItemResult result, const cha
 
         it->result = result;
         va_start(ap, fmt);
-        vsnprintf(it->error, sizeof(it->error), fmt, ap);
+        vsnprintf(it->error, sizeof(it->error), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
         va_end(ap);
 }
 

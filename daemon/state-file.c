@@ -9,7 +9,7 @@
 #include "state-file.h"
 #include "util.h"
 
-#define RECORD_SIZE_MAX (64 * 1024)
+#define RECORD_SIZE_MAX ((size_t) 64 * 1024)
 
 /* Ours and writable by nobody else, or a planted record could make the
  * daemon write someone else's values as root. */
@@ -26,8 +26,7 @@ static int check_private_dir(int fd) {
 }
 
 static int open_private_dir(int at, const char *path, bool create, mode_t mode) {
-        _cleanup_close_ int fd = -1;
-        int r;
+        int fd, r;
 
         if (create && mkdirat(at, path, mode) < 0 && errno != EEXIST)
                 return -errno;
@@ -35,11 +34,11 @@ static int open_private_dir(int at, const char *path, bool create, mode_t mode) 
         if (fd < 0)
                 return errno == ENOTDIR ? -ELOOP : -errno;      /* O_NOFOLLOW on a symlink */
         r = check_private_dir(fd);
-        if (r < 0)
+        if (r < 0) {
+                (void) close(fd);
                 return r;
-        r = fd;
-        fd = -1;
-        return r;
+        }
+        return fd;
 }
 
 int state_dir_open(const char *path, bool create, StateDir *ret) {

@@ -329,14 +329,16 @@ try:
     feeder.start()
     try:
         d = daemon()
+        # a flip is a pass: the switch, then the tunable in the round after it
+        busy = lambda: live("loop1", "scheduler") == "kyber" and live("loop1", "iosched/read_lat_nsec") == "1000000"
         deadline = time.monotonic() + 20
-        while live("loop1", "scheduler") != "kyber" and time.monotonic() < deadline:
+        while not busy() and time.monotonic() < deadline:
             time.sleep(0.01)
         res.check("load flips loop1 to its busy settings", live("loop1", "scheduler") == "kyber"
                   and live("loop1", "iosched/read_lat_nsec") == "1000000", snapshot("loop1"))
         load["on"] = False
         deadline = time.monotonic() + 20
-        while live("loop1", "scheduler") != "none" and time.monotonic() < deadline:
+        while snapshot("loop1") != ORIGINAL["loop1"] and time.monotonic() < deadline:
             time.sleep(0.01)
         res.check("the flip back puts back exactly what was found, nr_requests=100 too",
                   snapshot("loop1") == ORIGINAL["loop1"], snapshot("loop1"))
