@@ -39,6 +39,7 @@ state = os.path.join(work, "state")
 policies = os.path.join(work, "policies")
 conf = os.path.join(work, "blkpolicyd.conf")
 DISKS = ("loop0", "loop1")
+RUNNING = []        # every daemon started, killed at the end whatever happened
 
 # The original state every case starts from: what an admin had set.
 ORIGINAL = {
@@ -142,6 +143,7 @@ def run(*extra, faults=""):
 def daemon(*extra, faults=""):
     d = Daemon(blkpolicyd, work, args(*extra)[1:],
                env={"BLKPOLICYD_FAKE_KERNEL": "1", "BLKPOLICYD_FAULTS": faults})
+    RUNNING.append(d)
     d.wait_for("READY=1", timeout=30)
     return d
 
@@ -349,5 +351,7 @@ try:
         load["on"] = None
         feeder.join()
 finally:
+    for d in RUNNING:
+        d.cleanup()
     shutil.rmtree(work, ignore_errors=True)
 res.finish()
