@@ -16,9 +16,10 @@ struct Recorder {
 };
 
 /* Recordings go to places like /var/tmp, where anyone may have planted a
- * symlink or a FIFO under the name: never follow a link (O_NOFOLLOW), never
- * block in open() on a FIFO (O_NONBLOCK), append only to a regular file,
- * and create it 0600 (it shows every disk's traffic). */
+ * symlink, a FIFO or a hard link under the name: never follow a link
+ * (O_NOFOLLOW), never block in open() on a FIFO (O_NONBLOCK), append only
+ * to a regular file of our own with no other name, and create it 0600 (it
+ * shows every disk's traffic). */
 static int record_open_file(const char *path, FILE **ret) {
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -35,6 +36,11 @@ static int record_open_file(const char *path, FILE **ret) {
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return log_error_errno(EBADFD, "%s is not a regular file, refusing to record into it", path);
+        /* someone else's file, or a hard link to one we may write (another
+         * user can make either in /var/tmp): appending would write there */
+        if (st.st_uid != geteuid() || st.st_nlink != 1)
+                return log_error_errno(EPERM, "%s is owned by uid %u or has other hard links, "
+                                       "refusing to record into it", path, (unsigned) st.st_uid);
         if (fcntl(fd, F_SETFL, O_APPEND) < 0)   /* clears O_NONBLOCK */
                 return -errno;
         f = fdopen(fd, "ae");

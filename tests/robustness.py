@@ -277,10 +277,21 @@ def scenario_record_links():
                        capture_output=True, text=True, timeout=10)
     check("--replay of a FIFO: refused at once, 'not a regular file'",
           r.returncode != 0 and "not a regular file" in r.stderr, r.stderr)
+    rec_hard = os.path.join(work, "rec-hard.jsonl")
+    os.link(victim, rec_hard)
+    d = Daemon("record-hardlink", [shipped], extra=["--record", rec_hard], wait=False)
+    rc = d.proc.wait(timeout=10)
+    check("--record onto a hard link of another file: refused", rc != 0 and "hard links" in d.text(), d.text())
+    check("... the linked file is untouched", open(victim).read() == "precious\n")
     rec = os.path.join(work, "rec.jsonl")
     d = Daemon("record", [shipped], extra=["--record", rec])
     check("--record creates a new file 0600", stat.S_IMODE(os.stat(rec).st_mode) == 0o600, oct(os.stat(rec).st_mode))
     d.stop()
+    d = Daemon("record-again", [shipped], extra=["--record", rec])
+    d.stop()
+    with open(rec) as f:
+        headers = sum(1 for line in f if "blkpolicyd_recording" in line)
+    check("... and appends to its own file on the next run", headers == 2, headers)
 
 
 def scenario_socket_on_file():
