@@ -12,7 +12,8 @@ systemd. A test unit then checks, from inside:
     writable under ProtectSystem=strict, debugfs is readable);
   - it follows udevd's monitor: a null_blk made after boot is set;
   - the watchdog is fed; blkpolicyctl reaches the socket; the journal has
-    the structured fields; reload (SIGHUP) keeps it active;
+    the structured fields; reload (SIGHUP) keeps it active; a broken
+    policy file is skipped at reload, a broken config refused;
   - a reload that adds a property= policy reads the udev property it names
     (devices keep only the properties the policies name);
   - systemctl stop restores what the kernel had.
@@ -65,11 +66,29 @@ reads_dispatch_busy() { blkpolicyctl --json device nullb0 | grep -Eq '"dispatch_
 watchdog_fed() { [ "$(prop WatchdogTimestampMonotonic)" != "$1" ]; }
 journal_fields() { journalctl -b -u blkpolicyd -o json | grep -q '"DEVICE":"vdb"'; }
 reload_ok() { systemctl reload blkpolicyd && systemctl is-active -q blkpolicyd; }
+# a broken policy file is skipped, as at start: the reload succeeds, the
+# file is counted as rejected, and what it asked for (kyber) is not done
+reload_skips_broken() {
+        printf '[Match]\nname = vdb\n[Queue]\nscheduler = kyber\nno_such_setting = 1\n' > /etc/blkpolicyd/policies.d/99-broken.policy
+        systemctl reload blkpolicyd
+        r=$?
+        blkpolicyctl --json status | grep -Eq '"policy_files_rejected":[[:space:]]*1'
+        k=$?
+        runs vdb none
+        v=$?
+        rm /etc/blkpolicyd/policies.d/99-broken.policy
+        systemctl reload blkpolicyd
+        [ $r = 0 ] && [ $k = 0 ] && [ $v = 0 ] && systemctl is-active -q blkpolicyd
+}
+# a broken configuration file is refused: the running one stays
 reload_refused() {
-        printf '[Match]\nname = vdb\n[Queue]\nno_such_setting = 1\n' > /etc/blkpolicyd/policies.d/99-broken.policy
+        conf=/etc/blkpolicyd/blkpolicyd.conf
+        cp -a $conf /run/blkpolicyd.conf.saved 2>/dev/null
+        had=$?
+        printf '[Daemon]\nrestore_on_exit = perhaps\n' >> $conf
         ! systemctl reload blkpolicyd
         r=$?
-        rm /etc/blkpolicyd/policies.d/99-broken.policy
+        if [ $had = 0 ]; then mv /run/blkpolicyd.conf.saved $conf; else rm $conf; fi
         [ $r = 0 ] && systemctl is-active -q blkpolicyd && runs vdb none
 }
 bfq_loaded() { runs vdc bfq && [ -d /sys/module/bfq ]; }
@@ -103,7 +122,8 @@ check "... and its dispatch_busy is read from debugfs (an admin's [Dynamic] poli
 check "the watchdog is fed" until_true 400 watchdog_fed "$(prop WatchdogTimestampMonotonic)"
 check "the journal has its structured fields" journal_fields
 check "systemctl reload: done, still active" reload_ok
-check "systemctl reload with a broken policy fails, and the running set stays" reload_refused
+check "systemctl reload with a broken policy: done, that file skipped and counted" reload_skips_broken
+check "systemctl reload with a broken config fails, and the running one stays" reload_refused
 check "a reload with a property= policy matches vdc by its udev ID_SERIAL" property_reload
 check "... and a reload without it puts vdc back to bfq" property_dropped
 check "no restarts" no_restarts
