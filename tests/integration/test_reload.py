@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""SIGHUP on loop devices the test creates: a broken policy set keeps the
-old decisions (nothing written); a fixed one applies the new decision to
+"""SIGHUP on loop devices the test creates: a broken policy file is skipped
+as at start (it counts as absent: its device gets back what it had, the
+other device is not written to); a fixed one applies the new decision to
 exactly the device whose decision changed, and writes nothing to the other."""
 import os
 import signal
@@ -52,9 +53,12 @@ try:
     daemon.proc.send_signal(signal.SIGHUP)
     wait_ready()
     text = log_since(pos)
-    res.check("broken set: the error is logged as file:line", "50-a.policy:5:" in text, text)
-    res.check("broken set: old decisions stay", scheduler(a) == "mq-deadline" and scheduler(b) == "mq-deadline")
-    res.check("broken set: nothing written", " -> " not in text, text)
+    res.check("broken file: the error is logged as file:line", "50-a.policy:5:" in text, text)
+    res.check("broken file: skipped as at start, so its device gets back what it had",
+              scheduler(a) == "none", text)
+    res.check("broken file: the other device keeps its decision and is not written to",
+              scheduler(b) == "mq-deadline" and f"{b}: scheduler" not in text and f"{b}: read_ahead_kb" not in text,
+              text)
 
     pos = len(daemon.text())
     write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = kyber\n")
@@ -62,7 +66,7 @@ try:
     wait_ready()
     text = log_since(pos)
     res.check("fixed set: the changed device gets the new decision", scheduler(a) == "kyber")
-    res.check("fixed set: the change is one log line", text.count(f"{a}: scheduler mq-deadline -> kyber") == 1, text)
+    res.check("fixed set: the change is one log line", text.count(f"{a}: scheduler none -> kyber") == 1, text)
     res.check("fixed set: the other device is not written to",
               scheduler(b) == "mq-deadline" and f"{b}: scheduler" not in text and f"{b}: read_ahead_kb" not in text,
               text)
