@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The control protocol's requests: parse, authorise, run, reply. */
 #include "blkpolicyd-paths.h"
+#include "applier.h"
 #include "control.h"
 #include "log.h"
 #include "manager.h"
@@ -189,16 +190,19 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         int n;
 
         manager_pause(m, d, true);
+        /* passes in flight land first; then the restores run in the applier */
+        applier_drain(m->applier);
         n = d ? 1 : device_table_sorted(&m->devices, &sorted);
-        for (int i = 0; i < n; i++) {
-                Device *x = d ?: sorted[i];
-                int r = device_restore(m, x);
-
-                if (r < 0) {
+        for (int i = 0; i < n; i++)
+                if (device_restore(m, d ?: sorted[i]) < 0) {
                         cJSON_Delete(o);
                         return NULL;
                 }
-                if (r > 0)
+        applier_drain(m->applier);
+        for (int i = 0; i < n; i++) {
+                Device *x = d ?: sorted[i];
+
+                if (!device_record_empty(&x->record))
                         cJSON_AddItemToArray(left, cJSON_CreateString(x->name));
         }
         return reply_ok(o);

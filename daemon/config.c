@@ -66,6 +66,7 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
                 { "drift_checks_per_tick", offsetof(Config, drift_checks_per_tick), 0, 1000000, "expected a number of devices, 0 (off) or more" },
                 { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
                 { "uevent_buffer_bytes", offsetof(Config, uevent_buffer_bytes), 4096, 1 << 30, "expected bytes, 4096 to 1 GiB" },
+                { "apply_parallelism", offsetof(Config, apply_parallelism), 0, 256, "expected 0 (auto) to 256" },
         };
         long long v;
 

@@ -101,6 +101,7 @@ DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
                 return NULL;
         dyn_state_done(&y->state);
         free(y->history);
+        free(y->flip);
         free(y);
         return NULL;
 }

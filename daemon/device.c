@@ -9,10 +9,12 @@
 #include <time.h>
 
 #include "apply.h"
+#include "applier.h"
 #include "classify.h"
 #include "log.h"
 #include "manager.h"
 #include "record.h"
+#include "shared.h"
 #include "util.h"
 
 /* ENOENT while add_disk() finishes: 10, 20, 40 ... 640 ms, then give up. */
@@ -112,6 +114,9 @@ void device_forget(Manager *m, Device *d, bool drop_state) {
         /* its queue is gone, and with it every value it had: the record is moot */
         if (drop_state && !m->options->dry_run)
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+        /* a pass still queued for it is moot; one running comes back to no device */
+        if (d->job && applier_cancel(m->applier, d->devnum) > 0)
+                log_info("%s: gone, dropped its queued pass", d->name);
         device_table_remove(&m->devices, d);
         device_free(d);
 }
@@ -170,47 +175,50 @@ static void device_note_override(Device *d, const ApplyOutcome *out) {
                    d->override_note ?: "changed by someone else", d->name);
 }
 
-static int device_apply(Manager *m, Device *d, Plan *plan, bool take_over, ApplyOutcome *out) {
-        /* a paused or overridden device is only looked at: what would change */
-        bool writes = !m->options->dry_run && !device_is_held(m, d) && !d->record_unreadable;
-        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record,
-                             .state = writes ? &m->state : NULL, .take_over = take_over, .stats = &m->writes };
-        int r;
-
-        *out = (ApplyOutcome) { .overridden = -1 };
-        if (!plan->managed && device_record_empty(&d->record))
-                return 0;       /* nothing wanted, nothing to put back */
-        r = apply_device(&req, plan, out);
+/* What apply found that the device must show: a record that could not be
+ * saved, values not put back, and the admin's changes (overridden). */
+static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
         if (out->record_error)
                 device_set_error(d, out->record_error, "cannot save the state record, nothing written");
         else if (out->restore_failed)
                 device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
         if (out->overridden >= 0 && writes && !take_over && !device_overridden(d))
                 device_note_override(d, out);
+}
+
+/* A paused or overridden device, or a dry run: only looked at, on the loop
+ * (reads only, microseconds). */
+static int device_plan_only(Manager *m, Device *d, Plan *plan) {
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record };
+        ApplyOutcome out;
+        int r = apply_device(&req, plan, &out);
+
+        device_note_outcome(d, &out, false, false);
         return r;
 }
 
-/* decide + apply for one device: both work in m->scratch, the device keeps
- * a copy shared with the devices that got the same. */
-static void device_process_full(Manager *m, Device *d, bool take_over) {
-        DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
-                           .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
-        Plan *plan = plan_buffer_init(&m->scratch);
-        ApplyOutcome out;
-        int r = 0;
+/* The job for the applier: copies of the plan and the record. */
+static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
+        ApplyJob *j = apply_job_new(d->name);
 
-        decide(&in, plan);
-        if (!plan->managed || !plan->dynamic)
-                d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
-        else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
-                r = -ENOMEM;
-        else
-                r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
-        /* an unmanaged device still goes through apply: it puts back what
-         * blkpolicyd changed while a policy wanted it */
-        if (r == 0)
-                r = device_apply(m, d, plan, take_over, &out);
+        if (!j)
+                return -ENOMEM;
+        j->devnum = d->devnum;
+        j->queue_id = d->record.id.queue_id;
+        j->take_over = take_over;
+        j->restore = restore;
+        if ((plan && !(j->plan = plan_intern_type.dup(plan))) || device_record_copy(&d->record, &j->record) < 0) {
+                apply_job_free(j);
+                return -ENOMEM;
+        }
+        d->job = true;
+        applier_submit(m->applier, j);
+        return 0;
+}
+
+/* The end of a pass, on the loop: keep the plan, then what its result
+ * asks for. May forget d. */
+static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
         if (device_keep_plan(m, d, plan) < 0)
                 r = -ENOMEM;
         if (r == -ENODEV) {
@@ -233,6 +241,46 @@ static void device_process_full(Manager *m, Device *d, bool take_over) {
                 device_learn_caps(m, d);
 }
 
+static bool device_writes(const Manager *m, const Device *d) {
+        return !m->options->dry_run && !device_is_held(m, d) && !d->record_unreadable;
+}
+
+/* decide, then apply: on the loop for a look (dry run, held), in the
+ * applier for writes. decide works in m->scratch; the device keeps a copy
+ * shared with the devices that got the same. */
+static void device_process_full(Manager *m, Device *d, bool take_over) {
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
+                           .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
+        Plan *plan = plan_buffer_init(&m->scratch);
+        int r = 0;
+
+        if (d->job) {
+                /* one pass at a time: this one is decided when the running one is back */
+                d->reprocess = true;
+                d->reprocess_take_over |= take_over;
+                return;
+        }
+        decide(&in, plan);
+        if (!plan->managed || !plan->dynamic)
+                d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
+        else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
+                r = -ENOMEM;
+        else
+                r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
+        /* an unmanaged device still goes through apply: it puts back what
+         * blkpolicyd changed while a policy wanted it */
+        if (r == 0 && (plan->managed || !device_record_empty(&d->record))) {
+                if (device_writes(m, d)) {
+                        r = device_submit(m, d, plan, take_over, false);
+                        if (r == 0)
+                                return;         /* device_apply_done() goes on */
+                } else
+                        r = device_plan_only(m, d, plan);
+        }
+        device_finish(m, d, plan, r);
+}
+
 void device_process(Manager *m, Device *d) {
         device_process_full(m, d, false);
 }
@@ -243,26 +291,66 @@ void device_process_again(Manager *m, Device *d) {
 }
 
 int device_restore(Manager *m, Device *d) {
-        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record, .state = &m->state,
-                             .stats = &m->writes };
-        ApplyOutcome out;
-        int r;
-
         if (device_record_empty(&d->record) || m->options->dry_run)
                 return 0;
-        r = apply_device(&req, NULL, &out);
-        if (r == -ENOMEM)
-                return r;
-        if (r == -ENODEV) {
+        return device_submit(m, d, NULL, false, true);
+}
+
+static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (j->result == -ENODEV) {
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
-                return 0;
+                device_record_done(&d->record);
+                return;
         }
-        if (out.restored > 0)
-                log_info("%s: put back %u original value(s)", d->name, out.restored);
-        if (!device_record_empty(&d->record))
+        if (j->out.restored > 0)
+                log_info("%s: put back %u original value(s)", d->name, j->out.restored);
+        if (!device_record_empty(&d->record)) {
                 log_warning("%s: %u value(s) not put back; their record stays in %s/devices for "
                             "'blkpolicyd --restore'", d->name, d->record.n_attrs, m->state.path);
-        return (int) d->record.n_attrs;
+                m->restore_left += d->record.n_attrs;
+        }
+}
+
+static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
+
+/* A job is back from the applier, on the loop. */
+void device_apply_done(ApplyJob *j, void *userdata) {
+        Manager *m = userdata;
+        Device *d = device_table_get(&m->devices, j->devnum);
+        dev_t devnum = j->devnum;
+        DeviceIdentity id;
+
+        m->writes.scheduler_writes += j->stats.scheduler_writes;
+        m->writes.other_writes += j->stats.other_writes;
+        if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
+                apply_job_free(j);      /* its device was forgotten meanwhile */
+                return;
+        }
+        d->job = false;
+        id = d->record.id;              /* the identity of now (diskseq may have moved) */
+        device_record_done(&d->record);
+        d->record = j->record;
+        d->record.id = id;
+        j->record = (DeviceRecord) {};
+        if (j->restore) {
+                device_restore_done(m, d, j);
+                apply_job_free(j);
+                return;
+        }
+        device_note_outcome(d, &j->out, true, j->take_over);
+        device_flip_done(m, d, j);
+        device_finish(m, d, j->plan, j->result);
+        apply_job_free(j);
+        d = device_table_get(&m->devices, devnum);      /* device_finish may forget it */
+        if (d && d->reprocess && !d->job) {
+                bool take_over = d->reprocess_take_over;
+
+                d->reprocess = d->reprocess_take_over = false;
+                device_process_full(m, d, take_over);
+        }
+        if (manager_redecide(m) < 0)
+                sd_event_exit(m->event, -ENOMEM);
+        manager_check_ready(m);
 }
 
 static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
@@ -280,12 +368,31 @@ static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision 
         return 0;
 }
 
-/* dynamic_step() flipped d->dyn.busy: apply the other settings set and
- * account what it cost (a scheduler switch freezes the queue). */
+static void device_account_flip(Manager *m, Device *d, double ms) {
+        DynDecision *dec = d->dynamic->flip;
+
+        d->dynamic->flip = NULL;
+        d->dynamic->state.flip_cost_ms += ms;
+        if (device_remember_flip(m, d->dynamic, dec, ms) < 0) {
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+        } else
+                log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        free(dec);
+}
+
+/* The flip's pass is back: what it cost is the worker's time on it. */
+static void device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (d->dynamic && d->dynamic->flip)
+                device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
+}
+
+/* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
+ * account what it cost (a scheduler switch freezes the queue) when the
+ * pass is done. */
 void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
         dev_t devnum = d->devnum;       /* d may be freed by device_process */
-        double ms;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
                              .setting = "state", .old = dec->to_busy ? "base" : "busy",
@@ -293,18 +400,20 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
 
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
                          d->plan->dynamic_source);
-        device_process(m, d);
-        ms = (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0;
-        /* device_process may have forgotten a vanished device: d is then gone */
-        if (device_table_get(&m->devices, devnum) != d || !d->dynamic)
-                return;
-        d->dynamic->state.flip_cost_ms += ms;
-        if (device_remember_flip(m, d->dynamic, dec, ms) < 0) {
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-                return;
+        if (d->dynamic) {
+                free(d->dynamic->flip);
+                d->dynamic->flip = memdup(dec, sizeof(*dec));
+                if (!d->dynamic->flip) {
+                        log_oom();
+                        sd_event_exit(m->event, -ENOMEM);
+                        return;
+                }
         }
-        log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        device_process(m, d);
+        /* device_process may have forgotten a vanished device: d is then gone */
+        if (device_table_get(&m->devices, devnum) != d || !d->dynamic || !d->dynamic->flip || d->job)
+                return;
+        device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
 }
 
 /* A device that now runs mq-deadline shows whether the kernel has

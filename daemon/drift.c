@@ -78,8 +78,8 @@ static void device_check_drift(Manager *m, Device *d) {
         char live[VALUE_MAX];
         const PlanItem *it;
 
-        if (!d->plan->managed || device_is_held(m, d) || d->retry_source)
-                return;
+        if (!d->plan->managed || device_is_held(m, d) || d->retry_source || d->job)
+                return;         /* a pass in flight: what it writes is no drift */
         it = device_find_drift(m, d, live, sizeof(live));
         if (!it)
                 return;

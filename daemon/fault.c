@@ -3,7 +3,9 @@
  * parsed once from the environment and lives for the process, like the
  * parsed command line. */
 #include <fnmatch.h>
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include "fault.h"
 #include "util.h"
@@ -18,6 +20,7 @@ typedef struct Fault {
         int error;              /* negative errno, 1 for short, FAULT_KILL */
         long remaining;         /* -1: forever */
         long pass;              /* matching calls that go through first */
+        long delay_ms;          /* FAULT_DELAY: how long the call blocks before it goes on */
 } Fault;
 
 static Fault faults[FAULTS_MAX];
@@ -64,6 +67,10 @@ static void parse_faults(void) {
                 if (strscpy(f->op, sizeof(f->op), op) < 0 || strscpy(f->glob, sizeof(f->glob), glob) < 0)
                         continue;
                 f->error = errno_from_name(err);
+                if (startswith(err, "DELAY=")) {
+                        f->error = FAULT_DELAY;
+                        f->delay_ms = strtol(err + 6, NULL, 10);
+                }
                 f->remaining = count && *count ? strtol(count, NULL, 10) : -1;
                 f->pass = pass ? strtol(pass, NULL, 10) : 0;
                 if (f->error)
@@ -71,7 +78,14 @@ static void parse_faults(void) {
         }
 }
 
-int fault_check(const char *op, const char *path) {
+/* The table is shared by the applier's threads: counters change under a
+ * lock, the fault itself happens outside it (a DELAY must not hold the
+ * other threads). Returns the matching fault's error, 0 for none. */
+static int fault_match(const char *op, const char *path, long *delay_ms) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        int error = 0;
+
+        pthread_mutex_lock(&lock);
         if (!parsed)
                 parse_faults();
         for (unsigned i = 0; i < n_faults; i++) {
@@ -85,11 +99,28 @@ int fault_check(const char *op, const char *path) {
                 }
                 if (f->remaining > 0)
                         f->remaining--;
-                if (f->error == FAULT_KILL)
-                        (void) raise(SIGKILL);  /* a crash exactly here, not at a moment timing picks */
-                return f->error;
+                error = f->error;
+                *delay_ms = f->delay_ms;
+                break;
         }
-        return 0;
+        pthread_mutex_unlock(&lock);
+        return error;
+}
+
+int fault_check(const char *op, const char *path) {
+        long delay_ms = 0;
+        int error = fault_match(op, path, &delay_ms);
+
+        if (error == FAULT_KILL)
+                (void) raise(SIGKILL);  /* a crash exactly here, not at a moment timing picks */
+        if (error == FAULT_DELAY) {
+                /* a write the kernel holds for seconds (a queue freeze behind slow I/O) */
+                struct timespec ts = { .tv_sec = delay_ms / 1000, .tv_nsec = (delay_ms % 1000) * 1000000L };
+
+                (void) nanosleep(&ts, NULL);
+                return 0;
+        }
+        return error;
 }
 
 #endif

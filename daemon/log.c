@@ -52,6 +52,7 @@ int log_internal(int level, int error, const char *fmt, ...) {
         if (level <= max_level) {
                 if (stderr_is_journal < 0)
                         stderr_is_journal = detect_journal_stream();
+                flockfile(stderr);      /* one line, whole, when the applier's threads log too */
                 if (stderr_is_journal)
                         fprintf(stderr, "<%d>", level);
                 va_start(ap, fmt);
@@ -59,6 +60,7 @@ int log_internal(int level, int error, const char *fmt, ...) {
                 vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
                 va_end(ap);
                 fputc('\n', stderr);
+                funlockfile(stderr);
         }
         errno = saved;
         return -error;

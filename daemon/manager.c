@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "apply.h"
+#include "applier.h"
 #include "classify.h"
 #include "control.h"
 #include "log.h"
@@ -79,6 +80,9 @@ static int manager_scan_devices(Manager *m) {
 int manager_scan(Manager *m) {
         int r = manager_scan_devices(m);
 
+        if (!m->event)
+                applier_drain(m->applier);      /* --once: the report shows the results */
+
         /* A scan goes through libudev and a classification per device, and
          * frees all of it again; with 1000 devices that leaves about 1 MiB
          * of free heap that glibc keeps for a burst that will not come. */
@@ -120,16 +124,23 @@ int manager_print_report(Manager *m) {
 }
 
 int manager_restore_all(Manager *m) {
-        int left = 0;
-
-        DEVICE_TABLE_FOREACH(d, &m->devices) {
-                int r = device_restore(m, d);
-
-                if (r == -ENOMEM)
+        /* what runs finishes first: its record is the one to restore from */
+        applier_drain(m->applier);
+        m->restore_left = 0;
+        DEVICE_TABLE_FOREACH(d, &m->devices)
+                if (device_restore(m, d) < 0)
                         return log_oom();
-                left += r;
-        }
-        return left;
+        applier_drain(m->applier);
+        return (int) m->restore_left;
+}
+
+void manager_check_ready(Manager *m) {
+        if (!m->ready_pending || !applier_idle(m->applier))
+                return;
+        m->ready_pending = false;
+        log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
+                 m->options->dry_run ? " (dry run: nothing is written)" : "", discover_monitor_kind(m->discover));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
 uint64_t manager_uptime_usec(const Manager *m) {
@@ -221,6 +232,8 @@ int manager_reload(Manager *m, cJSON **errors) {
         if (!m->options->state_dir && !streq(c.state_dir, m->config.state_dir))
                 log_warning("state_dir=%s takes effect at the next start; the records stay in %s until then",
                             c.state_dir, m->state.path ?: m->config.state_dir);
+        /* plans in flight point into the running set: let them land first */
+        applier_drain(m->applier);
         old = m->policies;
         m->policies = set;
         swap = m->config;
@@ -233,6 +246,9 @@ int manager_reload(Manager *m, cJSON **errors) {
         r = strv_equal(old->property_keys, set->property_keys) ? 0 : manager_refresh_properties(m);
         k = manager_process_all(m);
         r = r < 0 ? r : k;
+        /* the reload is done when what it changed is applied: then READY=1,
+         * then the reply (and `systemctl reload` returns) */
+        applier_drain(m->applier);
         policy_set_free(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
@@ -279,6 +295,23 @@ int manager_open_state_dir(Manager *m) {
         return 0;
 }
 
+/* Elevator switches on several disks at once hit a double free at boot
+ * on 6.16.7, 6.16.9 and 6.17.0 (reported on linux-block 2025-09-28, fixed
+ * for 6.18 by ba28afbd9eff): one at a time there, unless configured. */
+static unsigned apply_parallelism(const Manager *m) {
+        static const unsigned affected[3] = { 6, 16, 0 }, fixed[3] = { 6, 18, 0 };
+
+        if (m->config.apply_parallelism)
+                return m->config.apply_parallelism;
+        if (kernel_version_compare(m->caps.version, affected) >= 0 &&
+            kernel_version_compare(m->caps.version, fixed) < 0) {
+                log_notice("Kernel %s: scheduler writes one at a time (concurrent elevator switches are unsafe "
+                           "before 6.18; apply_parallelism= overrides)", m->caps.release);
+                return 1;
+        }
+        return APPLY_PARALLELISM;
+}
+
 static void manager_freep(Manager **m) {
         manager_free(*m);
 }
@@ -312,6 +345,9 @@ int manager_new(const Options *o, Manager **ret) {
         r = discover_new(&m->roots, o->device_globs, &m->discover);
         if (r < 0)
                 return log_oom();
+        r = applier_new(&m->roots, &m->state, apply_parallelism(m), device_apply_done, m, &m->applier);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the applier: %m");
         *ret = m;
         m = NULL;
         return 0;
@@ -321,6 +357,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         control_server_free(m->control);
+        applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
@@ -364,6 +401,9 @@ static int manager_setup_loop(Manager *m) {
                 r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
+        r = applier_attach_event(m->applier, m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the applier: %m");
         /* monitor before the scan: a device added during the scan is not lost */
         r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
         if (r < 0)
@@ -394,9 +434,10 @@ int manager_run(Manager *m) {
         r = manager_start_ticks(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
-        log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
-                 m->options->dry_run ? " (dry run: nothing is written)" : "", discover_monitor_kind(m->discover));
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+        /* READY=1 once the first pass is done, from the loop: a storm of
+         * disks at boot keeps the watchdog fed and the socket answered */
+        m->ready_pending = true;
+        manager_check_ready(m);
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
         if (m->config.restore_on_exit && !m->options->dry_run && manager_restore_all(m) > 0 && r >= 0)

@@ -24,6 +24,7 @@ typedef struct Config {
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;
         unsigned uevent_buffer_bytes;   /* receive buffer of the uevent socket */
+        unsigned apply_parallelism;     /* apply passes at once; 0: chosen from the kernel */
 } Config;
 
 int config_init_defaults(Config *c);

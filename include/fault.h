@@ -10,8 +10,9 @@
  * "<state_dir>/devices/<major>:<minor>"); GLOB an fnmatch(3) pattern on the
  * full path; ERROR an errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN,
  * ENODEV, ENXIO, EACCES, EMFILE, ENOSPC), "short" (a read returns the first
- * half of the file) or "KILL" (the process SIGKILLs itself there: a crash
- * at an exact step); COUNT how many matching calls fail (default, or
+ * half of the file), "KILL" (the process SIGKILLs itself there: a crash
+ * at an exact step) or "DELAY=MS" (the call blocks MS milliseconds, then
+ * goes on: a write the kernel holds); COUNT how many matching calls fail (default, or
  * empty: all); PASS how many matching calls go through first. */
 
 #include <stdbool.h>
@@ -20,6 +21,7 @@
 #include "blkpolicyd-paths.h"
 
 #define FAULT_KILL 2
+#define FAULT_DELAY 3
 
 #if ENABLE_FAULT_INJECTION
 /* Returns 0 (no fault), a negative errno to fail with, or 1 for "short". */

@@ -39,6 +39,11 @@ typedef struct Options {
 } Options;
 
 typedef struct Manager Manager;
+struct ApplyJob;
+
+/* Apply passes that may run at once (scheduler writes share RCU grace
+ * periods): see docs/benchmarks.md. */
+#define APPLY_PARALLELISM 16
 
 #define FLIP_HISTORY 8
 
@@ -55,6 +60,7 @@ typedef struct DeviceDynamic {
         DynState state;
         FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
                                  * the first flip, since most devices never flip */
+        DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
         uint8_t n_history, history_pos;
 } DeviceDynamic;
 
@@ -89,6 +95,9 @@ typedef struct Device {
         bool have_stat;
         bool paused;            /* pause DEV: left as it is until resume */
         bool record_unreadable; /* its state record could not be read: nothing is written */
+        bool job;               /* an apply pass of its own runs in the applier */
+        bool reprocess;         /* asked for again while it ran: decide again when it is back */
+        bool reprocess_take_over;
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];
@@ -114,6 +123,9 @@ struct Manager {
         InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
+        struct Applier *applier;        /* apply passes off the loop */
+        unsigned restore_left;          /* values a stop could not put back */
+        bool ready_pending;             /* READY=1 once the first pass is done */
         size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
 
@@ -170,9 +182,13 @@ void device_process(Manager *m, Device *d);
 /* decide and apply again, writing over what the admin changed (resume,
  * drift with on_drift=reapply) */
 void device_process_again(Manager *m, Device *d);
-/* Puts back what blkpolicyd changed on d (nothing wanted). Returns the
- * count of values that could not be put back, or -ENOMEM. */
+/* Puts back what blkpolicyd changed on d (nothing wanted), in the
+ * applier; the values left changed are counted in m->restore_left. */
 int device_restore(Manager *m, Device *d);
+/* The applier's callback: a device's pass is back. */
+void device_apply_done(struct ApplyJob *j, void *userdata);
+/* READY=1 when the first pass over every device is done. */
+void manager_check_ready(Manager *m);
 /* A remove event: forget d unless its queue is still there (a stale event
  * for a disk that came back under the same number is not this disk's). */
 void device_removed(Manager *m, Device *d);

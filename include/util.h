@@ -33,6 +33,12 @@ static inline bool startswith(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+static inline void *memdup(const void *p, size_t n) {
+        void *q = malloc(n);
+
+        return q ? memcpy(q, p, n) : NULL;
+}
+
 static inline void *mfree(void *p) {
         free(p);
         return NULL;

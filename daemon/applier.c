@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The applier: a small pool of worker threads that run apply passes, so a
+ * queue freeze never blocks the event loop. See applier.h. */
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "applier.h"
+#include "log.h"
+#include "util.h"
+
+/* An apply pass needs a few KiB (two LiveValue tables, a Reconciled,
+ * vfprintf): 256 KiB of address space, only what is touched is memory. */
+#define WORKER_STACK_SIZE ((size_t) 256 * 1024)
+#define WORKER_IDLE_SEC 1
+
+typedef struct Worker {
+        struct Worker *next;
+        Applier *applier;
+        pthread_t thread;
+        void *stack;
+        bool exited;
+} Worker;
+
+struct Applier {
+        const Roots *roots;
+        const StateDir *state;
+        unsigned parallelism;
+        ApplierDone done;
+        void *userdata;
+        pthread_mutex_t lock;
+        pthread_cond_t work;            /* a job waits, or the applier stops */
+        pthread_cond_t progress;        /* a job finished, for drain */
+        ApplyJob *pending, **pending_tail;
+        ApplyJob *finished, **finished_tail;
+        Worker *workers;                /* running, and exited but not joined */
+        unsigned n_workers, n_idle, n_running;
+        bool stopping;
+        int efd;
+        sd_event_source *source;
+};
+
+ApplyJob *apply_job_new(const char *dev) {
+        size_t len = strlen(dev);
+        ApplyJob *j = calloc(1, sizeof(ApplyJob) + len + 1);
+
+        if (j)
+                memcpy(j->dev, dev, len + 1);
+        return j;
+}
+
+ApplyJob *apply_job_free(ApplyJob *j) {
+        if (!j)
+                return NULL;
+        free(j->plan);
+        device_record_done(&j->record);
+        free(j);
+        return NULL;
+}
+
+static void notify_loop(Applier *a) {
+        uint64_t one = 1;
+
+        (void) !write(a->efd, &one, sizeof(one));
+}
+
+static void run_job(Applier *a, ApplyJob *j) {
+        ApplyRequest req = { .roots = a->roots, .dev = j->dev, .record = &j->record, .state = a->state,
+                             .take_over = j->take_over, .stats = &j->stats };
+
+        j->start_usec = clock_usec(CLOCK_MONOTONIC);
+        j->result = apply_device(&req, j->restore ? NULL : j->plan, &j->out);
+        j->end_usec = clock_usec(CLOCK_MONOTONIC);
+}
+
+static ApplyJob *pop_pending(Applier *a) {
+        ApplyJob *j = a->pending;
+
+        a->pending = j->next;
+        if (!a->pending)
+                a->pending_tail = &a->pending;
+        j->next = NULL;
+        return j;
+}
+
+static void push_finished(Applier *a, ApplyJob *j) {
+        *a->finished_tail = j;
+        a->finished_tail = &j->next;
+}
+
+/* Waits for work with the lock held; false when the worker should exit
+ * (a second without work, or the applier stops). */
+static bool worker_wait(Applier *a) {
+        struct timespec deadline;
+
+        while (!a->pending || a->stopping) {
+                if (a->stopping)
+                        return false;
+                clock_gettime(CLOCK_REALTIME, &deadline);
+                deadline.tv_sec += WORKER_IDLE_SEC;
+                a->n_idle++;
+                int r = pthread_cond_timedwait(&a->work, &a->lock, &deadline);
+                a->n_idle--;
+                if (r == ETIMEDOUT && !a->pending)
+                        return false;
+        }
+        return true;
+}
+
+static void *worker_main(void *arg) {
+        Worker *w = arg;
+        Applier *a = w->applier;
+
+        pthread_mutex_lock(&a->lock);
+        while (worker_wait(a)) {
+                ApplyJob *j = pop_pending(a);
+
+                a->n_running++;
+                pthread_mutex_unlock(&a->lock);
+                run_job(a, j);
+                pthread_mutex_lock(&a->lock);
+                a->n_running--;
+                push_finished(a, j);
+                notify_loop(a);
+                pthread_cond_broadcast(&a->progress);
+        }
+        w->exited = true;
+        a->n_workers--;
+        notify_loop(a);         /* to be joined, and its stack unmapped */
+        pthread_cond_broadcast(&a->progress);
+        pthread_mutex_unlock(&a->lock);
+        return NULL;
+}
+
+static Worker *worker_free(Worker *w) {
+        if (w && w->stack)
+                (void) munmap(w->stack, WORKER_STACK_SIZE);
+        free(w);
+        return NULL;
+}
+
+/* With the lock held. */
+static int worker_spawn(Applier *a) {
+        pthread_attr_t attr;
+        Worker *w = calloc(1, sizeof(Worker));
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->applier = a;
+        w->stack = mmap(NULL, WORKER_STACK_SIZE, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (w->stack == MAP_FAILED) {
+                w->stack = NULL;
+                worker_free(w);
+                return -ENOMEM;
+        }
+        (void) mprotect(w->stack, 4096, PROT_NONE);     /* a guard page at the bottom */
+        pthread_attr_init(&attr);
+        pthread_attr_setstack(&attr, w->stack, WORKER_STACK_SIZE);
+        r = -pthread_create(&w->thread, &attr, worker_main, w);
+        pthread_attr_destroy(&attr);
+        if (r < 0) {
+                worker_free(w);
+                return r;
+        }
+        w->next = a->workers;
+        a->workers = w;
+        a->n_workers++;
+        return 0;
+}
+
+/* Joins the workers that exited and gives their stacks back. */
+static void reap_workers(Applier *a) {
+        Worker *dead = NULL;
+
+        pthread_mutex_lock(&a->lock);
+        for (Worker **p = &a->workers; *p;) {
+                Worker *w = *p;
+
+                if (!w->exited) {
+                        p = &w->next;
+                        continue;
+                }
+                *p = w->next;
+                w->next = dead;
+                dead = w;
+        }
+        pthread_mutex_unlock(&a->lock);
+        while (dead) {
+                Worker *next = dead->next;
+
+                (void) pthread_join(dead->thread, NULL);
+                worker_free(dead);
+                dead = next;
+        }
+}
+
+static void hand_back(Applier *a) {
+        ApplyJob *list;
+        uint64_t count;
+
+        (void) !read(a->efd, &count, sizeof(count));
+        pthread_mutex_lock(&a->lock);
+        list = a->finished;
+        a->finished = NULL;
+        a->finished_tail = &a->finished;
+        pthread_mutex_unlock(&a->lock);
+        while (list) {
+                ApplyJob *next = list->next;
+
+                list->next = NULL;
+                a->done(list, a->userdata);
+                list = next;
+        }
+        reap_workers(a);
+}
+
+static int on_finished(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
+        hand_back(userdata);
+        return 0;
+}
+
+void applier_submit(Applier *a, ApplyJob *j) {
+        bool inline_run = false;
+
+        j->next = NULL;
+        pthread_mutex_lock(&a->lock);
+        *a->pending_tail = j;
+        a->pending_tail = &j->next;
+        if (a->n_idle == 0 && a->n_workers < a->parallelism && worker_spawn(a) < 0 && a->n_workers == 0)
+                inline_run = true;      /* no thread at all: do it here rather than never */
+        pthread_cond_signal(&a->work);
+        if (inline_run) {
+                j = pop_pending(a);
+                pthread_mutex_unlock(&a->lock);
+                log_warning("Cannot start an apply thread, applying %s on the event loop", j->dev);
+                run_job(a, j);
+                pthread_mutex_lock(&a->lock);
+                push_finished(a, j);
+                notify_loop(a);
+        }
+        pthread_mutex_unlock(&a->lock);
+}
+
+unsigned applier_cancel(Applier *a, dev_t devnum) {
+        ApplyJob *dropped = NULL;
+        unsigned n = 0;
+
+        pthread_mutex_lock(&a->lock);
+        a->pending_tail = &a->pending;
+        for (ApplyJob **p = &a->pending; *p;) {
+                ApplyJob *j = *p;
+
+                if (j->devnum != devnum) {
+                        a->pending_tail = &j->next;
+                        p = &j->next;
+                        continue;
+                }
+                *p = j->next;
+                j->next = dropped;
+                dropped = j;
+                n++;
+        }
+        pthread_mutex_unlock(&a->lock);
+        while (dropped) {
+                ApplyJob *next = dropped->next;
+
+                apply_job_free(dropped);
+                dropped = next;
+        }
+        return n;
+}
+
+void applier_drain(Applier *a) {
+        for (;;) {
+                bool busy;
+
+                hand_back(a);
+                pthread_mutex_lock(&a->lock);
+                while (!a->finished && (a->pending || a->n_running))
+                        pthread_cond_wait(&a->progress, &a->lock);
+                busy = a->finished || a->pending || a->n_running;
+                pthread_mutex_unlock(&a->lock);
+                if (!busy)
+                        return;
+        }
+}
+
+bool applier_idle(Applier *a) {
+        bool idle;
+
+        pthread_mutex_lock(&a->lock);
+        idle = !a->pending && !a->finished && a->n_running == 0;
+        pthread_mutex_unlock(&a->lock);
+        return idle;
+}
+
+unsigned applier_queued(Applier *a) {
+        unsigned n = 0;
+
+        pthread_mutex_lock(&a->lock);
+        for (ApplyJob *j = a->pending; j; j = j->next)
+                n++;
+        pthread_mutex_unlock(&a->lock);
+        return n;
+}
+
+unsigned applier_running(Applier *a) {
+        unsigned n;
+
+        pthread_mutex_lock(&a->lock);
+        n = a->n_running;
+        pthread_mutex_unlock(&a->lock);
+        return n;
+}
+
+int applier_new(const Roots *roots, const StateDir *state, unsigned parallelism, ApplierDone done, void *userdata,
+                Applier **ret) {
+        Applier *a = calloc(1, sizeof(Applier));
+
+        if (!a)
+                return -ENOMEM;
+        *a = (Applier) { .roots = roots, .state = state, .parallelism = parallelism ?: 1, .done = done,
+                         .userdata = userdata };
+        a->pending_tail = &a->pending;
+        a->finished_tail = &a->finished;
+        pthread_mutex_init(&a->lock, NULL);
+        pthread_cond_init(&a->work, NULL);
+        pthread_cond_init(&a->progress, NULL);
+        a->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (a->efd < 0) {
+                int r = -errno;
+                applier_free(a);
+                return r;
+        }
+        *ret = a;
+        return 0;
+}
+
+int applier_attach_event(Applier *a, sd_event *e) {
+        return sd_event_add_io(e, &a->source, a->efd, EPOLLIN, on_finished, a);
+}
+
+Applier *applier_free(Applier *a) {
+        if (!a)
+                return NULL;
+        pthread_mutex_lock(&a->lock);
+        a->stopping = true;
+        pthread_cond_broadcast(&a->work);
+        while (a->n_workers > 0)
+                pthread_cond_wait(&a->progress, &a->lock);
+        pthread_mutex_unlock(&a->lock);
+        reap_workers(a);
+        while (a->pending)
+                apply_job_free(pop_pending(a));
+        while (a->finished) {
+                ApplyJob *j = a->finished;
+
+                a->finished = j->next;
+                apply_job_free(j);
+        }
+        sd_event_source_disable_unref(a->source);
+        if (a->efd >= 0)
+                (void) close(a->efd);
+        pthread_cond_destroy(&a->progress);
+        pthread_cond_destroy(&a->work);
+        pthread_mutex_destroy(&a->lock);
+        free(a);
+        return NULL;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The applier: apply passes off the event loop. A scheduler write is a
+ * queue freeze plus an RCU grace period, 10-70 ms; one after the other,
+ * 1000 new disks took 26 s with the loop blocked (the socket unanswered,
+ * the watchdog unfed), while concurrent writers share grace periods.
+ *
+ * The loop thread owns every Device and all state. It hands a job (a copy
+ * of the device's plan and record) to a small pool of worker threads,
+ * which run apply_device() on the copy: read, reconcile, save the record,
+ * write. The finished job comes back to the loop through an eventfd, and
+ * the loop installs the record and the results. One job per device at a
+ * time, so a device's writes stay in order; what is asked of a device
+ * while its job runs is decided again when the job is back.
+ *
+ * Workers start when jobs wait and none is idle, up to `parallelism`, and
+ * exit after a second without work: an idle daemon has no threads. Their
+ * stacks are the applier's own mappings, unmapped when they are joined,
+ * so the memory of a storm is given back. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "apply.h"
+
+typedef struct ApplyJob {
+        struct ApplyJob *next;
+        dev_t devnum;
+        uint64_t queue_id;              /* the device's identity when submitted */
+        bool take_over;
+        bool restore;                   /* nothing wanted: put back (stop, restore) */
+        Plan *plan;                     /* own copy; NULL for a restore */
+        DeviceRecord record;            /* in: the device's; out: as last saved */
+        ApplyStats stats;
+        ApplyOutcome out;
+        int result;                     /* of apply_device() */
+        uint64_t start_usec, end_usec;  /* CLOCK_MONOTONIC, in the worker */
+        char dev[];
+} ApplyJob;
+
+typedef struct Applier Applier;
+
+/* Called in the loop thread for every finished job; it owns the job. */
+typedef void (*ApplierDone)(ApplyJob *job, void *userdata);
+
+int applier_new(const Roots *roots, const StateDir *state, unsigned parallelism, ApplierDone done, void *userdata,
+                Applier **ret);
+Applier *applier_free(Applier *a);
+/* With an event loop, finished jobs are handed back from it; without one
+ * (--once) only applier_drain() hands them back. */
+int applier_attach_event(Applier *a, sd_event *e);
+
+/* job->dev, devnum, queue_id, plan, record filled by the caller, who gives
+ * it up. */
+ApplyJob *apply_job_new(const char *dev);
+ApplyJob *apply_job_free(ApplyJob *j);
+void applier_submit(Applier *a, ApplyJob *j);
+/* Drops the jobs not started yet for devnum (the device is gone); a
+ * running one comes back as usual. Returns how many were dropped. */
+unsigned applier_cancel(Applier *a, dev_t devnum);
+/* Waits until no job waits or runs, handing every finished one back
+ * (including any the callbacks submit meanwhile). */
+void applier_drain(Applier *a);
+bool applier_idle(Applier *a);
+/* Jobs waiting and running, for status. */
+unsigned applier_queued(Applier *a);
+unsigned applier_running(Applier *a);
