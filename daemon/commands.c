@@ -179,6 +179,8 @@ static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
 
 static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
         manager_pause(m, d, false);
+        /* the reply says it is done: what resume writes has landed */
+        applier_drain(m->applier);
         return reply_ok(NULL);
 }
 
