@@ -54,8 +54,11 @@ def apt_opts():
             "-o", f"Dir::State::Lists={lists}"]
     stamp = os.path.join(base, "updated")
     if not os.path.exists(stamp) or time.time() - os.path.getmtime(stamp) > 86400:
-        subprocess.run(["apt-get", *opts, "update", "-qq"], check=True, capture_output=True)
-        open(stamp, "w").close()
+        r = subprocess.run(["apt-get", *opts, "update", "-qq"], capture_output=True, text=True)
+        if r.returncode != 0 and not os.path.exists(stamp):
+            raise RuntimeError(f"apt-get update for {SUITE} failed: {r.stderr.strip()}")
+        if r.returncode == 0:           # else: keep the lists of the last update, a day old or more
+            open(stamp, "w").close()
     return opts
 
 
@@ -65,11 +68,14 @@ def candidate(opts, pkg):
 
 
 def download(opts, pkg, dest):
-    """The .deb of pkg in dest (downloaded once)."""
-    debs = glob.glob(os.path.join(dest, pkg + "_*.deb"))
+    """The .deb of pkg's candidate version in dest (downloaded once)."""
+    version = candidate(opts, pkg)
+    # the file name has the version with its epoch's ':' as %3a
+    pattern = os.path.join(dest, f"{pkg}_{glob.escape(version.replace(':', '%3a'))}_*.deb")
+    debs = glob.glob(pattern)
     if not debs:
         subprocess.run(["apt-get", *opts, "download", "-qq", pkg], cwd=dest, check=True, capture_output=True)
-        debs = glob.glob(os.path.join(dest, pkg + "_*.deb"))
+        debs = glob.glob(pattern)
     return debs[0]
 
 
