@@ -41,8 +41,9 @@ static bool is_transient(int error) {
         return error == -ENOENT || error == -EBUSY || error == -EAGAIN || error == -EINTR;
 }
 
+/* A disk that is still there is not gone, whatever the errno says. */
 static bool is_gone(const ApplyRequest *req, int error) {
-        return error == -ENODEV || error == -ENXIO || (error == -ENOENT && !device_present(req->roots, req->dev));
+        return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !device_present(req->roots, req->dev);
 }
 
 /* One pass's working state. */
@@ -57,6 +58,7 @@ typedef struct Pass {
         bool overridden[TUNABLES_MAX];          /* wanted, but the admin's now */
         unsigned next_choice;                   /* scheduler fallbacks tried so far */
         bool retry;
+        bool saved_once;                        /* the record is on disk as it is in memory */
 } Pass;
 
 static PlanItem *pass_item(Pass *p, unsigned t) {
@@ -163,8 +165,9 @@ static void log_restore(const Pass *p, const Step *s, int error, const char *now
 }
 
 /* Writes one step and reads it back. Returns -ENODEV when the device is
- * gone, 0 otherwise (the outcome is in the item, the record, the log). */
-static int run_step(Pass *p, const Step *s, const DeviceRecord *before, ApplyOutcome *out) {
+ * gone, 0 otherwise (the outcome is in the item and the log; the record
+ * learns what landed from the next round's read, see resolve_intents()). */
+static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         PlanItem *it = s->kind == STEP_SET ? pass_item(p, s->tunable) : NULL;
         char now[VALUE_MAX] = "";
         int k;
@@ -176,14 +179,8 @@ static int run_step(Pass *p, const Step *s, const DeviceRecord *before, ApplyOut
         if (k == 0)
                 k = attr_read_current(p->req->roots, p->req->dev, s->tunable, now, sizeof(now));
         if (k == 0 && !streq(now, s->value))
-                /* what the write left is what blkpolicyd owns now */
-                (void) device_record_written(p->req->record, s->tunable, now);
-        if (k < 0) {
-                /* nothing of ours landed: the record says what it said before */
-                const AttrRecord *a = device_record_get(before, s->tunable);
-
-                (void) device_record_written(p->req->record, s->tunable, a ? a->written : NULL);
-        }
+                /* the kernel kept another value: that is what this write left */
+                (void) device_record_intent(p->req->record, s->tunable, now);
         if (s->kind == STEP_RESTORE) {
                 log_restore(p, s, k, now);
                 out->restored += k == 0 && streq(now, s->value);
@@ -219,22 +216,12 @@ static int save_record(Pass *p, const DeviceRecord *r) {
         return k;
 }
 
-static bool record_same(const DeviceRecord *a, const DeviceRecord *b) {
-        if (a->n_attrs != b->n_attrs || !device_identity_same(&a->id, &b->id))
-                return false;
-        for (unsigned i = 0; i < a->n_attrs; i++)
-                if (a->attrs[i].tunable != b->attrs[i].tunable || !streq(a->attrs[i].found, b->attrs[i].found) ||
-                    !streq_ptr(a->attrs[i].written, b->attrs[i].written))
-                        return false;
-        return true;
-}
-
 /* The record as reconciled replaces the device's, on disk first. */
 static int commit_record(Pass *p, Reconciled *rec) {
         DeviceRecord *r = p->req->record;
         int k;
 
-        if (record_same(r, &rec->record))
+        if (device_record_equal(r, &rec->record) && p->saved_once)
                 return 0;
         k = save_record(p, &rec->record);
         if (k < 0)
@@ -242,6 +229,7 @@ static int commit_record(Pass *p, Reconciled *rec) {
         device_record_done(r);
         *r = rec->record;
         rec->record = (DeviceRecord) {};
+        p->saved_once = true;
         return 0;
 }
 
@@ -308,7 +296,6 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
 static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
                               .take_over = p->req->take_over };
-        DeviceRecord before = {};
         Reconciled rec;
         int k;
 
@@ -316,14 +303,12 @@ static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
         if (k < 0)
                 return k;
         note_overridden(p, &rec, out);
-        k = device_record_copy(p->req->record, &before);
-        if (k == 0)
-                k = commit_record(p, &rec);
+        /* on disk before the first write: what is found, what is about to land */
+        k = rec.n_steps > 0 || !device_record_equal(p->req->record, &rec.record) ? commit_record(p, &rec) : 0;
         for (unsigned i = 0; k == 0 && i < rec.n_steps; i++)
-                k = run_step(p, &rec.steps[i], &before, out);
+                k = run_step(p, &rec.steps[i], out);
         if (k == -ENOMEM || k == -ENODEV) {
                 device_record_done(&rec.record);
-                device_record_done(&before);
                 return k;
         }
         if (k < 0) {
@@ -340,7 +325,6 @@ static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
         } else
                 *settled = rec.n_steps == 0;
         device_record_done(&rec.record);
-        device_record_done(&before);
         return 0;
 }
 
@@ -357,12 +341,15 @@ int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
         memcpy(p.before, p.live, sizeof(p.live));
         if (!req->state)
                 return plan_only(&p, out);
-        for (unsigned round = 0; round < ROUNDS_MAX && !settled; round++) {
+        for (unsigned round = 0; !settled; round++) {
                 if (round > 0 && (k = read_live(&p)) < 0)
                         return k;
+                if (round == ROUNDS_MAX)        /* bounded: the last round only settles the record */
+                        memset(p.skip, true, sizeof(p.skip));
                 k = run_round(&p, out, &settled);
                 if (k < 0)
                         return k;
+                settled |= round == ROUNDS_MAX;
         }
         fill_plan(&p, false);
         return p.retry ? -EAGAIN : 0;

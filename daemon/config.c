@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <ini.h>
 #include <stddef.h>
 
@@ -120,6 +121,14 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
                 c->drift_reapply = streq(value, "reapply");
                 return 0;
         }
+        if (streq(key, "mode")) {
+                if (!streq(value, "enforce") && !streq(value, "observe")) {
+                        *error = "expected enforce or observe";
+                        return -EINVAL;
+                }
+                c->observe = streq(value, "observe");
+                return 0;
+        }
         if (streq(key, "socket_group"))
                 return set_string(&c->socket_group, value);
         if (streq(key, "exclude"))
@@ -193,7 +202,7 @@ static char *config_reader(char *str, int num, void *stream) {
         return r;
 }
 
-int config_load(Config *c, const char *path, bool required) {
+static int config_load_file(Config *c, const char *path, bool required) {
         _cleanup_fclose_ FILE *f = NULL;
         ConfigParse p = { .config = c, .path = path };
         int r;
@@ -218,4 +227,46 @@ int config_load(Config *c, const char *path, bool required) {
                 p.errors++;
         }
         return p.errors > 0 ? -EINVAL : 0;
+}
+
+static int is_dropin(const struct dirent *de) {
+        size_t n = strlen(de->d_name);
+
+        return de->d_name[0] != '.' && n > 5 && streq(de->d_name + n - 5, ".conf");
+}
+
+/* <path>.d/NAME.conf, sorted: later files win, key by key. */
+static int config_load_dropins(Config *c, const char *path) {
+        _cleanup_free_ char *dir = NULL;
+        struct dirent **list = NULL;
+        int n, errors = 0;
+
+        if (asprintf(&dir, "%s.d", path) < 0)
+                return -ENOMEM;
+        n = scandir(dir, &list, is_dropin, alphasort);
+        if (n < 0)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : log_error_errno(errno, "%s: cannot read: %m", dir);
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *file = NULL;
+                int r = asprintf(&file, "%s/%s", dir, list[i]->d_name) < 0 ? -ENOMEM :
+                        config_load_file(c, file, true);
+
+                if (r == -ENOMEM)
+                        errors = -ENOMEM;
+                else if (r < 0 && errors == 0)
+                        errors = -EINVAL;
+        }
+        for (int i = 0; i < n; i++)
+                free(list[i]);
+        free(list);
+        return errors;
+}
+
+int config_load(Config *c, const char *path, bool required) {
+        int r = config_load_file(c, path, required), k;
+
+        if (r == -ENOMEM)
+                return r;
+        k = config_load_dropins(c, path);
+        return k == -ENOMEM ? k : r < 0 ? r : k;
 }

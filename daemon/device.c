@@ -112,7 +112,7 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
         /* its queue is gone, and with it every value it had: the record is moot */
-        if (drop_state && !m->options->dry_run)
+        if (drop_state && manager_restores(m))
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
         /* a pass still queued for it is moot; one running comes back to no device */
         if (d->job && applier_cancel(m->applier, d->devnum) > 0)
@@ -231,7 +231,7 @@ static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 sd_event_exit(m->event, -ENOMEM);
                 return;
         }
-        log_plan(d, m->options->dry_run || device_is_held(m, d));
+        log_plan(d, !manager_writes(m) || device_is_held(m, d));
         if (r == -EAGAIN) {
                 device_schedule_retry(m, d);
                 return;
@@ -242,7 +242,17 @@ static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
 }
 
 static bool device_writes(const Manager *m, const Device *d) {
-        return !m->options->dry_run && !device_is_held(m, d) && !d->record_unreadable;
+        return manager_writes(m) && !device_is_held(m, d) && !d->record_unreadable;
+}
+
+/* An overridden device no policy wants anything of any more (removed,
+ * excluded): what the
+ * admin changed stays theirs (reconcile leaves it), but what blkpolicyd
+ * still owns there goes back. A paused one stays as it is until resume. */
+static bool device_gives_back(const Manager *m, const Device *d, const Plan *plan) {
+        return (!plan->managed || plan->n_items == 0) && manager_restores(m) && device_overridden(d) &&
+               !d->paused && !m->paused_all &&
+               !d->record_unreadable && !device_record_empty(&d->record);
 }
 
 /* decide, then apply: on the loop for a look (dry run, held), in the
@@ -271,7 +281,7 @@ static void device_process_full(Manager *m, Device *d, bool take_over) {
         /* an unmanaged device still goes through apply: it puts back what
          * blkpolicyd changed while a policy wanted it */
         if (r == 0 && (plan->managed || !device_record_empty(&d->record))) {
-                if (device_writes(m, d)) {
+                if (device_writes(m, d) || device_gives_back(m, d, plan)) {
                         r = device_submit(m, d, plan, take_over, false);
                         if (r == 0)
                                 return;         /* device_apply_done() goes on */
@@ -291,7 +301,7 @@ void device_process_again(Manager *m, Device *d) {
 }
 
 int device_restore(Manager *m, Device *d) {
-        if (device_record_empty(&d->record) || m->options->dry_run)
+        if (device_record_empty(&d->record) || !manager_restores(m))
                 return 0;
         return device_submit(m, d, NULL, false, true);
 }
@@ -517,15 +527,19 @@ static int device_load_record(Manager *m, Device *d) {
                 device_set_error(d, r, "cannot read its state record, nothing is written");
                 return log_warning_errno(r, "%s: cannot read its state record, writing nothing to it: %m", d->name), 0;
         }
-        if (r > 0)
-                log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt), ignoring them",
-                            d->name, r);
+        if (r > 0) {
+                log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt); kept as "
+                            "%s/devices/%u:%u.torn, the rest is used", d->name, r, m->state.path,
+                            d->record.id.major, d->record.id.minor);
+                if (manager_restores(m))
+                        (void) state_set_aside(&m->state, d->record.id.major, d->record.id.minor);
+        }
         if (!device_identity_same(&found.id, &d->record.id)) {
                 log_info("%s: the state record for %u:%u was an earlier disk's (queue %" PRIu64 ", now %" PRIu64
                          "), dropping it", d->name, found.id.major, found.id.minor, found.id.queue_id,
                          d->record.id.queue_id);
                 device_record_done(&found);
-                if (!m->options->dry_run)
+                if (manager_restores(m))
                         (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
                 return 0;
         }

@@ -65,12 +65,14 @@ static int manager_scan_devices(Manager *m) {
                 Device *d = manager_refresh(m, *name, &r);
                 if (r == -ENOMEM)
                         return log_oom();
-                if (d)
+                /* listed is there, even if it could not be classified this time */
+                if (d || (d = device_table_find_name(&m->devices, *name)))
                         d->seen = true;
         }
+        /* not listed: gone, unless its queue is still there */
         DEVICE_TABLE_FOREACH(d, &m->devices)
                 if (!d->seen)
-                        device_forget(m, d, true);
+                        device_removed(m, d);
         r = manager_process_all(m);
         if (r < 0)
                 return r;
@@ -139,8 +141,32 @@ void manager_check_ready(Manager *m) {
                 return;
         m->ready_pending = false;
         log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
-                 m->options->dry_run ? " (dry run: nothing is written)" : "", discover_monitor_kind(m->discover));
+                 m->options->dry_run ? " (dry run: nothing is written)" :
+                 m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
+                 discover_monitor_kind(m->discover));
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+}
+
+bool manager_writes(const Manager *m) {
+        return !m->options->dry_run && !m->config.observe;
+}
+
+bool manager_restores(const Manager *m) {
+        return !m->options->dry_run;
+}
+
+/* mode=observe writes no policy value, and puts back what an earlier run
+ * in enforce mode changed: the same files give the same devices the same
+ * values at start and at reload. */
+static int manager_observe(Manager *m) {
+        unsigned left;
+
+        if (!m->config.observe || !manager_restores(m))
+                return 0;
+        left = (unsigned) manager_restore_all(m);
+        if (left > 0)
+                log_warning("mode=observe: %u value(s) an earlier run changed could not be put back", left);
+        return 0;
 }
 
 uint64_t manager_uptime_usec(const Manager *m) {
@@ -249,6 +275,9 @@ int manager_reload(Manager *m, cJSON **errors) {
         /* the reload is done when what it changed is applied: then READY=1,
          * then the reply (and `systemctl reload` returns) */
         applier_drain(m->applier);
+        if (!swap.observe && m->config.observe)
+                log_notice("mode=observe: putting back what blkpolicyd changed; changes are reported, not made");
+        (void) manager_observe(m);
         policy_set_free(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
@@ -284,12 +313,15 @@ int manager_open_state_dir(Manager *m) {
         const char *path = m->options->state_dir ?: m->config.state_dir;
         int r;
 
-        r = state_dir_open(path, !m->options->dry_run, &m->state);
+        r = state_dir_open(path, manager_restores(m), &m->state);
         if (r == -ENOENT && m->options->dry_run)
                 return 0;       /* nothing recorded, and a dry run records nothing */
         if (r == -EPERM)
-                return log_error_errno(r, "%s must belong to the daemon's user and be writable by nobody else: "
-                                          "a state record there is written to sysfs at stop", path);
+                return log_error_errno(r, "%s (and its parent) must belong to the daemon's user or root and be "
+                                          "writable by nobody else: a state record there is written to sysfs "
+                                          "at stop", path);
+        if (r == -EBUSY)
+                return log_error_errno(r, "Another blkpolicyd (a daemon, --once or --restore) is using %s", path);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the state directory %s: %m", path);
         return 0;
@@ -431,6 +463,7 @@ int manager_run(Manager *m) {
         r = manager_scan(m);
         if (r < 0)
                 return r;
+        (void) manager_observe(m);
         r = manager_start_ticks(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
@@ -440,7 +473,11 @@ int manager_run(Manager *m) {
         manager_check_ready(m);
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
-        if (m->config.restore_on_exit && !m->options->dry_run && manager_restore_all(m) > 0 && r >= 0)
+        if (m->handover) {
+                applier_drain(m->applier);
+                log_info("Handing over: %zu devices keep their settings; the next blkpolicyd takes them over "
+                         "from %s/devices", m->devices.n_devices, m->state.path ?: "the state dir");
+        } else if (m->config.restore_on_exit && manager_restores(m) && manager_restore_all(m) > 0 && r >= 0)
                 r = -EIO;       /* something stays changed: the exit status says so */
         return r;
 }

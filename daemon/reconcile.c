@@ -6,31 +6,101 @@
 
 typedef enum Owner {
         OWNER_KERNEL,           /* no record */
-        OWNER_NOBODY,           /* recorded, but nothing was written and nothing changed */
+        OWNER_NOBODY,           /* recorded, nothing of blkpolicyd's ever landed, unchanged */
         OWNER_BLKPOLICYD,
         OWNER_ADMIN,
 } Owner;
 
+static int nr_requests_tunable(void) {
+        static int t = -2;
+
+        if (t == -2)
+                t = tunable_find_attr("nr_requests");
+        return t;
+}
+
 bool tunable_reset_by_switch(unsigned tunable, const char *current) {
         const Tunable *t = &tunables[tunable];
 
-        if (streq(t->attr, "nr_requests"))
+        if ((int) tunable == nr_requests_tunable())
                 return true;
         return t->scheduler && current && streq(t->scheduler, current);
 }
 
-static bool follows_scheduler(const AttrRecord *a) {
+/* Measured on 6.18: mq-deadline derives async_depth from nr_requests, so a
+ * write of nr_requests resets it (3/4 of the new depth). */
+bool tunable_reset_by_nr_requests(unsigned tunable) {
+        return streq(tunables[tunable].attr, "iosched/async_depth");
+}
+
+static bool follows(const AttrRecord *a) {
         return a && streq_ptr(a->written, WRITTEN_UNKNOWN);
 }
 
-/* Live equal to the found value is nobody's change: also the case of a
- * crash after the record was saved and before the write landed. */
+static const char *live_value(const ReconcileInput *in, unsigned t) {
+        return in->live[t].state == LIVE_OK ? in->live[t].value : NULL;
+}
+
+/* Who owns an attribute now. A value being written (the intent) counts as
+ * blkpolicyd's: after a crash, live may be either. Live back at the found
+ * value counts as nobody's change only if nothing of blkpolicyd's ever
+ * landed there; after that it is the admin putting it back by hand. */
 static Owner attr_owner(const AttrRecord *a, const char *live) {
         if (!a)
                 return OWNER_KERNEL;
-        if (follows_scheduler(a) || streq_ptr(live, a->written))
+        if (follows(a) || streq_ptr(live, a->written) || (a->intent && streq_ptr(live, a->intent)))
                 return OWNER_BLKPOLICYD;
-        return streq(live, a->found) ? OWNER_NOBODY : OWNER_ADMIN;
+        if (!a->written && streq_ptr(live, a->found))
+                return OWNER_NOBODY;
+        return OWNER_ADMIN;
+}
+
+/* Away: blkpolicyd holds it at another value than it found. What it
+ * resets waits to be put back until it is back. */
+static bool away(const ReconcileInput *in, const DeviceRecord *r, int t) {
+        const AttrRecord *a = t >= 0 ? device_record_get(r, (unsigned) t) : NULL;
+        const char *live = a ? live_value(in, (unsigned) t) : NULL;
+
+        return a && live && !streq(live, a->found);
+}
+
+static bool resetters_away(const ReconcileInput *in, const DeviceRecord *r, unsigned t) {
+        if (away(in, r, TUNABLE_SCHEDULER))
+                return true;
+        return tunable_reset_by_nr_requests(t) && away(in, r, nr_requests_tunable());
+}
+
+/* Writes in flight before this pass (a crash, or the round before): what
+ * landed is written now. A reset ('*') landed with the write that caused
+ * it: the scheduler's, or nr_requests'. */
+static int resolve_intents(const ReconcileInput *in, DeviceRecord *r) {
+        const AttrRecord *s = device_record_get(r, TUNABLE_SCHEDULER);
+        const AttrRecord *nr = nr_requests_tunable() >= 0 ? device_record_get(r, (unsigned) nr_requests_tunable()) :
+                               NULL;
+        const AttrRecord *cause = s && s->intent ? s : nr && nr->intent ? nr : NULL;
+        const char *cause_live = cause ? live_value(in, cause->tunable) : NULL;
+        bool cause_landed = cause && cause_live && streq(cause_live, cause->intent);
+
+        if (cause && !cause_live)
+                return 0;       /* cannot tell what landed: leave every intent for later */
+        for (unsigned i = 0; i < r->n_attrs; i++) {
+                AttrRecord *a = &r->attrs[i];
+                const char *live = live_value(in, a->tunable);
+                int k = 0;
+
+                if (!a->intent)
+                        continue;
+                if (streq(a->intent, WRITTEN_UNKNOWN)) {
+                        if (cause_landed)
+                                k = device_record_written(r, a->tunable, WRITTEN_UNKNOWN);
+                } else if (!live && in->live[a->tunable].state == LIVE_UNKNOWN)
+                        continue;
+                else if (live && streq(live, a->intent))
+                        k = device_record_written(r, a->tunable, a->intent);
+                if (k < 0 || device_record_intent(r, a->tunable, NULL) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 static int add_step(Reconciled *out, unsigned tunable, StepKind kind, const char *value) {
@@ -38,113 +108,143 @@ static int add_step(Reconciled *out, unsigned tunable, StepKind kind, const char
 
         *s = (Step) { .tunable = tunable, .kind = kind };
         (void) strscpy(s->value, sizeof(s->value), value);
-        /* the intent goes into the record before the write: after a crash,
-         * a live value equal to it says the write landed and is ours */
-        return device_record_written(&out->record, tunable, value) < 0 ? -ENOMEM : 0;
+        /* saved before the write: after a crash, live equal to it means it landed */
+        return device_record_intent(&out->record, tunable, value) < 0 ? -ENOMEM : 0;
 }
 
 static int record_found(Reconciled *out, unsigned tunable, const char *value) {
         return device_record_found(&out->record, tunable, value) < 0 ? -ENOMEM : 0;
 }
 
-/* The admin took the scheduler: what followed it is theirs too. */
-static void drop_followers(Reconciled *out) {
-        for (unsigned t = 0; t < n_tunables; t++)
-                if (follows_scheduler(device_record_get(&out->record, t)))
-                        (void) device_record_drop(&out->record, t);
-}
+/* What `writer`'s write resets: read before it (found, if not recorded
+ * yet) and marked as reset by it. Refuses (-EAGAIN) when one of them
+ * cannot be read: its value would be lost. */
+static int record_resets(const ReconcileInput *in, Reconciled *out, unsigned writer) {
+        const char *current = live_value(in, TUNABLE_SCHEDULER);
 
-static int switch_scheduler(const ReconcileInput *in, Reconciled *out, StepKind kind, const char *value) {
-        const char *current = in->live[TUNABLE_SCHEDULER].value;
-
-        if (kind == STEP_SET && record_found(out, TUNABLE_SCHEDULER, current) < 0)
-                return -ENOMEM;
         for (unsigned t = 1; t < n_tunables; t++) {
+                bool reset = writer == TUNABLE_SCHEDULER ? tunable_reset_by_switch(t, current)
+                                                         : tunable_reset_by_nr_requests(t);
                 const LiveValue *lv = &in->live[t];
 
-                if (!tunable_reset_by_switch(t, current))
+                if (!reset || t == writer)
                         continue;
-                /* read before the switch that resets it, or it is lost */
-                if (kind == STEP_SET && lv->state == LIVE_OK && record_found(out, t, lv->value) < 0)
+                if (lv->state == LIVE_UNKNOWN)
+                        return -EAGAIN;
+                if (lv->state == LIVE_OK && record_found(out, t, lv->value) < 0)
                         return -ENOMEM;
                 if (device_record_get(&out->record, t) &&
-                    device_record_written(&out->record, t, WRITTEN_UNKNOWN) < 0)
+                    device_record_intent(&out->record, t, WRITTEN_UNKNOWN) < 0)
                         return -ENOMEM;
         }
-        out->switches = true;
-        return add_step(out, TUNABLE_SCHEDULER, kind, value);
+        return 0;
 }
 
-static bool skipped(const ReconcileInput *in, unsigned t) {
-        return in->skip && in->skip[t];
+/* A write that resets others. Returns 0 without a step when one of
+ * those cannot be read: nothing is written blind. */
+static int write_with_resets(const ReconcileInput *in, Reconciled *out, unsigned t, StepKind kind,
+                             const char *value) {
+        int r = record_resets(in, out, t);
+
+        if (r == -EAGAIN) {
+                out->unreadable[t] = true;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (t == TUNABLE_SCHEDULER)
+                out->switches = true;
+        return add_step(out, t, kind, value);
 }
 
-static int reconcile_scheduler(const ReconcileInput *in, Reconciled *out) {
-        const char *live = in->live[TUNABLE_SCHEDULER].value, *want = in->wanted[TUNABLE_SCHEDULER];
-        const AttrRecord *a = device_record_get(&out->record, TUNABLE_SCHEDULER);
-        Owner owner = attr_owner(a, live);
+static bool resets_others(unsigned t) {
+        return t == TUNABLE_SCHEDULER || (int) t == nr_requests_tunable();
+}
 
-        if (want) {
-                if (streq(live, want))
-                        return a && device_record_written(&out->record, TUNABLE_SCHEDULER, want) < 0 ? -ENOMEM : 0;
-                if (owner == OWNER_ADMIN && !in->take_over) {
-                        out->overridden[TUNABLE_SCHEDULER] = true;
+static int write_step(const ReconcileInput *in, Reconciled *out, unsigned t, StepKind kind, const char *value) {
+        if (in->skip && in->skip[t])
+                return 0;
+        if (kind == STEP_SET && record_found(out, t, in->live[t].value) < 0)
+                return -ENOMEM;
+        return resets_others(t) ? write_with_resets(in, out, t, kind, value) : add_step(out, t, kind, value);
+}
+
+/* The admin took it over: it and what blkpolicyd's writes to it reset are
+ * theirs now. */
+static void drop_admins(Reconciled *out, unsigned t) {
+        (void) device_record_drop(&out->record, t);
+        if (!resets_others(t))
+                return;
+        for (unsigned i = 1; i < n_tunables; i++)
+                if (follows(device_record_get(&out->record, i)) &&
+                    (t == TUNABLE_SCHEDULER || tunable_reset_by_nr_requests(i)))
+                        (void) device_record_drop(&out->record, i);
+}
+
+static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned t, const char *want) {
+        const AttrRecord *a = device_record_get(&out->record, t);
+        const char *live = in->live[t].value;
+
+        if (streq(live, want)) {
+                /* in place: blkpolicyd's value if it differs from the found one;
+                 * if it is the found one, nothing of blkpolicyd's is there */
+                if (!a || follows(a))
+                        return 0;
+                if (streq(want, a->found)) {
+                        (void) device_record_drop(&out->record, t);
                         return 0;
                 }
-                return skipped(in, TUNABLE_SCHEDULER) ? 0 : switch_scheduler(in, out, STEP_SET, want);
+                return device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
         }
+        if (attr_owner(a, live) == OWNER_ADMIN && !in->take_over) {
+                out->overridden[t] = true;
+                return 0;
+        }
+        return write_step(in, out, t, STEP_SET, want);
+}
+
+/* Not wanted (any more): blkpolicyd's own value goes back. */
+static int reconcile_unwanted(const ReconcileInput *in, Reconciled *out, unsigned t) {
+        const AttrRecord *a = device_record_get(&out->record, t);
+        const char *live = in->live[t].value;
+        Owner owner = attr_owner(a, live);
+        bool waits = t != TUNABLE_SCHEDULER && resetters_away(in, &out->record, t);
+
         if (!a)
                 return 0;
         if (owner == OWNER_ADMIN) {
-                (void) device_record_drop(&out->record, TUNABLE_SCHEDULER);
-                drop_followers(out);
+                drop_admins(out, t);
                 return 0;
         }
         if (streq(live, a->found)) {
-                /* back: what followed it is put back in this same pass */
-                (void) device_record_drop(&out->record, TUNABLE_SCHEDULER);
+                /* back; but what a switch still away will reset again stays
+                 * recorded, to be put back after the switch back */
+                if (waits)
+                        return device_record_written(&out->record, t, WRITTEN_UNKNOWN) < 0 ? -ENOMEM : 0;
+                (void) device_record_drop(&out->record, t);
                 return 0;
         }
-        return skipped(in, TUNABLE_SCHEDULER) ? 0 : switch_scheduler(in, out, STEP_RESTORE, a->found);
+        if (follows(a) && waits)
+                return 0;       /* comes back after what reset it */
+        return write_step(in, out, t, STEP_RESTORE, a->found);
 }
 
 static int reconcile_attr(const ReconcileInput *in, Reconciled *out, unsigned t) {
         const AttrRecord *a = device_record_get(&out->record, t);
-        const bool scheduler_held = device_record_get(&out->record, TUNABLE_SCHEDULER);
-        const LiveValue *lv = &in->live[t];
         const char *want = in->wanted[t];
-        Owner owner;
 
-        if (lv->state == LIVE_UNKNOWN)
+        /* a write in flight (this pass's, or one whose outcome cannot be
+         * read): judged in the round after it */
+        if (in->live[t].state == LIVE_UNKNOWN || (a && a->intent))
                 return 0;
-        if (lv->state == LIVE_ABSENT) {
-                /* another scheduler's tunable: kept while blkpolicyd holds the
-                 * scheduler that may bring it back, forgotten after */
-                if (a && !scheduler_held)
+        if (in->live[t].state == LIVE_ABSENT) {
+                /* another scheduler's tunable: kept while a switch that may
+                 * bring its scheduler back is away, forgotten after */
+                if (a && !away(in, &out->record, TUNABLE_SCHEDULER))
                         (void) device_record_drop(&out->record, t);
                 return 0;
         }
-        owner = attr_owner(a, lv->value);
-        if (want) {
-                if (streq(lv->value, want))
-                        return a && device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
-                if (owner == OWNER_ADMIN && !in->take_over) {
-                        out->overridden[t] = true;
-                        return 0;
-                }
-                if (skipped(in, t))
-                        return 0;
-                if (record_found(out, t, lv->value) < 0)
-                        return -ENOMEM;
-                return add_step(out, t, STEP_SET, want);
-        }
-        if (!a || (follows_scheduler(a) && scheduler_held))
-                return 0;       /* the kernel's; or it comes back with the scheduler */
-        if (owner == OWNER_ADMIN || streq(lv->value, a->found)) {
-                (void) device_record_drop(&out->record, t);
-                return 0;
-        }
-        return skipped(in, t) ? 0 : add_step(out, t, STEP_RESTORE, a->found);
+        return want ? reconcile_wanted(in, out, t, want) : reconcile_unwanted(in, out, t);
 }
 
 int reconcile(const ReconcileInput *in, Reconciled *out) {
@@ -157,7 +257,11 @@ int reconcile(const ReconcileInput *in, Reconciled *out) {
         /* without the scheduler nothing that depends on it can be judged */
         if (in->live[TUNABLE_SCHEDULER].state != LIVE_OK)
                 return 0;
-        r = reconcile_scheduler(in, out);
+        r = resolve_intents(in, &out->record);
+        if (r < 0)
+                return r;
+        /* the scheduler alone first: a switch resets what comes after it */
+        r = reconcile_attr(in, out, TUNABLE_SCHEDULER);
         if (r < 0 || out->switches)
                 return r;
         for (unsigned t = 1; t < n_tunables; t++) {

@@ -14,6 +14,7 @@
 /* The disk's name now, and whether its queue is the recorded one. */
 static int record_device(const Roots *roots, const DeviceIdentity *id, char *name, size_t size) {
         char path[PATH_MAX];
+        DeviceIdentity now;
         uint64_t queue_id;
         int r;
 
@@ -27,7 +28,8 @@ static int record_device(const Roots *roots, const DeviceIdentity *id, char *nam
         r = sysfs_inode(path, &queue_id);
         if (r < 0)
                 return r == -ENOENT ? -ENODEV : r;
-        return queue_id == id->queue_id ? 0 : -ENODEV;
+        now = (DeviceIdentity) { .major = id->major, .minor = id->minor, .queue_id = queue_id };
+        return device_identity_same(id, &now) ? 0 : -ENODEV;
 }
 
 /* Returns how many values stay changed, or -ENOMEM. */
@@ -37,7 +39,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         ApplyOutcome out;
         ApplyRequest req = { .roots = &m->roots, .dev = name, .record = &rec,
                              .state = m->options->dry_run ? NULL : &m->state };
-        int r;
+        int r, torn;
 
         r = state_load(&m->state, major, minor, &rec);
         if (r == -ENOMEM)
@@ -45,6 +47,14 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         if (r < 0) {
                 log_warning_errno(r, "%u:%u: cannot read its state record, leaving it: %m", major, minor);
                 return 1;
+        }
+        torn = r;
+        if (torn > 0) {
+                /* what was on the lost lines cannot be put back: say so, keep them */
+                log_error("%u:%u: %d unreadable line(s) in its state record; kept as %s/devices/%u:%u.torn, "
+                          "the rest is put back", major, minor, torn, m->state.path, major, minor);
+                if (!m->options->dry_run)
+                        (void) state_set_aside(&m->state, major, minor);
         }
         r = record_device(&m->roots, &rec.id, name, sizeof(name));
         if (r == -ENODEV) {
@@ -68,7 +78,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
                 return 0;
         }
         log_info("%s: put back %u value(s)%s", name, out.restored, m->options->dry_run ? " (dry run: none)" : "");
-        return m->options->dry_run ? 0 : (int) rec.n_attrs;
+        return (m->options->dry_run ? 0 : (int) rec.n_attrs) + torn;
 }
 
 int manager_restore_records(Manager *m) {

@@ -2,6 +2,7 @@
 /* State records on disk, reached only through the directory's fd. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -41,16 +42,39 @@ static int open_private_dir(int at, const char *path, bool create, mode_t mode) 
         return fd;
 }
 
+/* Whoever can write the parent can rename the state dir away (and put
+ * another in its place): root's, ours, or sticky. */
+static int check_parent(int top) {
+        struct stat st;
+
+        if (fstatat(top, "..", &st, 0) < 0)
+                return -errno;
+        if (st.st_uid != 0 && st.st_uid != geteuid())
+                return -EPERM;
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+                return -EPERM;
+        return 0;
+}
+
 int state_dir_open(const char *path, bool create, StateDir *ret) {
         _cleanup_close_ int top = -1;
-        int fd;
+        int fd, r;
 
         top = open_private_dir(AT_FDCWD, path, create, 0755);
         if (top < 0)
                 return top;
+        r = check_parent(top);
+        if (r < 0)
+                return r;
         fd = open_private_dir(top, "devices", create, 0700);
         if (fd < 0)
                 return fd;
+        /* one writer of records at a time: a daemon, --once or --restore */
+        if (create && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                (void) close(fd);
+                return r;
+        }
         *ret = (StateDir) { .fd = fd, .path = strdup(path) };
         if (!ret->path) {
                 state_dir_close(ret);
@@ -203,6 +227,16 @@ int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
         }
         /* the rename itself must reach the disk before the write it allows */
         return fsync(d->fd) < 0 ? -errno : 0;
+}
+
+int state_set_aside(const StateDir *d, unsigned major, unsigned minor) {
+        char name[32], aside[48];
+
+        if (d->fd < 0)
+                return 0;
+        record_name(name, sizeof(name), major, minor);
+        snprintf(aside, sizeof(aside), "%s.torn", name);
+        return renameat(d->fd, name, d->fd, aside) < 0 ? -errno : 0;
 }
 
 int state_remove(const StateDir *d, unsigned major, unsigned minor) {

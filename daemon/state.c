@@ -14,6 +14,7 @@ void device_record_done(DeviceRecord *r) {
         for (unsigned i = 0; i < r->n_attrs; i++) {
                 free(r->attrs[i].found);
                 free(r->attrs[i].written);
+                free(r->attrs[i].intent);
         }
         r->attrs = mfree(r->attrs);
         r->name = mfree(r->name);
@@ -62,19 +63,42 @@ int device_record_found(DeviceRecord *r, unsigned tunable, const char *found) {
         return 1;
 }
 
-int device_record_written(DeviceRecord *r, unsigned tunable, const char *written) {
-        AttrRecord *a = record_find(r, tunable);
+static int set_value(char **slot, const char *value) {
         char *copy = NULL;
 
-        if (!a)
-                return -ENOENT;
-        if (streq_ptr(a->written, written))
+        if (streq_ptr(*slot, value))
                 return 0;
-        if (written && !(copy = strdup(written)))
+        if (value && !(copy = strdup(value)))
                 return -ENOMEM;
-        free(a->written);
-        a->written = copy;
+        free(*slot);
+        *slot = copy;
         return 1;
+}
+
+int device_record_written(DeviceRecord *r, unsigned tunable, const char *written) {
+        AttrRecord *a = record_find(r, tunable);
+
+        return a ? set_value(&a->written, written) : -ENOENT;
+}
+
+int device_record_intent(DeviceRecord *r, unsigned tunable, const char *intent) {
+        AttrRecord *a = record_find(r, tunable);
+
+        return a ? set_value(&a->intent, intent) : -ENOENT;
+}
+
+bool device_record_equal(const DeviceRecord *a, const DeviceRecord *b) {
+        if (a->n_attrs != b->n_attrs || a->id.major != b->id.major || a->id.minor != b->id.minor ||
+            a->id.queue_id != b->id.queue_id)
+                return false;
+        for (unsigned i = 0; i < a->n_attrs; i++) {
+                const AttrRecord *x = &a->attrs[i], *y = &b->attrs[i];
+
+                if (x->tunable != y->tunable || !streq(x->found, y->found) || !streq_ptr(x->written, y->written) ||
+                    !streq_ptr(x->intent, y->intent))
+                        return false;
+        }
+        return true;
 }
 
 int device_record_drop(DeviceRecord *r, unsigned tunable) {
@@ -85,6 +109,7 @@ int device_record_drop(DeviceRecord *r, unsigned tunable) {
                 return 0;
         free(a->found);
         free(a->written);
+        free(a->intent);
         at = (size_t) (a - r->attrs);
         memmove(a, a + 1, sizeof(AttrRecord) * (r->n_attrs - at - 1));
         if (--r->n_attrs == 0)
@@ -102,7 +127,8 @@ int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
                 const AttrRecord *a = &from->attrs[i];
 
                 if (device_record_found(&c, a->tunable, a->found) < 0 ||
-                    device_record_written(&c, a->tunable, a->written) < 0) {
+                    device_record_written(&c, a->tunable, a->written) < 0 ||
+                    device_record_intent(&c, a->tunable, a->intent) < 0) {
                         device_record_done(&c);
                         return -ENOMEM;
                 }
@@ -112,8 +138,13 @@ int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
         return 0;
 }
 
+/* A queue id of 0 is unknown (the queue's inode could not be read): then
+ * the number decides. Keeping a record that may be stale costs at worst a
+ * value put back on the same number; dropping one loses an original. */
 bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b) {
-        return a->major == b->major && a->minor == b->minor && a->queue_id != 0 && a->queue_id == b->queue_id;
+        if (a->major != b->major || a->minor != b->minor)
+                return false;
+        return a->queue_id == 0 || b->queue_id == 0 || a->queue_id == b->queue_id;
 }
 
 /* A value as sysfs shows it: no space, no control character, not empty. */
@@ -140,21 +171,29 @@ static int parse_header(char *line, DeviceRecord *r) {
         return r->name ? 0 : -ENOMEM;
 }
 
+static const char *dash_null(const char *v) {
+        return streq(v, "-") ? NULL : v;
+}
+
 static int parse_attr(char *line, DeviceRecord *r) {
-        char *save = NULL, *attr, *found, *written;
+        char *save = NULL, *attr, *found, *written, *intent;
         int t, k;
 
         attr = strtok_r(line, " ", &save);
         found = strtok_r(NULL, " ", &save);
         written = strtok_r(NULL, " ", &save);
-        if (!attr || !found || !written || strtok_r(NULL, " ", &save))
+        intent = strtok_r(NULL, " ", &save);
+        if (!attr || !found || !written || !intent || strtok_r(NULL, " ", &save))
                 return -EBADMSG;
         t = tunable_find_attr(attr);
-        if (t < 0 || !value_valid(found) || !value_valid(written) || device_record_get(r, (unsigned) t))
+        if (t < 0 || !value_valid(found) || streq(found, "-") || streq(found, WRITTEN_UNKNOWN) ||
+            !value_valid(written) || !value_valid(intent) || device_record_get(r, (unsigned) t))
                 return -EBADMSG;
         k = device_record_found(r, (unsigned) t, found);
         if (k >= 0)
-                k = device_record_written(r, (unsigned) t, streq(written, "-") ? NULL : written);
+                k = device_record_written(r, (unsigned) t, dash_null(written));
+        if (k >= 0)
+                k = device_record_intent(r, (unsigned) t, dash_null(intent));
         return k < 0 ? -ENOMEM : 0;
 }
 
@@ -175,6 +214,8 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         DeviceRecord r = {};
         char *p, *end, *line;
         int bad = 0, k;
+        /* every line is written with its newline: one without was cut */
+        bool torn = size > 0 && text[size - 1] != '\n';
 
         if (memchr(text, 0, size))
                 return -EBADMSG;        /* binary garbage: not a record */
@@ -200,6 +241,10 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         while ((line = next_line(&p, end))) {
                 if (!*line || *line == '#')
                         continue;
+                if (torn && p == end) {
+                        bad++;
+                        continue;
+                }
                 k = parse_attr(line, &r);
                 if (k == -ENOMEM) {
                         device_record_done(&r);
@@ -223,7 +268,8 @@ char *device_record_format(const DeviceRecord *r, const char *name) {
         for (unsigned i = 0; i < r->n_attrs; i++) {
                 const AttrRecord *a = &r->attrs[i];
 
-                fprintf(f, "%s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-");
+                fprintf(f, "%s %s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-",
+                        a->intent ?: "-");
         }
         if (fclose(f) != 0) {
                 free(text);

@@ -25,10 +25,13 @@ typedef struct Config {
         unsigned metrics_every_ticks;
         unsigned uevent_buffer_bytes;   /* receive buffer of the uevent socket */
         unsigned apply_parallelism;     /* apply passes at once; 0: chosen from the kernel */
+        bool observe;           /* mode=observe: decide and report, write no policy (a rollout's first step) */
 } Config;
 
 int config_init_defaults(Config *c);
 void config_done(Config *c);
-/* Missing file: defaults stand, returns 0 (unless required). Errors are
+/* Missing file: defaults stand, returns 0 (unless required). Then the
+ * drop-ins <path>.d/NAME.conf in lexical order, each over the one before
+ * (config management drops one file to change one key). Errors are
  * logged as file:line and make it return -EINVAL; -ENOMEM fatal. */
 int config_load(Config *c, const char *path, bool required);

@@ -126,6 +126,7 @@ struct Manager {
         struct Applier *applier;        /* apply passes off the loop */
         unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */
+        bool handover;                  /* the next stop leaves everything to the next daemon */
         size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
 
@@ -150,6 +151,11 @@ struct Manager {
 };
 
 uint64_t manager_uptime_usec(const Manager *m);
+/* Policy values are written: neither --dry-run nor mode=observe. */
+bool manager_writes(const Manager *m);
+/* What blkpolicyd changed may be put back: not --dry-run (which writes
+ * nothing at all). mode=observe puts back what an earlier run changed. */
+bool manager_restores(const Manager *m);
 /* Re-reads config and policies, by the rule of the start: policy files
  * with errors are skipped (they mask nothing) and listed in the set's
  * errors. A config with errors leaves the running config and policies in

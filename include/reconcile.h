@@ -8,18 +8,27 @@
  * stop (and for an excluded or unmatched device) nothing is wanted, so it
  * puts back what blkpolicyd owns.
  *
- * Ownership of an attribute, from the record and the live value:
+ * First, writes that were in flight (the intents of the record: a crash,
+ * or the round before) are resolved against live: what landed is written.
+ * Then ownership of an attribute, from the record and the live value:
  *   - no record: the kernel's (blkpolicyd never changed it);
- *   - live equals what blkpolicyd wrote last: blkpolicyd's;
- *   - anything else: the admin's. It is never written over (unless the
- *     caller takes over: resume, on_drift=reapply) and never put back.
+ *   - live equals what blkpolicyd wrote, or was writing: blkpolicyd's;
+ *   - live equals the found value and nothing of blkpolicyd's ever landed:
+ *     nobody changed it;
+ *   - anything else, the found value put back by hand included: the
+ *     admin's. Never written over (unless the caller takes over: resume,
+ *     on_drift=reapply) and never put back.
  *
- * A scheduler switch resets nr_requests and replaces the iosched files, so before
- * blkpolicyd switches, the values of those are recorded as well, marked
- * as following the scheduler (WRITTEN_UNKNOWN): they are put back when the
- * scheduler is put back, and forgotten with it when the admin takes the
- * scheduler over. A round with a scheduler write ends with it: the caller
- * reads sysfs again and reconciles once more. */
+ * Some writes make the kernel reset others: a scheduler switch resets
+ * nr_requests and replaces the iosched files; a write of nr_requests
+ * resets mq-deadline's async_depth. Before such a write, what it resets is
+ * recorded too (found, if not recorded yet) and marked as reset by it
+ * (WRITTEN_UNKNOWN). Those are put back once what reset them is back at
+ * its found value, and forgotten with it when the admin takes it over. A
+ * value a policy no longer wants goes back at once, and stays recorded
+ * while a switch that will reset it again is away. Nothing is written
+ * whose resets cannot be read first. A round with a scheduler write ends
+ * with it: the caller reads sysfs again and reconciles once more. */
 
 #include <stdbool.h>
 
@@ -63,11 +72,14 @@ typedef struct Reconciled {
         Step steps[TUNABLES_MAX];
         unsigned n_steps;
         bool overridden[TUNABLES_MAX];  /* wanted, but the admin changed it: left alone */
+        bool unreadable[TUNABLES_MAX];  /* not written: what its write resets cannot be read */
         bool switches;                  /* the last step is a scheduler write: read again, reconcile again */
 } Reconciled;
 
 /* Which tunables a switch away from the scheduler `current` resets. */
 bool tunable_reset_by_switch(unsigned tunable, const char *current);
+/* Which tunables a write of nr_requests resets (mq-deadline's async_depth). */
+bool tunable_reset_by_nr_requests(unsigned tunable);
 
 /* Fills *out (out->record is a new copy: device_record_done() it).
  * Returns 0 or -ENOMEM. */

@@ -24,8 +24,9 @@ typedef struct StateDir {
 #define STATE_DIR_NULL ((StateDir) { .fd = -1 })
 
 /* -EPERM when the directory is another user's or group/world-writable,
- * -ENOTDIR, -ELOOP for a symlink; -ENOENT without create when it does not
- * exist. */
+ * or its parent lets others rename it; -ENOTDIR, -ELOOP for a symlink;
+ * -ENOENT without create when it does not exist; with create (a writer),
+ * -EBUSY when another writer holds it. */
 int state_dir_open(const char *path, bool create, StateDir *ret);
 void state_dir_close(StateDir *d);
 bool state_dir_is_open(const StateDir *d);
@@ -36,5 +37,8 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
 /* An empty record removes the file. name: the disk's kernel name now. */
 int state_save(const StateDir *d, const DeviceRecord *r, const char *name);
 int state_remove(const StateDir *d, unsigned major, unsigned minor);
+/* Keeps a record with unreadable lines as <major>:<minor>.torn, for the
+ * admin to read; what could be read goes on in a new record. */
+int state_set_aside(const StateDir *d, unsigned major, unsigned minor);
 /* The major:minor of every record, for --restore. */
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n);

@@ -2,15 +2,17 @@
 #pragma once
 
 /* The state record of one device: for every attribute blkpolicyd has
- * changed (or is about to change), the value found before its first write
- * and the value it wrote last. From these and the live value, reconcile.c
- * tells who owns the attribute now: blkpolicyd (live is what it wrote),
- * the admin (live changed behind it) or the kernel (no record at all).
+ * changed (or is about to change), the value found before its first write,
+ * the value its writes left there (read back), and the value it is about
+ * to write (the intent). From these and the live value, reconcile.c tells
+ * who owns the attribute now: blkpolicyd (live is what it wrote, or what
+ * it was writing), the admin (live changed behind it) or the kernel (no
+ * record at all).
  *
- * The record is the intent log: it is saved durably *before* each write,
- * with the value about to be written, so a crash at any point leaves a
- * record that says what was there before. It is dropped, attribute by
- * attribute, only once the found value is back (or the device is gone).
+ * The record is saved durably *before* each write, with the intent, so a
+ * crash at any point leaves a record that says what was there before and
+ * what may have landed. It is dropped, attribute by attribute, only once
+ * the found value is back (or the device is gone).
  *
  * Identity: a record belongs to one request queue, not to a name. The
  * kernel's diskseq is the identity of the *media* (a loop attach or detach
@@ -24,14 +26,17 @@
 
 #include "tunables.h"
 
-/* "written" of an attribute a scheduler switch reset: blkpolicyd caused it
- * but has not read what the kernel put there yet (a crash in between). */
+/* "written" of an attribute the kernel reset as a side effect of one of
+ * blkpolicyd's writes (a scheduler switch resets nr_requests and iosched/):
+ * blkpolicyd caused it, the kernel chose the value. It is put back when
+ * what reset it is back. As an intent: the write in flight will reset it. */
 #define WRITTEN_UNKNOWN "*"
 
 typedef struct AttrRecord {
         unsigned tunable;
         char *found;            /* before blkpolicyd's first write */
-        char *written;          /* what its last write left; NULL: nothing yet */
+        char *written;          /* what its writes left, read back; NULL: nothing yet */
+        char *intent;           /* what it is about to write; NULL: nothing in flight */
 } AttrRecord;
 
 typedef struct DeviceIdentity {
@@ -55,14 +60,18 @@ const AttrRecord *device_record_get(const DeviceRecord *r, unsigned tunable);
  * found value wins: a later one would be blkpolicyd's own). Returns 1 if
  * added, 0 if there, -EINVAL, -ENOMEM. */
 int device_record_found(DeviceRecord *r, unsigned tunable, const char *found);
-/* Sets what was (or is about to be) written; the attribute must have a
- * record. NULL clears it. Returns 1 if it changed, 0, -ENOENT, -ENOMEM. */
+/* Sets what was written (read back), or what is about to be written; the
+ * attribute must have a record. NULL clears it. Returns 1 if it changed,
+ * 0, -ENOENT, -ENOMEM. */
 int device_record_written(DeviceRecord *r, unsigned tunable, const char *written);
+int device_record_intent(DeviceRecord *r, unsigned tunable, const char *intent);
+bool device_record_equal(const DeviceRecord *a, const DeviceRecord *b);
 /* Forgets the attribute. Returns 1 if it was recorded, 0 otherwise. */
 int device_record_drop(DeviceRecord *r, unsigned tunable);
 int device_record_copy(const DeviceRecord *from, DeviceRecord *to);
 
-/* Identities match when both name the same registered queue. */
+/* Identities match when both name the same registered queue (or when the
+ * queue of either is unknown, by number). */
 bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
 
 #define STATE_VALUE_MAX 32
@@ -71,13 +80,15 @@ bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
  *
  *   # blkpolicyd state v2
  *   device loop8 7:8 queue=18398 diskseq=12
- *   scheduler mq-deadline none
- *   nr_requests 50 *
+ *   scheduler mq-deadline none -
+ *   nr_requests 50 * -
+ *   read_ahead_kb 128 4096 8192
  *
- * Pure parser, fuzzed. Unknown or malformed attribute lines are skipped
- * and counted; a missing or malformed header is -EBADMSG (nothing is
- * taken from a file whose device is unknown). Returns the count of
- * skipped lines, -EBADMSG or -ENOMEM. */
+ * (attribute, found, written, intent; "-" for none). Pure parser, fuzzed.
+ * Unknown or malformed attribute lines, and a last line without its
+ * newline (torn), are skipped and counted; a missing or malformed header
+ * is -EBADMSG (nothing is taken from a file whose device is unknown).
+ * Returns the count of skipped lines, -EBADMSG or -ENOMEM. */
 int device_record_parse(const char *text, size_t size, DeviceRecord *ret);
 /* Returns a malloc'd text, or NULL on -ENOMEM. name: the disk's, or NULL
  * for r->name. */

@@ -164,8 +164,8 @@ try:
     with open(os.path.join(state, "devices", "7:0")) as f:
         rec = f.read()
     res.check("the record holds what the switch reset, as found before it",
-              "\nscheduler mq-deadline none\n" in rec and "\nnr_requests 50 *\n" in rec
-              and "\niosched/fifo_batch 7 *\n" in rec and "\niosched/read_expire 400 *\n" in rec, rec)
+              "\nscheduler mq-deadline none -\n" in rec and "\nnr_requests 50 * -\n" in rec
+              and "\niosched/fifo_batch 7 * -\n" in rec and "\niosched/read_expire 400 * -\n" in rec, rec)
     r = run("--restore")
     ok, now = all_original()
     res.check("--restore puts back the scheduler, then nr_requests and the old scheduler's tunables", ok and

@@ -89,7 +89,7 @@ res.check("devices outside --device are not reported", {x["name"] for x in rep["
 orig_path = record_path(state, dev)
 orig = open(orig_path).read() if os.path.exists(orig_path) else ""
 res.check("originals recorded before the first change",
-          "\nscheduler mq-deadline none\n" in orig and f"\nread_ahead_kb {before['read_ahead_kb']} 512\n" in orig, orig)
+          "\nscheduler mq-deadline none -\n" in orig and f"\nread_ahead_kb {before['read_ahead_kb']} 512 -\n" in orig, orig)
 
 # a second pass finds everything in place and writes nothing
 trace = os.path.join(work, "second.trace")

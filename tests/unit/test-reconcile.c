@@ -29,6 +29,10 @@ static void recorded(Case *c, const char *attr, const char *found, const char *w
         CHECK(device_record_written(&c->record, T(attr), written) >= 0);
 }
 
+static void intended(Case *c, const char *attr, const char *intent) {
+        CHECK(device_record_intent(&c->record, T(attr), intent) >= 0);
+}
+
 static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over };
 
@@ -43,6 +47,18 @@ static const char *found_of(const Reconciled *r, const char *attr) {
 static const char *written_of(const Reconciled *r, const char *attr) {
         const AttrRecord *a = device_record_get(&r->record, T(attr));
         return a ? a->written ?: "-" : NULL;
+}
+
+static const char *intent_of(const Reconciled *r, const char *attr) {
+        const AttrRecord *a = device_record_get(&r->record, T(attr));
+        return a ? a->intent ?: "-" : NULL;
+}
+
+/* The record as reconciled becomes the case's, as apply.c saves it. */
+static void take(Case *c, Reconciled *r) {
+        device_record_done(&c->record);
+        CHECK(device_record_copy(&r->record, &c->record) == 0);
+        device_record_done(&r->record);
 }
 
 static void done(Case *c, Reconciled *r) {
@@ -66,9 +82,10 @@ TEST(switch_records_what_it_resets_before_writing) {
         CHECK(r.steps[0].tunable == TUNABLE_SCHEDULER && r.steps[0].kind == STEP_SET);
         CHECK_STR(r.steps[0].value, "none");
         CHECK_STR(found_of(&r, "scheduler"), "mq-deadline");
-        CHECK_STR(written_of(&r, "scheduler"), "none");        /* the intent, saved before the write */
+        CHECK_STR(intent_of(&r, "scheduler"), "none");         /* the intent, saved before the write */
+        CHECK_STR(written_of(&r, "scheduler"), "-");           /* nothing landed yet */
         CHECK_STR(found_of(&r, "nr_requests"), "50");
-        CHECK_STR(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        CHECK_STR(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
         CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
         CHECK(!found_of(&r, "read_ahead_kb"));                 /* not wanted, not reset: not touched */
         done(&c, &r);
@@ -89,9 +106,7 @@ TEST(stop_puts_back_scheduler_then_what_followed_it) {
         CHECK(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_RESTORE);
         CHECK_STR(r.steps[0].value, "mq-deadline");
         CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
-        device_record_done(&c.record);
-        CHECK(device_record_copy(&r.record, &c.record) == 0);
-        device_record_done(&r.record);
+        take(&c, &r);
 
         /* the kernel reset them again with the switch back */
         live(&c, "scheduler", "mq-deadline");
@@ -104,9 +119,7 @@ TEST(stop_puts_back_scheduler_then_what_followed_it) {
         CHECK_STR(r.steps[0].value, "50");
         CHECK(r.steps[1].tunable == T("iosched/fifo_batch"));
         CHECK_STR(r.steps[1].value, "7");
-        device_record_done(&c.record);
-        CHECK(device_record_copy(&r.record, &c.record) == 0);
-        device_record_done(&r.record);
+        take(&c, &r);
 
         live(&c, "nr_requests", "50");
         live(&c, "iosched/fifo_batch", "7");
@@ -160,7 +173,8 @@ TEST(crash_between_record_and_write) {
         Case c = {};
         Reconciled r;
 
-        recorded(&c, "read_ahead_kb", "128", "4096");
+        recorded(&c, "read_ahead_kb", "128", NULL);
+        intended(&c, "read_ahead_kb", "4096");
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "128");
         c.wanted[T("read_ahead_kb")] = "4096";
@@ -185,7 +199,8 @@ TEST(no_longer_wanted_is_put_back) {
         run(&c, &r);
         CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
         CHECK_STR(r.steps[0].value, "128");
-        CHECK_STR(written_of(&r, "read_ahead_kb"), "128");
+        CHECK_STR(intent_of(&r, "read_ahead_kb"), "128");
+        CHECK_STR(written_of(&r, "read_ahead_kb"), "4096");    /* still blkpolicyd's until it lands */
         done(&c, &r);
 }
 
@@ -200,7 +215,8 @@ TEST(first_found_value_wins) {
         run(&c, &r);
         CHECK(r.n_steps == 1);
         CHECK_STR(found_of(&r, "read_ahead_kb"), "128");
-        CHECK_STR(written_of(&r, "read_ahead_kb"), "8192");
+        CHECK_STR(intent_of(&r, "read_ahead_kb"), "8192");
+        CHECK_STR(written_of(&r, "read_ahead_kb"), "4096");
         done(&c, &r);
 }
 
@@ -252,5 +268,158 @@ TEST(absent_tunable_kept_only_while_scheduler_held) {
         live(&c, "scheduler", "bfq");   /* the admin's */
         run(&c, &r);
         CHECK(device_record_empty(&r.record) && r.n_steps == 0);
+        done(&c, &r);
+}
+
+/* A crash in the middle of a restore (or of a reload's new value): live
+ * may still be what blkpolicyd wrote before, or what it was writing. Both
+ * are blkpolicyd's; neither is the admin's. */
+TEST(crash_mid_restore_is_still_ours) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        intended(&c, "read_ahead_kb", "128");
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "4096");     /* the restore did not land */
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        device_record_done(&r.record);
+        live(&c, "read_ahead_kb", "128");      /* it did */
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        done(&c, &r);
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        intended(&c, "read_ahead_kb", "8192"); /* a reload's new value, in flight */
+        live(&c, "scheduler", "none");
+        live(&c, "read_ahead_kb", "8192");
+        run(&c, &r);                            /* not wanted any more: put back */
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE && !r.overridden[T("read_ahead_kb")]);
+        done(&c, &r);
+}
+
+/* A switch that did not land (refused, or a crash before it): what it
+ * would have reset was not reset, and the admin's later tuning of it is
+ * the admin's. */
+TEST(failed_switch_leaves_nothing_following) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "mq-deadline", NULL);
+        intended(&c, "scheduler", "none");
+        recorded(&c, "nr_requests", "50", NULL);
+        intended(&c, "nr_requests", WRITTEN_UNKNOWN);
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "64");          /* the admin, after the failed switch */
+        live(&c, "iosched/fifo_batch", "32");
+        run(&c, &r);                            /* stop: nothing wanted */
+        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        done(&c, &r);
+}
+
+/* A policy that wants the found scheduler back (a flip back to a base that
+ * names it): once it is back, what its switch away reset comes back too. */
+TEST(switch_back_by_policy_puts_back_what_followed) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "mq-deadline", "none");
+        recorded(&c, "nr_requests", "50", WRITTEN_UNKNOWN);
+        recorded(&c, "iosched/read_expire", "400", WRITTEN_UNKNOWN);
+        c.wanted[TUNABLE_SCHEDULER] = "mq-deadline";
+        live(&c, "scheduler", "none");
+        live(&c, "nr_requests", "128");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_SET);
+        take(&c, &r);
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "256");
+        live(&c, "iosched/read_expire", "500");
+        run(&c, &r);
+        CHECK(!found_of(&r, "scheduler"));      /* wanted, and as found: nothing of ours */
+        CHECK(r.n_steps == 2 && r.steps[0].tunable == T("nr_requests") && r.steps[1].tunable == T("iosched/read_expire"));
+        CHECK_STR(r.steps[0].value, "50");
+        CHECK_STR(r.steps[1].value, "400");
+        done(&c, &r);
+}
+
+/* The admin puts the found value back by hand after blkpolicyd changed
+ * it: that is the admin's value now, not a crash before a write. */
+TEST(found_value_put_back_by_hand_is_the_admins) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "mq-deadline", "none");
+        c.wanted[TUNABLE_SCHEDULER] = "none";
+        live(&c, "scheduler", "mq-deadline");
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && r.overridden[TUNABLE_SCHEDULER]);
+        done(&c, &r);
+}
+
+/* A policy drops nr_requests while its scheduler switch stays: the found
+ * value goes back now, and stays recorded: the switch back will reset it
+ * again, and then it is put back once more. */
+TEST(dropped_value_under_a_switch_stays_recorded) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "none", "bfq");
+        recorded(&c, "nr_requests", "100", "64");
+        c.wanted[TUNABLE_SCHEDULER] = "bfq";
+        live(&c, "scheduler", "bfq");
+        live(&c, "nr_requests", "64");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
+        take(&c, &r);
+        live(&c, "nr_requests", "100");
+        run(&c, &r);
+        CHECK(r.n_steps == 0);
+        CHECK_STR(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        done(&c, &r);
+}
+
+/* Measured on 6.18: a write of nr_requests resets mq-deadline's
+ * async_depth. It is recorded before, as for a switch. */
+TEST(nr_requests_write_records_async_depth) {
+        Case c = {};
+        Reconciled r;
+
+        c.wanted[T("nr_requests")] = "64";
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "50");
+        live(&c, "iosched/async_depth", "20");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));
+        CHECK_STR(found_of(&r, "iosched/async_depth"), "20");
+        CHECK_STR(intent_of(&r, "iosched/async_depth"), WRITTEN_UNKNOWN);
+        take(&c, &r);
+        live(&c, "nr_requests", "64");
+        live(&c, "iosched/async_depth", "48");
+        c.wanted[T("nr_requests")] = NULL;     /* stop */
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));      /* async_depth waits for it */
+        take(&c, &r);
+        live(&c, "nr_requests", "50");
+        live(&c, "iosched/async_depth", "37");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("iosched/async_depth"));
+        CHECK_STR(r.steps[0].value, "20");
+        done(&c, &r);
+}
+
+/* What a switch resets cannot be read: the switch waits, or its value
+ * would be lost. */
+TEST(unreadable_reset_blocks_the_switch) {
+        Case c = {};
+        Reconciled r;
+
+        c.wanted[TUNABLE_SCHEDULER] = "none";
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "50");
+        c.live[T("iosched/fifo_batch")].state = LIVE_UNKNOWN;
+        run(&c, &r);
+        CHECK(r.n_steps == 0 && r.unreadable[TUNABLE_SCHEDULER]);
         done(&c, &r);
 }

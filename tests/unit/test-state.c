@@ -25,6 +25,7 @@ static void sample_record(DeviceRecord *r) {
         CHECK(device_record_found(r, TUNABLE_SCHEDULER, "none") == 0);        /* our own value never overwrites */
         CHECK(device_record_written(r, TUNABLE_SCHEDULER, "none") == 1);
         CHECK(device_record_written(r, T("nr_requests"), WRITTEN_UNKNOWN) == 1);
+        CHECK(device_record_intent(r, T("nr_requests"), "64") == 1 && device_record_intent(r, T("nr_requests"), NULL) == 1);
         CHECK(device_record_found(r, TUNABLES_MAX, "x") == -EINVAL);
 }
 
@@ -36,7 +37,7 @@ TEST(record_model_and_text_round_trip) {
         CHECK(r.n_attrs == 2 && r.attrs[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
         text = device_record_format(&r, "loop9");
         CHECK_STR(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
-                        "scheduler mq-deadline none\nnr_requests 256 *\n");
+                        "scheduler mq-deadline none -\nnr_requests 256 * -\n");
         CHECK(device_record_parse(text, strlen(text), &back) == 0);
         CHECK(device_identity_same(&r.id, &back.id) && back.id.diskseq == 12);
         CHECK_STR(device_record_get(&back, T("nr_requests"))->written, WRITTEN_UNKNOWN);
@@ -50,12 +51,16 @@ TEST(record_model_and_text_round_trip) {
 TEST(record_parse_rejects_and_counts) {
         DeviceRecord r = {};
         static const char torn[] = "# blkpolicyd state v2\ndevice loop9 7:9 queue=1 diskseq=0\n"
-                                   "scheduler none mq-deadline\ngarbage\nunknown_attr 1 2\n"
-                                   "scheduler bfq bfq\nread_ahead_kb 128 4096 extra\nread_ahead_kb 1";
+                                   "scheduler none mq-deadline -\ngarbage\nunknown_attr 1 2 -\n"
+                                   "scheduler bfq bfq -\nread_ahead_kb 128 4096 - extra\nnr_requests * 1 -\n"
+                                   "rq_affinity 1 2\nread_ahead_kb 128 40";
 
-        CHECK(device_record_parse(torn, strlen(torn), &r) == 5);       /* five bad lines, counted */
+        /* six bad lines and a torn last one (no newline: cut by a crash), counted */
+        CHECK(device_record_parse(torn, strlen(torn), &r) == 7);
         CHECK(r.n_attrs == 1);
         CHECK_STR(device_record_get(&r, TUNABLE_SCHEDULER)->found, "none");
+        CHECK_STR(device_record_get(&r, TUNABLE_SCHEDULER)->written, "mq-deadline");
+        CHECK(!device_record_get(&r, TUNABLE_SCHEDULER)->intent);
         device_record_done(&r);
         CHECK(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r) == -EBADMSG);
         CHECK(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r) == -EBADMSG);
