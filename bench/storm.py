@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A storm of new disks against the parallel floor, measured in one run.
+
+For N loop devices (default 1000) that appear while the daemon runs, each
+needing one scheduler write (none -> mq-deadline):
+  - floor: the same write to the same N devices by 64 threads, timed here
+    (concurrent writers share RCU grace periods: the physical limit);
+  - serial: the same by one thread (what a daemon writing on its loop gets);
+  - blkpolicyd, for each apply_parallelism given: time from the first
+    LOOP_CTL_ADD to every device set; the worst answer time of `status`
+    on the control socket during the storm (a client asking all along);
+    the longest gap between watchdog pings (WATCHDOG_USEC=1 s, as the unit
+    sets 30 s) against its interval; devices lost.
+Devices are removed with 16 threads (LOOP_CTL_REMOVE is ~35 ms each).
+
+  sudo python3 bench/storm.py [--devices 1000] [--parallelism 1,4,16,64] [--build build]
+"""
+import argparse
+import concurrent.futures
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+from loopdev import scheduler, set_attr  # noqa: E402
+
+BASE = 10000
+GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
+WATCHDOG_USEC = 1000000
+
+
+def loop_ctl(op, index):
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        return fcntl.ioctl(fd, op, index)
+    finally:
+        os.close(fd)
+
+
+def add_devices(n):
+    out = []
+    for i in range(BASE, BASE + 20 * n):
+        if len(out) == n:
+            break
+        if os.path.exists(f"/sys/block/loop{i}"):
+            continue
+        try:
+            loop_ctl(0x4C80, i)
+            out.append(f"loop{i}")
+        except OSError:
+            pass
+    return out
+
+
+def remove_devices(devs):
+    def remove(dev):
+        for _ in range(100):
+            try:
+                loop_ctl(0x4C81, int(dev[4:]))
+                return
+            except OSError:
+                time.sleep(0.02)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(remove, devs))
+
+
+def write_all(devs, value, threads):
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        list(ex.map(lambda d: set_attr(d, "scheduler", value), devs))
+    return time.perf_counter() - t0
+
+
+class Notify(threading.Thread):
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.got = []
+        self.stop = False
+        self.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                self.got.append((time.monotonic(), self.sock.recv(4096).decode()))
+            except socket.timeout:
+                pass
+
+    def wait(self, word, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(word in m.split("\n") for _, m in self.got):
+                return True
+            time.sleep(0.01)
+        return False
+
+
+class Asker(threading.Thread):
+    """Asks `status` again and again; keeps the worst answer time."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.worst = 0.0
+        self.count = 0
+        self.stop = False
+        self.start()
+
+    def run(self):
+        while not self.stop:
+            t0 = time.perf_counter()
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(120)
+            try:
+                s.connect(self.path)
+                s.sendall(b'{"command": "status"}\n')
+                buf = b""
+                while not buf.endswith(b"\n"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                json.loads(buf)
+            finally:
+                s.close()
+            self.worst = max(self.worst, time.perf_counter() - t0)
+            self.count += 1
+            time.sleep(0.005)
+
+
+def daemon_storm(blkpolicyd, work, n, parallelism):
+    policies = os.path.join(work, "policies")
+    os.makedirs(policies, exist_ok=True)
+    with open(os.path.join(policies, "90-storm.policy"), "w") as f:
+        f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\n")
+    conf = os.path.join(work, "storm.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Daemon]\napply_parallelism = {parallelism}\ndrift_checks_per_tick = 0\n")
+    notify_path = os.path.join(work, f"notify-{parallelism}")
+    sock = os.path.join(work, f"control-{parallelism}.sock")
+    notify = Notify(notify_path)
+    log = open(os.path.join(work, "daemon.log"), "a")
+    proc = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",
+                             os.path.join(work, f"state-{parallelism}"), "--device", GLOB, "--socket", sock,
+                             "--log-level", "notice"], stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC)))
+    try:
+        notify.wait("READY=1", 60)
+        asker = Asker(sock)
+        t0 = time.perf_counter()
+        start_mono = time.monotonic()
+        devs = add_devices(n)
+        added = time.perf_counter() - t0
+        pending = set(devs)
+        deadline = time.monotonic() + 300
+        while pending and time.monotonic() < deadline:
+            pending = {d for d in pending if scheduler(d) != "mq-deadline"}
+            if pending:
+                time.sleep(0.005)
+        settled = time.perf_counter() - t0
+        end_mono = time.monotonic()
+        asker.stop = True
+        asker.join()
+        pings = [t for t, m in notify.got if "WATCHDOG=1" in m.split("\n") and start_mono <= t <= end_mono]
+        gaps = [b - a for a, b in zip([start_mono] + pings, pings + [end_mono])]
+        status = json.loads(subprocess.run([os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl",
+                                                         "blkpolicyctl"), "--socket", sock, "--json", "status"],
+                                           capture_output=True, text=True).stdout)
+        return devs, {"parallelism": parallelism, "added_s": added, "settled_s": settled, "lost": len(pending),
+                      "socket_worst_ms": asker.worst * 1000, "socket_answers": asker.count,
+                      "watchdog_longest_gap_ms": max(gaps) * 1000,
+                      "scheduler_writes": status["result"]["writes"]["scheduler"]}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=600)
+        notify.stop = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--devices", type=int, default=1000)
+    ap.add_argument("--parallelism", default="1,4,16,64")
+    ap.add_argument("--build", default=os.path.join(TOP, "build"))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (loop devices)")
+    blkpolicyd = os.path.join(args.build, "daemon", "blkpolicyd")
+    work = tempfile.mkdtemp(prefix="blkpolicyd-storm-")
+    rows, floors = [], {}
+    devs = []
+    try:
+        devs = add_devices(args.devices)
+        floors["64"] = write_all(devs, "mq-deadline", 64)
+        write_all(devs, "none", 64)
+        floors["1"] = write_all(devs, "mq-deadline", 1)
+        remove_devices(devs)
+        devs = []
+        for p in map(int, args.parallelism.split(",")):
+            devs, row = daemon_storm(blkpolicyd, work, args.devices, p)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            remove_devices(devs)
+            devs = []
+    finally:
+        remove_devices(devs)
+        subprocess.run(["rm", "-rf", work])
+    print(f"{args.devices} loop devices, kernel {os.uname().release}, {os.cpu_count()} CPUs\n")
+    print(f"floor: 64 threads set all in {floors['64']:.2f} s; one thread in {floors['1']:.2f} s\n")
+    print("| apply_parallelism | all set after (s) | / floor | adds took (s) | socket worst (ms) | answers "
+          "| watchdog longest gap (ms, of 1000) | scheduler writes | lost |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['parallelism']} | {r['settled_s']:.2f} | {r['settled_s'] / floors['64']:.2f} | "
+              f"{r['added_s']:.2f} | {r['socket_worst_ms']:.1f} | {r['socket_answers']} | "
+              f"{r['watchdog_longest_gap_ms']:.0f} | {r['scheduler_writes']} | {r['lost']} |")
+
+
+if __name__ == "__main__":
+    main()
