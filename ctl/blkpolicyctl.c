@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* blkpolicyctl: talks to blkpolicyd over its control socket. Human tables
  * by default, --json for the raw reply. Exit codes: 0 ok, 1 error reply,
- * 2 usage, 3 cannot connect. */
+ * 2 usage, 3 cannot connect, 4 the daemon answered but something needs an
+ * admin (verify: a setting differs; status: the last reload failed or a
+ * policy file is rejected), for alerting. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,9 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkpolicyd-paths.h"
+
 #define EXIT_REPLY 1
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 3
+#define EXIT_ATTENTION 4        /* verify: drift; status: reload failed, policy file rejected */
 
 typedef struct Ctl {
         const char *socket_path;
@@ -249,10 +254,14 @@ static void print_verify(const cJSON *r) {
                 printf("No drift: every managed setting is as blkpolicyd intends.\n");
         cJSON_ArrayForEach(d, get(r, "devices"))
                 cJSON_ArrayForEach(x, get(d, "drift"))
-                        printf("%s: %s is %s, blkpolicyd intends %s%s\n", str(d, "name"), str(x, "attr"), str(x, "live"),
-                               str(x, "intended"), cJSON_IsTrue(get(d, "overridden")) ? " (overridden: left alone)" : "");
+                        printf("%s: %s is %s, blkpolicyd intends %s%s%s%s\n", str(d, "name"), str(x, "attr"),
+                               str(x, "live"), str(x, "intended"),
+                               cJSON_IsTrue(get(d, "overridden")) ? " (overridden: left alone)" : "",
+                               cJSON_IsString(get(x, "writer")) ? "; likely set by " : "",
+                               cJSON_IsString(get(x, "writer")) ? str(x, "writer") : "");
 }
 
+/* One paragraph per writer: what it sets, where, on which disks, what to do. */
 static int top(Ctl *c) {
         for (unsigned i = 0; !c->iterations || i < c->iterations; i++) {
                 cJSON *st = ctl_call(c, "status", NULL), *devs = ctl_call(c, "devices", NULL), *d;
@@ -285,7 +294,8 @@ static int top(Ctl *c) {
 }
 
 static void help(void) {
-        printf("blkpolicyctl [--socket PATH] [--json] [-n N] COMMAND [ARG]\n\n"
+        printf("blkpolicyctl [--socket PATH] [--json] [-n N] COMMAND [DEVICE]\n"
+               "blkpolicyctl --version | --help\n\n"
                "  status            Daemon, kernel, tick and policy errors\n"
                "  devices           Every whole disk, its classes, scheduler and state\n"
                "  device DEV        One device\n"
@@ -297,29 +307,44 @@ static void help(void) {
                "  resume [DEV]      Manage again; ends overrides (root)\n"
                "  restore [DEV]     Put back what blkpolicyd changed, then leave it paused (root)\n"
                "  metrics           Prometheus text format\n"
-               "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n");
+               "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n\n"
+               "Options may come before or after the command. Exit status: 0 ok, 1 error reply,\n"
+               "2 usage, 3 cannot connect, 4 verify found drift, or status found a failed reload\n"
+               "or a rejected policy file.\n");
+}
+
+typedef struct CommandSpec {
+        const char *name;
+        unsigned min_args, max_args;    /* the device argument */
+} CommandSpec;
+
+static const CommandSpec commands[] = {
+        { "status", 0, 0 },   { "devices", 0, 0 }, { "device", 1, 1 }, { "explain", 1, 1 },
+        { "policies", 0, 0 }, { "reload", 0, 0 },  { "verify", 0, 0 }, { "pause", 0, 1 },
+        { "resume", 0, 1 },   { "restore", 0, 1 }, { "metrics", 0, 0 }, { "top", 0, 0 },
+};
+
+static const CommandSpec *command_find(const char *name) {
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (!strcmp(commands[i].name, name))
+                        return &commands[i];
+        return NULL;
+}
+
+/* What an alerting system keys on: the daemon answered, but not all is as intended. */
+static bool needs_attention(const char *cmd, const cJSON *result) {
+        if (!strcmp(cmd, "verify"))
+                return num(result, "drifted") > 0;
+        if (!strcmp(cmd, "status"))
+                return cJSON_IsArray(get(result, "reload_errors")) || num(result, "policy_files_rejected") > 0;
+        return false;
 }
 
 static int run_command(Ctl *c, const char *cmd, const char *arg) {
-        static const char *const need_dev[] = { "device", "explain" };
-        static const char *const known[] = { "status", "devices", "device", "explain", "policies", "reload",
-                                             "verify", "pause", "resume", "restore", "metrics" };
         cJSON *reply;
         const cJSON *result;
-        bool ok = false;
         int ret;
 
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-                ok = ok || !strcmp(cmd, known[i]);
-        if (!ok) {
-                fprintf(stderr, "Unknown command '%s'.\n", cmd);
-                return EXIT_USAGE;
-        }
-        for (size_t i = 0; i < 2; i++)
-                if (!strcmp(cmd, need_dev[i]) && !arg) {
-                        fprintf(stderr, "'%s' needs a device name.\n", cmd);
-                        return EXIT_USAGE;
-                }
         reply = ctl_call(c, cmd, arg);
         if (!reply) {
                 fprintf(stderr, "No reply from blkpolicyd.\n");
@@ -327,13 +352,16 @@ static int run_command(Ctl *c, const char *cmd, const char *arg) {
         }
         result = get(reply, "result");
         ret = cJSON_IsTrue(get(reply, "ok")) ? 0 : EXIT_REPLY;
+        if (ret == 0 && needs_attention(cmd, result))
+                ret = EXIT_ATTENTION;
         if (c->json) {
                 char *t = cJSON_Print(reply);
                 puts(t);
                 free(t);
-        } else if (ret) {
+        } else if (ret == EXIT_REPLY) {
                 const cJSON *e = get(reply, "error"), *x;
-                fprintf(stderr, "%s: %s\n", str(e, "code"), str(e, "message"));
+                /* name what the error is about: "no-such-device: sdx: ..." */
+                fprintf(stderr, "%s: %s%s%s\n", str(e, "code"), arg ? arg : "", arg ? ": " : "", str(e, "message"));
                 cJSON_ArrayForEach(x, get(e, "errors"))
                         fprintf(stderr, "  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
         } else if (!strcmp(cmd, "status"))
@@ -354,33 +382,74 @@ static int run_command(Ctl *c, const char *cmd, const char *arg) {
         return ret;
 }
 
+static int parse_count(const char *s, unsigned *ret) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || *s == '-' || v == 0 || v > 1000000) {
+                fprintf(stderr, "-n expects a number of refreshes from 1 to 1000000, not '%s'.\n", s);
+                return -EXIT_USAGE;
+        }
+        *ret = (unsigned) v;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100 };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
                 { "iterations", required_argument, NULL, 'n' },
                 {}
         };
         Ctl c = { .socket_path = "/run/blkpolicyd/control.sock", .fd = -1 };
+        const CommandSpec *spec;
+        unsigned n_args;
         int o, r;
 
-        while ((o = getopt_long(argc, argv, "+s:jhn:", opts, NULL)) >= 0)
+        /* GNU order: options anywhere, as in `blkpolicyctl status --json` */
+        while ((o = getopt_long(argc, argv, "s:jhn:", opts, NULL)) >= 0)
                 switch (o) {
                 case 's': c.socket_path = optarg; break;
                 case 'j': c.json = true; break;
-                case 'n': c.iterations = (unsigned) atoi(optarg); break;
+                case 'n':
+                        if (parse_count(optarg, &c.iterations) < 0)
+                                return EXIT_USAGE;
+                        break;
                 case 'h': help(); return 0;
-                default: return EXIT_USAGE;
+                case ARG_VERSION: printf("blkpolicyctl %s\n", PACKAGE_VERSION); return 0;
+                default: return EXIT_USAGE;     /* getopt said what was wrong */
                 }
-        if (optind >= argc || argc - optind > 2) {
-                help();
+        if (optind >= argc) {
+                fprintf(stderr, "No command given. See 'blkpolicyctl --help'.\n");
+                return EXIT_USAGE;
+        }
+        spec = command_find(argv[optind]);
+        if (!spec) {
+                fprintf(stderr, "Unknown command '%s'. See 'blkpolicyctl --help'.\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        n_args = (unsigned) (argc - optind - 1);
+        if (n_args < spec->min_args) {
+                fprintf(stderr, "'%s' needs a device name.\n", spec->name);
+                return EXIT_USAGE;
+        }
+        if (n_args > spec->max_args) {
+                fprintf(stderr, "'%s' takes %s; extra argument%s:", spec->name,
+                        spec->max_args ? "one device name" : "no argument", n_args - spec->max_args == 1 ? "" : "s");
+                for (int i = optind + 1 + (int) spec->max_args; i < argc; i++)
+                        fprintf(stderr, " %s", argv[i]);
+                fputc('\n', stderr);
                 return EXIT_USAGE;
         }
         r = ctl_connect(&c);
         if (r < 0)
                 return -r;
-        r = !strcmp(argv[optind], "top") ? top(&c) : run_command(&c, argv[optind], argv[optind + 1]);
+        r = !strcmp(spec->name, "top") ? top(&c) : run_command(&c, spec->name, n_args ? argv[optind + 1] : NULL);
         close(c.fd);
         return r;
 }
