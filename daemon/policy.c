@@ -414,6 +414,7 @@ static char *counting_reader(char *str, int num, void *stream) {
                         s->long_line = s->line + 1;
         } else
                 s->line++;
+        ini_cut_inline_comment(r);
         return r;
 }
 

@@ -118,6 +118,10 @@ int parse_boolean(const char *s);
 int parse_ll(const char *s, long long min, long long max, long long *ret);
 /* Strips leading and trailing white space in place; returns s. */
 char *strstrip(char *s);
+/* An INI line read for inih: cuts an inline comment, a '#' or ';' after
+ * white space ("scheduler = none   # the device schedules"), as inih itself
+ * does for ';'. A line that is a comment as a whole is left to inih. */
+void ini_cut_inline_comment(char *line);
 
 /* Opens a file to read that must be a regular file. O_NONBLOCK, so that
  * open() of a FIFO cannot block the daemon, then fstat(): anything else (a

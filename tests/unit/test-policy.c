@@ -382,3 +382,38 @@ TEST(error_window_too_large) {
 TEST(error_unknown_busy_section) {
         check_bad("[Busy cfq]\nslice_idle = 0\n", 2, "unknown section");
 }
+
+/* '#' after white space starts a comment, as ';' does (inih); inside a
+ * value it does not; the line numbers of errors stay right. */
+TEST(inline_comments) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-inline.policy",
+            "[Match]   # which disks\n"
+            "name = loop*\t# tab before\n"
+            "property = ID_SERIAL=a#b\n"
+            "[Queue] ; the old way\n"
+            "scheduler = kyber none   # fallback\n"
+            "read_ahead_kb = 512 ; too\n");
+        put(d, "20-bad.policy", "[Match]\nname = x  # fine\n[Queue]\nnr_requests = lots  # not a number\n");
+        s = load(d, NULL);
+        p = find(s, "10-inline.policy");
+        CHECK(p != NULL);
+        if (p) {
+                CHECK(p->n_sched == 2);
+                CHECK_STR(p->sched[0].name, "kyber");
+                CHECK_STR(p->sched[1].name, "none");
+                CHECK_STR(p->values[tunable_find("Queue", "read_ahead_kb")], "512");
+                CHECK_STR(p->match.names[0], "loop*");
+                CHECK(p->match.names[1] == NULL);
+                CHECK_STR(p->match.properties[0], "ID_SERIAL=a#b");
+        }
+        CHECK(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
+              !strstr(s->errors[0].message, "number\n"));
+        policy_set_free(s);
+        teardown();
+}
