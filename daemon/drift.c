@@ -50,27 +50,53 @@ static cJSON *device_drift_json(Manager *m, Device *d) {
         return a;
 }
 
+/* What a write would change (mode=observe, dry run, held): planned, not
+ * applied. In observe mode this is what verify must show, never "no
+ * drift": the policy is not in force. */
+static cJSON *device_pending_json(const Device *d) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (unsigned i = 0; i < d->plan->n_items; i++) {
+                const PlanItem *it = &d->plan->items[i];
+                cJSON *o;
+
+                if (it->result != RESULT_PLANNED)
+                        continue;
+                o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "attr", tunables[it->tunable].attr);
+                cJSON_AddStringToObject(o, "intended", it->target);
+                cJSON_AddStringToObject(o, "live", it->current);
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
 cJSON *manager_verify(Manager *m) {
         _cleanup_free_ Device **sorted = NULL;
         cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "devices");
-        int n = device_table_sorted(&m->devices, &sorted), drifted = 0;
+        int n = device_table_sorted(&m->devices, &sorted), drifted = 0, pending = 0;
 
         for (int i = 0; i < n; i++) {
                 Device *d = sorted[i];
-                cJSON *e, *drift;
+                cJSON *e, *drift, *planned;
 
                 if (!d->plan->managed || !d->plan->policy)
                         continue;
                 drift = device_drift_json(m, d);
+                planned = device_pending_json(d);
                 drifted += cJSON_GetArraySize(drift) > 0;
+                pending += cJSON_GetArraySize(planned) > 0;
                 e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "name", d->name);
                 cJSON_AddBoolToObject(e, "paused", d->paused || m->paused_all);
                 cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
                 cJSON_AddItemToObject(e, "drift", drift);
+                cJSON_AddItemToObject(e, "pending", planned);
                 cJSON_AddItemToArray(a, e);
         }
+        cJSON_AddStringToObject(o, "mode", manager_writes(m) ? "enforce" : "observe");
         cJSON_AddNumberToObject(o, "drifted", drifted);
+        cJSON_AddNumberToObject(o, "pending", pending);
         return o;
 }
 

@@ -10,7 +10,8 @@
  *     and moves the brackets; a switch resets nr_requests (128 under none,
  *     256 under a scheduler, as for loop devices) and replaces iosched/
  *     with the new scheduler's defaults (none: no iosched/ at all);
- *   - other attributes take an integer (else EINVAL) and show it;
+ *   - other attributes take an integer (else EINVAL) and show it; a write
+ *     of nr_requests resets mq-deadline's async_depth to 3/4 of it;
  *   - a disk whose directory is gone gives ENOENT, which apply.c tells
  *     from an add in progress by the missing "dev" file, as with sysfs.
  *

@@ -307,6 +307,96 @@ try:
               live("loop0", "scheduler") == "mq-deadline" and live("loop0", "read_ahead_kb") == "512"
               and live("loop0", "nr_requests") == "128", snapshot("loop0"))
 
+    # 10. a crash in the middle of a stop's restore: still blkpolicyd's value
+    reset()
+    d = daemon(faults="write:*/loop0/queue/read_ahead_kb:KILL:1:1")    # the first write applies, the restore dies
+    d.proc.send_signal(signal.SIGTERM)
+    rc = d.proc.wait(timeout=30)
+    r = run("--restore")
+    ok, now = all_original()
+    res.check("SIGKILL in the middle of a stop's restore; --restore: every original back",
+              rc == -signal.SIGKILL and r.returncode == 0 and ok, (rc, now, r.stderr[-600:]))
+
+    # 11. a switch that fails: what it would have reset stays the admin's
+    reset()
+    d = daemon(faults="write:*/loop0/queue/scheduler:EIO:1")
+    write(qfile("loop0", "nr_requests"), "64")                  # the admin tunes after the failed switch
+    write(qfile("loop0", "iosched/fifo_batch"), "32")
+    rc = d.stop()
+    res.check("a failed switch, then the admin's tuning: kept at stop, blkpolicyd's read_ahead_kb back",
+              live("loop0", "scheduler") == "mq-deadline" and live("loop0", "nr_requests") == "64"
+              and live("loop0", "iosched/fifo_batch") == "32" and live("loop0", "read_ahead_kb") == "128",
+              (rc, snapshot("loop0")))
+
+    # 12. a reload wants the found scheduler back: what its switch reset comes back at once
+    reset()
+    d = daemon()
+    policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 4096\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("a reload back to the found scheduler puts back nr_requests and the old tunables while running",
+              snapshot("loop0") == dict(ORIGINAL["loop0"], read_ahead_kb="4096"), snapshot("loop0"))
+    rc = d.stop()
+    res.check("... and the stop after it leaves every original", rc == 0 and all_original()[0], all_original()[1])
+
+    # 13. the admin puts the found value back by hand: theirs, not overwritten on reload
+    reset("drift_checks_per_tick = 0\n")
+    d = daemon()
+    write(qfile("loop0", "scheduler"), "none [mq-deadline] kyber bfq")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("the found scheduler put back by hand is the admin's: a reload does not switch it again",
+              live("loop0", "scheduler") == "mq-deadline", snapshot("loop0"))
+    d.stop()
+
+    # 14. a policy drops nr_requests while its switch stays: back now, and after the switch back
+    reset()
+    policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = bfq\nnr_requests = 64\n")
+    d = daemon()
+    policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = bfq\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("nr_requests dropped under a switch that stays: back to 100 now",
+              live("loop1", "scheduler") == "bfq" and live("loop1", "nr_requests") == "100", snapshot("loop1"))
+    rc = d.stop()
+    res.check("... and after the switch back at stop", rc == 0 and snapshot("loop1") == ORIGINAL["loop1"],
+              snapshot("loop1"))
+
+    # 15. one writer of records: --restore while a daemon runs is refused
+    reset()
+    d = daemon()
+    r = run("--restore")
+    res.check("--restore while a daemon runs is refused, and changes nothing",
+              r.returncode != 0 and "Another blkpolicyd" in r.stderr and applied(), r.stderr[-400:])
+    d.stop()
+
+    # 16. an overridden device whose policy goes: blkpolicyd's values back, the admin's kept
+    reset("drift_checks_per_tick = 8\n")
+    d = daemon()
+    write(qfile("loop0", "scheduler"), "none mq-deadline [kyber] bfq")      # the admin
+    deadline = time.monotonic() + 10
+    while "leaving it alone" not in d.text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.unlink(os.path.join(policies, "50-switch.policy"))
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1")
+    res.check("an overridden disk whose policy is removed: blkpolicyd's read_ahead_kb back, the admin's kyber kept",
+              live("loop0", "read_ahead_kb") == "128" and live("loop0", "scheduler") == "kyber", snapshot("loop0"))
+    d.stop()
+
+    # 17. nr_requests written under mq-deadline resets its async_depth (6.18): it comes back too
+    reset()
+    write(qfile("loop0", "iosched/async_depth"), "20")
+    policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nnr_requests = 64\n")
+    d = daemon()
+    res.check("nr_requests=64 on mq-deadline: the kernel reset async_depth (the fake kernel models 6.18)",
+              live("loop0", "nr_requests") == "64" and live("loop0", "iosched/async_depth") == "48",
+              snapshot("loop0"))
+    rc = d.stop()
+    res.check("... at stop nr_requests=50, then async_depth=20 are back",
+              rc == 0 and live("loop0", "nr_requests") == "50" and live("loop0", "iosched/async_depth") == "20",
+              (rc, live("loop0", "nr_requests"), live("loop0", "iosched/async_depth")))
+
     # 9. a flip to busy settings and back: the base wants nothing of them,
     # so flipping back puts back what was found, while the daemon runs
     reset()

@@ -100,6 +100,30 @@ property_reload() {
 }
 property_dropped() { rm /etc/blkpolicyd/policies.d/95-serial.policy && systemctl reload blkpolicyd && runs vdc bfq; }
 no_restarts() { [ "$(prop NRestarts)" = 0 ]; }
+observing() { blkpolicyctl --json status | grep -q '"mode":[[:space:]]*"observe"'; }
+pending_shown() {
+        blkpolicyctl --json verify > /run/verify.json
+        grep -q '"mode":[[:space:]]*"observe"' /run/verify.json &&
+        grep -Eq '"pending":[[:space:]]*[1-9]' /run/verify.json &&
+        tr -d ' \n' < /run/verify.json | grep -q '"name":"vdb".*"pending":\[{"attr":"scheduler","intended":"none"'
+}
+enforce_by_dropin() {
+        mkdir -p /etc/blkpolicyd/blkpolicyd.conf.d &&
+        printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
+        systemctl reload blkpolicyd && runs vdb none &&
+        blkpolicyctl --json status | grep -q '"mode":[[:space:]]*"enforce"'
+}
+sched_writes() { blkpolicyctl --json status | tr -d ' \n' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
+put_backs() { journalctl -b -u blkpolicyd -o cat | grep -c "put back"; }
+upgrade_no_churn() {
+        pid=$(prop MainPID)
+        put_backs > /run/put-backs-before
+        dpkg -i /var/cache/blkpolicyd-test.deb || return 1
+        until_true 300 systemctl is-active -q blkpolicyd.service || return 1
+        until_true 300 blkpolicyctl status || return 1
+        [ "$(prop MainPID)" != "$pid" ] && [ "$(sched_writes)" = 0 ]
+}
+handed_over() { journalctl -b -u blkpolicyd -o cat | grep -q "Handing over" && [ "$(put_backs)" = "$(cat /run/put-backs-before)" ]; }
 nullb() {
         modprobe null_blk nr_devices=0 &&
         mkdir /sys/kernel/config/nullb/nullb0 &&
@@ -112,6 +136,10 @@ nullb() {
 check "blkpolicyd.service is active" until_true 300 systemctl is-active -q blkpolicyd.service
 check "... though not enabled: the udev rule started it" not_enabled
 check "... with no capabilities but CAP_CHOWN and CAP_NET_ADMIN" only_two_caps
+check "installed observing: status says mode observe" observing
+check "... nothing written: vdb still runs the kernel's mq-deadline" runs vdb mq-deadline
+check "... and verify shows vdb's pending change to none" pending_shown
+check "one drop-in with mode = enforce and a reload: applied" enforce_by_dropin
 check "the single-queue virtio disk vdb was set to none, under ProtectSystem=strict" runs vdb none
 check "vdc got bfq, which the kernel loaded on the write (an admin's policy)" bfq_loaded
 check "blkpolicyctl reaches the control socket" blkpolicyctl status
@@ -127,6 +155,9 @@ check "systemctl reload with a broken config fails, and the running one stays" r
 check "a reload with a property= policy matches vdc by its udev ID_SERIAL" property_reload
 check "... and a reload without it puts vdc back to bfq" property_dropped
 check "no restarts" no_restarts
+check "a package upgrade restarts the daemon (new PID) and writes no scheduler again" upgrade_no_churn
+check "... the disks keep their settings through it" runs vdb none
+check "... the old daemon handed over instead of putting back" handed_over
 systemctl stop blkpolicyd
 check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
 check "... and on nullb0" runs nullb0 mq-deadline
@@ -190,6 +221,7 @@ def build_image(base, deb, kdir, kver, out):
     try:
         subprocess.run(["cp", "-a", base + "/.", root], check=True)
         shutil.copy2(deb, os.path.join(root, "tmp", "blkpolicyd.deb"))
+        shutil.copy2(deb, os.path.join(root, "var/cache/blkpolicyd-test.deb"))     # for the upgrade check
         chroot(root, "dpkg", "-i", "/tmp/blkpolicyd.deb")
         # only the udev rule may start it
         chroot(root, "systemctl", "disable", "blkpolicyd.service")
