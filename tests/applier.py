@@ -9,7 +9,6 @@ loop. While it is held:
   - READY=1 comes only once the first pass is done.
 A SIGTERM during the held write waits for it, then puts back every
 original."""
-import json
 import os
 import shutil
 import signal
@@ -22,9 +21,11 @@ import time
 
 blkpolicyd, fixture = sys.argv[1:3]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import SKIP, Results  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faketree  # noqa: E402
+from loopdev import SKIP, Results, control_call  # noqa: E402
 
-if "+fault-injection" not in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout:
+if not faketree.fake_kernel_built(blkpolicyd):
     print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
     sys.exit(SKIP)
 
@@ -40,24 +41,16 @@ WATCHDOG_USEC = 200000
 
 
 def qfile(dev, attr):
-    return os.path.join(root, "sys", "block", dev, "queue", attr)
+    return faketree.qfile(root, dev, attr)
 
 
 def scheduler(dev):
-    with open(qfile(dev, "scheduler")) as f:
-        text = f.read()
-    return text[text.index("[") + 1:text.index("]")]
+    return faketree.live(root, dev, "scheduler")
 
 
 def setup():
-    shutil.rmtree(root, ignore_errors=True)
     shutil.rmtree(state, ignore_errors=True)
-    shutil.copytree(fixture, root, symlinks=True)
-    virt = os.path.join(root, "sys", "devices", "virtual", "block")
-    shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, "loop1"), symlinks=True)
-    with open(os.path.join(virt, "loop1", "dev"), "w") as f:
-        f.write("7:1\n")
-    os.symlink("../devices/virtual/block/loop1", os.path.join(root, "sys", "block", "loop1"))
+    faketree.make(fixture, root)
     os.makedirs(policies, exist_ok=True)
     with open(os.path.join(policies, "50-bfq.policy"), "w") as f:
         f.write("[Match]\nname = loop*\n[Queue]\nscheduler = bfq\nread_ahead_kb = 1024\n")
@@ -76,26 +69,10 @@ def start():
     env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC),
                BLKPOLICYD_FAULTS=f"write:*/loop0/queue/scheduler:DELAY={HOLD_MS}:1")
     log = open(os.path.join(work, "daemon.log"), "w")
-    proc = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--sysfs-root",
-                             os.path.join(root, "sys"), "--proc-root", os.path.join(root, "proc"), "--debugfs-root",
-                             os.path.join(root, "debug"), "--state-dir", state, "--socket", sock_path,
-                             "--device", "loop*"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, *faketree.roots(root),
+                             "--state-dir", state, "--socket", sock_path, "--device", "loop*"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
     return proc, listener
-
-
-def call(command, timeout=5):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(sock_path)
-    s.sendall(json.dumps({"command": command}).encode() + b"\n")
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
-    s.close()
-    return json.loads(buf)
 
 
 class Listener(threading.Thread):
@@ -132,7 +109,7 @@ try:
     other_set_while_held = False
     while time.monotonic() - t0 < HOLD_MS / 1000 - 0.5:
         a = time.monotonic()
-        ok = call("status")["ok"]
+        ok = control_call(sock_path, {"command": "status"})["ok"]
         worst = max(worst, time.monotonic() - a)
         answered += ok
         other_set_while_held |= scheduler("loop1") == "bfq" and scheduler("loop0") != "bfq"

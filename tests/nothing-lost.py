@@ -14,7 +14,6 @@ asserting the exact values the disks hold after the daemon is gone:
   [Dynamic] flip to busy settings and back, on load faked in diskstats.
 
 tests/integration/test_nothing_lost.py runs the same on real loop devices."""
-import json
 import os
 import shutil
 import signal
@@ -26,9 +25,12 @@ import time
 
 blkpolicyd, fixture = sys.argv[1:3]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faketree  # noqa: E402
+from faketree import DISKS  # noqa: E402
 from loopdev import SKIP, Daemon, Results  # noqa: E402
 
-if "+fault-injection" not in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout:
+if not faketree.fake_kernel_built(blkpolicyd):
     print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
     sys.exit(SKIP)
 
@@ -38,7 +40,6 @@ root = os.path.join(work, "root")
 state = os.path.join(work, "state")
 policies = os.path.join(work, "policies")
 conf = os.path.join(work, "blkpolicyd.conf")
-DISKS = ("loop0", "loop1")
 RUNNING = []        # every daemon started, killed at the end whatever happened
 
 # The original state every case starts from: what an admin had set.
@@ -50,28 +51,11 @@ ORIGINAL = {
 
 
 def qfile(dev, attr):
-    return os.path.join(root, "sys", "block", dev, "queue", attr)
+    return faketree.qfile(root, dev, attr)
 
 
 def make_tree():
-    """The kvm-6.18 fixture with two loop disks, and /sys/dev/block links."""
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(fixture, root, symlinks=True)
-    virt = os.path.join(root, "sys", "devices", "virtual", "block")
-    shutil.rmtree(os.path.join(virt, "loop1"), ignore_errors=True)
-    shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, "loop1"), symlinks=True)
-    with open(os.path.join(virt, "loop1", "dev"), "w") as f:
-        f.write("7:1\n")
-    link = os.path.join(root, "sys", "block", "loop1")
-    if not os.path.lexists(link):
-        os.symlink("../devices/virtual/block/loop1", link)
-    devblock = os.path.join(root, "sys", "dev", "block")
-    os.makedirs(devblock, exist_ok=True)
-    for dev in DISKS:
-        with open(os.path.join(virt, dev, "dev")) as f:
-            num = f.read().strip()
-        if not os.path.lexists(os.path.join(devblock, num)):
-            os.symlink(f"../../devices/virtual/block/{dev}", os.path.join(devblock, num))
+    faketree.make(fixture, root)
     set_original()
 
 
@@ -92,14 +76,7 @@ def set_original():
 
 
 def live(dev, attr):
-    try:
-        with open(qfile(dev, attr)) as f:
-            text = f.read().strip()
-    except FileNotFoundError:
-        return None
-    if attr == "scheduler":
-        return text[text.index("[") + 1:text.index("]")]
-    return text
+    return faketree.live(root, dev, attr)
 
 
 def snapshot(dev):
@@ -130,8 +107,7 @@ def reset(config=""):
 
 
 def args(*extra):
-    return [blkpolicyd, "--config", conf, "--policy-dir", policies, "--sysfs-root", os.path.join(root, "sys"),
-            "--proc-root", os.path.join(root, "proc"), "--debugfs-root", os.path.join(root, "debug"),
+    return [blkpolicyd, "--config", conf, "--policy-dir", policies, *faketree.roots(root),
             "--state-dir", state, "--socket", os.path.join(work, "control.sock"), "--device", "loop*", *extra]
 
 

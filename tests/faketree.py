@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A fixture tree for the fake kernel (BLKPOLICYD_FAKE_KERNEL, test builds):
+a copy of tests/fixtures/kvm-6.18 with a second loop disk and the
+/sys/dev/block links --restore reads, so the daemon can write to it as to
+sysfs, with no root."""
+import os
+import shutil
+import subprocess
+
+DISKS = ("loop0", "loop1")
+
+
+def fake_kernel_built(blkpolicyd):
+    return "+fault-injection" in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout
+
+
+def make(fixture, root):
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(fixture, root, symlinks=True)
+    virt = os.path.join(root, "sys", "devices", "virtual", "block")
+    shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, "loop1"), symlinks=True)
+    with open(os.path.join(virt, "loop1", "dev"), "w") as f:
+        f.write("7:1\n")
+    os.symlink("../devices/virtual/block/loop1", os.path.join(root, "sys", "block", "loop1"))
+    devblock = os.path.join(root, "sys", "dev", "block")
+    os.makedirs(devblock, exist_ok=True)
+    for dev in DISKS:
+        with open(os.path.join(virt, dev, "dev")) as f:
+            os.symlink(f"../../devices/virtual/block/{dev}", os.path.join(devblock, f.read().strip()))
+
+
+def qfile(root, dev, attr):
+    return os.path.join(root, "sys", "block", dev, "queue", attr)
+
+
+def live(root, dev, attr):
+    """A queue attribute as the daemon reads it; the bracketed scheduler; None if absent."""
+    try:
+        with open(qfile(root, dev, attr)) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    if attr == "scheduler":
+        return text[text.index("[") + 1:text.index("]")]
+    return text
+
+
+def roots(root):
+    return ["--sysfs-root", os.path.join(root, "sys"), "--proc-root", os.path.join(root, "proc"),
+            "--debugfs-root", os.path.join(root, "debug")]
