@@ -105,7 +105,8 @@ pending_shown() {
         blkpolicyctl --json verify > /run/verify.json
         grep -q '"mode":[[:space:]]*"observe"' /run/verify.json &&
         grep -Eq '"pending":[[:space:]]*[1-9]' /run/verify.json &&
-        tr -d ' \n' < /run/verify.json | grep -q '"name":"vdb".*"pending":\[{"attr":"scheduler","intended":"none"'
+        tr -d ' \n\t' < /run/verify.json | grep -q '"name":"vdb".*"pending":\[{"attr":"scheduler","intended":"none"' &&
+        ! blkpolicyctl verify    # exit 4: pending changes are not as intended
 }
 enforce_by_dropin() {
         mkdir -p /etc/blkpolicyd/blkpolicyd.conf.d &&
@@ -113,7 +114,7 @@ enforce_by_dropin() {
         systemctl reload blkpolicyd && runs vdb none &&
         blkpolicyctl --json status | grep -q '"mode":[[:space:]]*"enforce"'
 }
-sched_writes() { blkpolicyctl --json status | tr -d ' \n' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
+sched_writes() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
 put_backs() { journalctl -b -u blkpolicyd -o cat | grep -c "put back"; }
 upgrade_no_churn() {
         pid=$(prop MainPID)
