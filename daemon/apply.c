@@ -170,10 +170,10 @@ static void log_restore(const Pass *p, const Step *s, int error, const char *now
 static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         PlanItem *it = s->kind == STEP_SET ? pass_item(p, s->tunable) : NULL;
         char now[VALUE_MAX] = "";
-        int k;
+        int k, w;
 
         count_write(p, s->tunable);
-        k = queue_attr_write(p->req->roots, p->req->dev, tunables[s->tunable].attr, s->value);
+        k = w = queue_attr_write(p->req->roots, p->req->dev, tunables[s->tunable].attr, s->value);
         if (is_gone(p->req, k))
                 return -ENODEV;
         if (k == 0)
@@ -188,7 +188,9 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         }
         p->skip[s->tunable] = true;
         if (s->tunable == TUNABLE_SCHEDULER && k == -EINVAL && s->kind == STEP_SET && next_scheduler_choice(p))
-                p->skip[s->tunable] = false;
+                p->skip[s->tunable] = false;    /* not an error: the policy's next choice */
+        else if (w < 0 && p->req->stats)
+                p->req->stats->write_errors++;
         if (!it)
                 return 0;
         p->done[s->tunable] = true;

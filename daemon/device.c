@@ -332,6 +332,7 @@ void device_apply_done(ApplyJob *j, void *userdata) {
 
         m->writes.scheduler_writes += j->stats.scheduler_writes;
         m->writes.other_writes += j->stats.other_writes;
+        m->writes.write_errors += j->stats.write_errors;
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 apply_job_free(j);      /* its device was forgotten meanwhile */
                 return;

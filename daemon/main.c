@@ -8,6 +8,7 @@
 #include "blkpolicyd-paths.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "replay.h"
 #include "util.h"
 
@@ -205,8 +206,19 @@ static int run(int argc, char *argv[]) {
                 r = manager_scan(m);
                 if (r >= 0)
                         r = manager_print_report(m);
-        } else
+        } else {
                 r = manager_run(m);
+                /* node_exporter would serve a file left behind as if the daemon
+                 * still ran; a daemon that never ticked wrote none (and may
+                 * have failed because another one runs, with the same dir) */
+                if (m->tick > 0) {
+                        int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
+
+                        if (k < 0)
+                                log_warning_errno(k, "Cannot remove the metrics file in %s: %m",
+                                                  m->config.metrics_textfile_dir);
+                }
+        }
 out:
         manager_free(m);
         strv_free(o.policy_dirs);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "blkpolicyd-paths.h"
 #include "manager.h"
 #include "metrics.h"
 #include "util.h"
@@ -42,34 +43,26 @@ static double v_flips(const Device *d) { return d->dynamic ? d->dynamic->state.f
 static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.flip_cost_ms / 1000.0 : 0; }
 static double v_paused(const Device *d) { return d->paused; }
 static double v_overridden(const Device *d) { return device_overridden(d); }
-static double v_iops(const Device *d) { return d->signals.iops; }
-static double v_mbps(const Device *d) { return d->signals.mbps * 1e6; }
-static double v_util(const Device *d) { return d->signals.util / 100.0; }
-static double v_qdepth(const Device *d) { return d->signals.qdepth; }
-static double v_lat(const Device *d) { return d->signals.lat_ms / 1000.0; }
 
+/* No per-device load here: a gauge of the last tick is a random sample at
+ * a 15 s scrape, and node_exporter's diskstats collector already exports
+ * the counters these came from (node_disk_*_total): join on `device`. */
 static const struct {
         const char *name, *type, *help;
         DeviceValue value;
-        bool needs_signals;
 } device_metrics[] = {
-        { "blkpolicyd_device_busy", "gauge", "1 while the device runs its policy's busy settings", v_busy, false },
-        { "blkpolicyd_device_flips_total", "counter", "Flips between base and busy settings", v_flips, false },
-        { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost, false },
-        { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused, false },
-        { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden, false },
-        { "blkpolicyd_device_iops", "gauge", "Completed I/Os per second over the last tick", v_iops, true },
-        { "blkpolicyd_device_bytes_per_second", "gauge", "Bytes transferred per second over the last tick", v_mbps, true },
-        { "blkpolicyd_device_utilisation_ratio", "gauge", "Fraction of the last tick with I/O in flight", v_util, true },
-        { "blkpolicyd_device_queue_depth", "gauge", "Average I/Os in flight over the last tick", v_qdepth, true },
-        { "blkpolicyd_device_latency_seconds", "gauge", "Average time per completed I/O over the last tick", v_lat, true },
+        { "blkpolicyd_device_busy", "gauge", "1 while the device runs its policy's busy settings", v_busy },
+        { "blkpolicyd_device_flips_total", "counter", "Flips between base and busy settings", v_flips },
+        { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost },
+        { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused },
+        { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden },
 };
 
 static void write_device_metrics(Buf *b, Device **devs, int n) {
         for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
                 help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
                 for (int i = 0; i < n; i++)
-                        if (devs[i]->plan->managed && (!device_metrics[k].needs_signals || devs[i]->signals.valid))
+                        if (devs[i]->plan->managed)
                                 device_metric(b, device_metrics[k].name, devs[i], device_metrics[k].value(devs[i]));
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
@@ -98,13 +91,29 @@ int metrics_build(Manager *m, char **ret) {
         b.f = open_memstream(&b.text, &b.size);
         if (!b.f)
                 return -ENOMEM;
+        help(&b, "blkpolicyd_build_info", "gauge", "Always 1; the version of the running blkpolicyd");
+        fputs("blkpolicyd_build_info{version=\"", b.f);
+        label(&b, PACKAGE_VERSION);
+        fputs("\"} 1\n", b.f);
         help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
         fprintf(b.f, "blkpolicyd_devices %zu\n", m->devices.n_devices);
         help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
         fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) m->tick);
         help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
         fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) m->tick_cost_usec_total / 1e6);
-        help(&b, "blkpolicyd_policy_files_rejected", "gauge", "Policy files rejected at the last (re)load");
+        help(&b, "blkpolicyd_sysfs_writes_total", "counter",
+             "Writes to queue attributes, by kind (each scheduler write freezes the queue)");
+        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"scheduler\"} %llu\n",
+                (unsigned long long) m->writes.scheduler_writes);
+        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"other\"} %llu\n", (unsigned long long) m->writes.other_writes);
+        help(&b, "blkpolicyd_sysfs_write_errors_total", "counter",
+             "Writes to queue attributes the kernel refused (a scheduler fallback taken is not one)");
+        fprintf(b.f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->writes.write_errors);
+        help(&b, "blkpolicyd_last_reload_successful", "gauge",
+             "0 while the last reload was refused (its configuration has errors; the running one stays)");
+        fprintf(b.f, "blkpolicyd_last_reload_successful %d\n", m->reload_errors ? 0 : 1);
+        help(&b, "blkpolicyd_policy_files_rejected", "gauge",
+             "Policy files rejected at the last (re)load: files, not errors; they count as absent");
         fprintf(b.f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
         help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
@@ -166,5 +175,25 @@ int metrics_write_textfile(Manager *m, const char *dir) {
                 r = -errno;
         if (r < 0)
                 (void) unlinkat(dfd, TEXTFILE_TMP, 0);
+        return r;
+}
+
+/* At stop: a file left behind would be served by node_exporter as if the
+ * daemon still ran, its gauges frozen. Gone, the series go stale and
+ * absent(blkpolicyd_build_info) can alert. */
+int metrics_remove_textfile(const char *dir) {
+        _cleanup_close_ int dfd = -1;
+        int r = 0;
+
+        if (!dir)
+                return 0;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        /* unlinkat() removes the links, never what a planted link points to */
+        if (unlinkat(dfd, TEXTFILE, 0) < 0 && errno != ENOENT)
+                r = -errno;
+        if (unlinkat(dfd, TEXTFILE_TMP, 0) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
         return r;
 }

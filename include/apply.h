@@ -17,6 +17,7 @@
 typedef struct ApplyStats {
         uint64_t scheduler_writes;      /* each costs a queue freeze: counted to prove none is redundant */
         uint64_t other_writes;
+        uint64_t write_errors;          /* writes the kernel refused (not an EINVAL a fallback follows) */
 } ApplyStats;
 
 typedef struct ApplyRequest {

@@ -7,3 +7,6 @@ typedef struct Manager Manager;
 int metrics_build(Manager *m, char **ret);
 /* Atomically replaces <dir>/blkpolicyd.prom (node_exporter textfile collector). */
 int metrics_write_textfile(Manager *m, const char *dir);
+/* Removes <dir>/blkpolicyd.prom (and a temp file of ours) when the daemon
+ * stops; NULL dir: nothing to do. 0, or -errno of the first failure. */
+int metrics_remove_textfile(const char *dir);
