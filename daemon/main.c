@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* blkpolicyd: command line, then one of three drivers of the same stages:
  * --check-config, --once, or the daemon's event loop. */
+#include <dirent.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -143,8 +145,21 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 default:        /* '?': getopt has said what was wrong */
                         return -EINVAL;
                 }
-        if (optind < argc)
-                return log_error_errno(EINVAL, "%s takes no arguments.", program_invocation_short_name);
+        if (optind < argc) {
+                /* name them: "blkpolicyd sda" is most likely meant as --device=sda */
+                _cleanup_free_ char *extra = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&extra, &size);
+
+                if (!f)
+                        return log_oom();
+                for (int i = optind; i < argc; i++)
+                        fprintf(f, "%s%s", i > optind ? " " : "", argv[i]);
+                if (fclose(f) != 0)
+                        return log_oom();
+                return log_error_errno(EINVAL, "%s takes no arguments, got: %s (a disk is chosen with --device=)",
+                                       program_invocation_short_name, extra);
+        }
         return 1;
 }
 
@@ -169,11 +184,68 @@ static int check_policy_dirs(const Manager *m) {
         return r;
 }
 
+/* The schedulers every kernel may have, and any a disk here lists. */
+static const char *const known_schedulers[] = { "none", "mq-deadline", "bfq", "kyber" };
+
+static bool kernel_lists_scheduler(const Manager *m, const char *name) {
+        char path[PATH_MAX];
+        _cleanup_closedir_ DIR *dir = NULL;
+        struct dirent *de;
+
+        snprintf(path, sizeof(path), "%s/block", m->roots.sysfs);
+        dir = opendir(path);
+        if (!dir)
+                return false;
+        while ((de = readdir(dir))) {
+                _cleanup_fclose_ FILE *f = NULL;
+                char line[512];
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/block/%s/queue/scheduler", m->roots.sysfs, de->d_name);
+                f = fopen(path, "re");
+                if (!f || !fgets(line, sizeof(line), f))
+                        continue;
+                /* "mq-deadline kyber [bfq] none" */
+                for (char *w = strtok(line, " []\n"); w; w = strtok(NULL, " []\n"))
+                        if (streq(w, name))
+                                return true;
+        }
+        return false;
+}
+
+static void warn_scheduler(const Manager *m, const Policy *p, const SchedChoice *c, const char *section) {
+        for (size_t i = 0; i < ELEMENTSOF(known_schedulers); i++)
+                if (streq(c->name, known_schedulers[i]))
+                        return;
+        if (kernel_lists_scheduler(m, c->name))
+                return;
+        /* a warning, not an error: a module may add it later, and the next
+         * choice is taken meanwhile (EINVAL falls through) */
+        fprintf(stderr, "%s: [%s] scheduler=%s: warning: not a known scheduler (none, mq-deadline, bfq, kyber, "
+                        "or one a disk here lists); a typo? It will not be chosen where the kernel lacks it\n",
+                p->path, section, c->name);
+}
+
+/* Misspelled scheduler names ("bfqq") are valid words, so the parser
+ * takes them; the check says what it does not know. */
+static void check_scheduler_names(const Manager *m) {
+        for (size_t i = 0; i < m->policies->n_policies; i++) {
+                const Policy *p = m->policies->policies[i];
+
+                for (unsigned k = 0; k < p->n_sched; k++)
+                        warn_scheduler(m, p, &p->sched[k], "Queue");
+                for (unsigned k = 0; k < p->dynamic.n_busy_sched; k++)
+                        warn_scheduler(m, p, &p->dynamic.busy_sched[k], "Busy");
+        }
+}
+
 static int check_config(Manager *m) {
         char summary[128];
         int r;
 
         r = check_policy_dirs(m);
+        check_scheduler_names(m);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 printf("%s\n", summary);
         for (size_t i = 0; i < m->policies->n_policies; i++)
@@ -196,6 +268,12 @@ static int run(int argc, char *argv[]) {
                 goto out;
         if (o.check_config)
                 r = check_config(m);
+        else if (o.replay_path && m->policies->n_files_rejected > 0)
+                /* a what-if without one of its files answers another question */
+                r = log_error_errno(EINVAL, "Not replaying: %zu policy file%s rejected (errors above); the timeline "
+                                            "would be that of the policies without %s",
+                                    m->policies->n_files_rejected, m->policies->n_files_rejected == 1 ? "" : "s",
+                                    m->policies->n_files_rejected == 1 ? "it" : "them");
         else if (o.replay_path)
                 r = replay_run(o.replay_path, m->policies, stdout);
         else if ((r = manager_open_state_dir(m)) < 0)
