@@ -124,7 +124,9 @@ int discover_properties(Discover *d, const char *name, char *const *keys, char *
         struct udev_list_entry *entry;
 
         *ret = NULL;
-        if (!d->udev || !d->udev_monitor || !keys)   /* udev's database only exists with udevd */
+        /* udev's database exists where udevd runs: the daemon's monitor says
+         * so, and --once (no monitor) asks udevd's control socket */
+        if (!d->udev || !keys || (!d->udev_monitor && access("/run/udev/control", F_OK) < 0))
                 return 0;
         dev = udev_device_new_from_subsystem_sysname(d->udev, "block", name);
         if (!dev)

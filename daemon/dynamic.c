@@ -40,17 +40,19 @@ static void history_push(DynState *s, const Signals *sig) {
                 s->n_history++;
 }
 
-/* Mean of the last `window` samples, field by field. */
+/* Mean of the last `window` samples, field by field. dispatch_busy is
+ * -1 where it was unknown: those samples are left out of its mean, not
+ * counted as -1. */
 static void history_average(const DynState *s, unsigned window, Signals *ret) {
-        unsigned n = window < s->n_history ? window : s->n_history;
+        unsigned n = window < s->n_history ? window : s->n_history, db_known = 0;
         double sum[_SIGNAL_MAX] = {};
-        bool db_known = false;
 
         for (unsigned k = 0; k < n; k++) {
                 const float *h = s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
                 for (int i = 0; i < _SIGNAL_MAX; i++)
-                        sum[i] += h[i];
-                db_known = db_known || h[SIGNAL_DISPATCH_BUSY] >= 0;
+                        if (i != SIGNAL_DISPATCH_BUSY || h[i] >= 0)
+                                sum[i] += h[i];
+                db_known += h[SIGNAL_DISPATCH_BUSY] >= 0;
         }
         *ret = (Signals) { .valid = n > 0 };
         if (n == 0)
@@ -67,7 +69,7 @@ static void history_average(const DynState *s, unsigned window, Signals *ret) {
         ret->util = sum[SIGNAL_UTIL] / n;
         ret->qdepth = sum[SIGNAL_QDEPTH] / n;
         ret->inflight = sum[SIGNAL_INFLIGHT] / n;
-        ret->dispatch_busy = db_known ? sum[SIGNAL_DISPATCH_BUSY] / n : -1;
+        ret->dispatch_busy = db_known ? sum[SIGNAL_DISPATCH_BUSY] / db_known : -1;
 }
 
 static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) {

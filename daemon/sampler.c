@@ -26,7 +26,10 @@ static uint64_t cpu_nsec(void) {
 }
 
 /* dispatch_busy: max over the default-type hctxs. Poll hctxs come last. */
-static double read_dispatch_busy(Manager *m, const Device *d) {
+/* Each device warns once when its dispatch_busy becomes unreadable, and
+ * once when it is back: one bad device must not warn every tick, nor a
+ * good one hide it from status (m->dispatch_busy_error: any this tick). */
+static double read_dispatch_busy(Manager *m, Device *d) {
         unsigned n = d->facts->hw_queues - d->facts->poll_queues;
         double best = -1;
 
@@ -37,16 +40,19 @@ static double read_dispatch_busy(Manager *m, const Device *d) {
                 int r = sysfs_read(path, buf, sizeof(buf));
 
                 if (r < 0) {
-                        if (r != m->dispatch_busy_error)
+                        if (!d->dynamic->busy_unreadable)
                                 log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "
                                                   "(is debugfs mounted?): %m", d->name, path);
+                        d->dynamic->busy_unreadable = true;
                         m->dispatch_busy_error = r;
                         return -1;      /* no debugfs: the signal is unknown, not 0 */
                 }
-                m->dispatch_busy_error = 0;
                 if (atof(buf) > best)
                         best = atof(buf);
         }
+        if (d->dynamic->busy_unreadable)
+                log_info("%s: dispatch_busy can be read again", d->name);
+        d->dynamic->busy_unreadable = false;
         return best;
 }
 
@@ -84,7 +90,7 @@ static void device_sample(Manager *m, Device *d, const DiskStat *st, double inte
         double busy = -1;
         DynDecision dec;
 
-        if (dyn && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
+        if (dyn && d->dynamic && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
         signals_compute(d->have_stat ? &d->stat : NULL, st, interval_ms, busy, &d->signals);
         d->stat = st->c;
@@ -173,6 +179,7 @@ void manager_tick(Manager *m, uint64_t now) {
         int r;
 
         m->tick++;
+        m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
         r = sample_diskstats(m, now, interval_ms);
         flips_apply(m);
         if (r < 0) {

@@ -62,6 +62,7 @@ typedef struct DeviceDynamic {
                                  * the first flip, since most devices never flip */
         DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
         uint8_t n_history, history_pos;
+        bool busy_unreadable;   /* its dispatch_busy could not be read last time (warned once) */
 } DeviceDynamic;
 
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
@@ -138,7 +139,7 @@ struct Manager {
         PendingFlip *flips;             /* decided during this tick's pass, applied after it */
         size_t n_flips, flips_size;
         int diskstats_error;            /* last read error, 0 when fine */
-        int dispatch_busy_error;        /* last debugfs read error, 0 when fine */
+        int dispatch_busy_error;        /* a debugfs read error of this tick, 0 when none */
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
         uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
         struct Recorder *record;        /* --record */

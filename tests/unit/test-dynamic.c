@@ -217,6 +217,22 @@ TEST(unknown_dispatch_busy_satisfies_nothing) {
         CHECK(condition_holds(&lt, &idle));
 }
 
+/* A window over ticks where dispatch_busy was unknown (-1) on some:
+ * the mean is of the known ones (3 and 3 here: 3), not (3 - 1) / 2. */
+TEST(window_leaves_unknown_dispatch_busy_out) {
+        DynamicPolicy p = { .enabled = true, .enter_ticks = 1, .leave_ticks = 1, .window = 2, .min_dwell_ticks = 0,
+                            .max_flips = 4, .flip_window_ticks = 100, .has_busy = true };
+        _cleanup_(dyn_state_done) DynState s = {};
+        Signals known = { .valid = true, .dispatch_busy = 3 }, unknown = { .valid = true, .dispatch_busy = -1 };
+        DynDecision d;
+
+        CHECK(condition_parse("dispatch_busy > 2", &p.enter[p.n_enter++]) == 0);
+        CHECK(condition_parse("dispatch_busy < 1", &p.leave[p.n_leave++]) == 0);
+        CHECK(dyn_state_fit(&s, &p) == 0);
+        CHECK(dynamic_step(&p, &s, &unknown, 0, &d) == 0 && !d.flip);
+        CHECK(dynamic_step(&p, &s, &known, 1, &d) == 0 && d.flip && d.to_busy);
+}
+
 TEST(conditions_parse) {
         Condition c;
         char buf[64];
