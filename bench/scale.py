@@ -179,8 +179,7 @@ def measure_n(n, loops, work, policy_dir, args):
         out2 = os.path.join(work, "cg.bare")
         subprocess.run(callgrind([BARE, "300"], "read_diskstats", out2), capture_output=True, check=True)
         res["bare_ir"] = callgrind_ir(out2) / 300
-    for dev in devs:
-        loops.remove(dev)
+    loops.remove_many(devs)
     return res
 
 

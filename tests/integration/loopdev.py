@@ -120,9 +120,14 @@ class LoopDevices:
         if i in self.indexes:
             self.indexes.remove(i)
 
+    def remove_many(self, names, threads=16):
+        """LOOP_CTL_REMOVE is ~35 ms each: 10,000 one after the other take 6 min."""
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+            list(ex.map(self.remove, names))
+
     def remove_all(self):
-        for i in list(self.indexes):
-            self.remove(f"loop{i}")
+        self.remove_many([f"loop{i}" for i in list(self.indexes)])
         subprocess.run(["rm", "-rf", self.tmp], check=False)
 
 
