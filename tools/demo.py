@@ -74,6 +74,12 @@ finally:
     daemon.send_signal(signal.SIGTERM)
     daemon.wait(timeout=10)
 
-print("""
-Nothing was written. To keep it running and watch: sudo %s --dry-run
-To apply for real, drop --dry-run (see README.md, "Applying for real").""" % blkpolicyd)
+# the same command as above (the built-in policy dirs are not there in a
+# source tree), and the client built beside the daemon to watch it with
+blkpolicyctl = os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl", "blkpolicyctl")
+print(f"""
+Nothing was written. To keep it running:
+  sudo {blkpolicyd} --dry-run --policy-dir {policies}
+and watch it from another terminal:
+  sudo {blkpolicyctl} top
+To apply for real, drop --dry-run (see README.md, "Applying for real").""")
