@@ -29,6 +29,9 @@ EXPECTED = [
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
     "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
     "./usr/share/bash-completion/completions/blkpolicyctl",
+    # the alert rules and dashboard, for a fleet's Prometheus and Grafana
+    "./usr/share/doc/blkpolicyd/examples/blkpolicyd.rules.yml",
+    "./usr/share/doc/blkpolicyd/examples/blkpolicyd.json",
 ]
 
 with tempfile.TemporaryDirectory(prefix="blkpolicyd-deb-") as tmp:
