@@ -13,9 +13,11 @@ typedef struct Roots {
         const char *sysfs;      /* default /sys */
         const char *debugfs;    /* default /sys/kernel/debug */
         const char *proc;       /* default /proc */
+        const char *root;       /* --root: where /etc, /usr/lib and /run are, for conflicts.c; NULL: /
+                                 * on a live system, nothing under a fixture sysfs */
 } Roots;
 
-#define ROOTS_DEFAULT ((Roots) { "/sys", "/sys/kernel/debug", "/proc" })
+#define ROOTS_DEFAULT ((Roots) { "/sys", "/sys/kernel/debug", "/proc", NULL })
 
 bool roots_are_live(const Roots *r);
 

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "conflicts.h"
+#include "tests.h"
+#include "tunables.h"
+#include "util.h"
+
+#define ROOT FIXTURES_DIR "/conflicts/root"
+#define PROC FIXTURES_DIR "/conflicts/proc"
+
+static unsigned T(const char *attr) {
+        return (unsigned) tunable_find_attr(attr);
+}
+
+/* A fake disk: attributes and udev properties from "name=value" lists. */
+typedef struct FakeDisk {
+        const char *const *attrs;
+        const char *const *env;         /* NULL: no udev database */
+} FakeDisk;
+
+static int fake_lookup(const char *const *l, const char *name, char *buf, size_t size) {
+        size_t n = strlen(name);
+
+        for (; l && *l; l++)
+                if (strncmp(*l, name, n) == 0 && (*l)[n] == '=')
+                        return strscpy(buf, size, *l + n + 1);
+        return -ENOENT;
+}
+
+static int fake_attr(void *userdata, const char *name, char *buf, size_t size) {
+        return fake_lookup(((FakeDisk *) userdata)->attrs, name, buf, size);
+}
+
+static int fake_env(void *userdata, const char *name, char *buf, size_t size) {
+        const FakeDisk *f = userdata;
+
+        return f->env ? fake_lookup(f->env, name, buf, size) : -EIO;
+}
+
+static ConflictDevice disk(const char *name, bool mq, FakeDisk *f) {
+        return (ConflictDevice) { .name = name, .blk_mq = mq, .read_attr = f ? fake_attr : NULL,
+                                  .read_env = f ? fake_env : NULL, .userdata = f };
+}
+
+static const Conflict *find(const ConflictSet *s, const char *path, unsigned line) {
+        for (size_t i = 0; i < s->n_items; i++)
+                if (streq(s->items[i].path, path) && s->items[i].line == line)
+                        return &s->items[i];
+        return NULL;
+}
+
+static void write_file(const char *dir, const char *rel, const char *text) {
+        char path[PATH_MAX], *slash;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s%s", dir, rel);
+        for (slash = strchr(path + strlen(dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                *slash = 0;
+                (void) mkdir(path, 0755);
+                *slash = '/';
+        }
+        f = fopen(path, "we");
+        CHECK(f);
+        if (f) {
+                fputs(text, f);
+                fclose(f);
+        }
+}
+
+TEST(udev_rule_tokens) {
+        UdevRule r;
+
+        CHECK(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
+                              "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r) == 0);
+        CHECK(r.n_tokens == 6);
+        if (r.n_tokens == 6) {
+                CHECK_STR(r.tokens[0].key, "ACTION");
+                CHECK(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
+                CHECK_STR(r.tokens[0].value, "add|change");
+                CHECK(r.tokens[1].op == RULE_OP_NOMATCH);
+                CHECK_STR(r.tokens[2].attr, "queue/scheduler");
+                CHECK(r.tokens[2].op == RULE_OP_ASSIGN_FINAL);
+                CHECK_STR(r.tokens[3].value, "a \"b\"");
+                CHECK(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
+                CHECK(r.tokens[5].op == RULE_OP_ASSIGN);
+        }
+        udev_rule_done(&r);
+
+        /* white space around the operator, as udev allows */
+        CHECK(udev_rule_parse("KERNEL == \"vda\" , ATTR{queue/nr_requests} = \"64\"", &r) == 0);
+        CHECK(r.n_tokens == 2 && streq(r.tokens[1].value, "64"));
+        udev_rule_done(&r);
+
+        CHECK(udev_rule_parse("   ", &r) == 0 && r.n_tokens == 0);
+        udev_rule_done(&r);
+}
+
+TEST(udev_rule_errors) {
+        static const char *const bad[] = {
+                "KERNEL==\"sda",                /* no closing quote */
+                "KERNEL \"sda\"",               /* no operator */
+                "KERNEL==sda",                  /* value not quoted */
+                "KERNEL==\"a\"ATTR{x}=\"1\"",   /* tokens not separated */
+                "ATTR{queue/scheduler=\"x\"",   /* no closing brace */
+                "==\"x\"",                      /* no key */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                UdevRule r = {};
+
+                CHECK(udev_rule_parse(bad[i], &r) == -EINVAL);
+                CHECK(r.n_tokens == 0 && !r.tokens);
+        }
+}
+
+TEST(udev_text_assignments_lines_and_guards) {
+        ConflictSet s = {};
+        const Conflict *c;
+
+        CHECK(conflicts_parse_udev_text("/etc/udev/rules.d/t.rules",
+                                        "# comment ATTR{queue/scheduler}=\"x\"\n"
+                                        "ACTION==\"add\", KERNEL==\"sd*\", \\\n"
+                                        "  ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/slice_idle}=\"0\"\n"
+                                        "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"bfq\", ATTR{queue/rotational}=\"0\"\n"
+                                        "KERNEL!=\"vd*\", GOTO=\"vd_end\"\n"
+                                        "ATTR{bdi/read_ahead_kb}=\"2048\"\n"
+                                        "LABEL=\"vd_end\"\n"
+                                        "SUBSYSTEM==\"block\", ACTION==\"add\", GOTO=\"two\"\n"
+                                        "ATTR{queue/nomerges}=\"2\"\n"
+                                        "LABEL=\"two\"\n"
+                                        "GOTO=\"dead\"\n"
+                                        "ATTR{queue/add_random}=\"0\"\n"
+                                        "LABEL=\"dead\"\n"
+                                        "RUN+=\"/bin/sh -c 'echo 512 > /sys/block/%k/queue/nr_requests'\"\n"
+                                        "RUN+=\"/usr/bin/tune /sys/block/%k/queue/rq_affinity\"\n",
+                                        &s) == 0);
+        /* 2 on line 2, none for the == match or queue/rotational (not managed),
+         * 1 behind the guard, 1 behind the two-condition guard, none dead, 2 RUN */
+        CHECK(s.n_items == 6);
+        c = find(&s, "/etc/udev/rules.d/t.rules", 2);
+        CHECK(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq") && c->source == CONFLICT_UDEV);
+        CHECK(c && streq(c->match, "KERNEL==\"sd*\"") && c->n_conditions == 2 && !c->maybe);
+        CHECK(s.n_items > 1 && s.items[1].tunable == T("iosched/slice_idle") && s.items[1].line == 2);
+        c = find(&s, "/etc/udev/rules.d/t.rules", 6);
+        /* the guard KERNEL!="vd*" becomes KERNEL=="vd*"; bdi/ is the same read-ahead */
+        CHECK(c && c->tunable == T("read_ahead_kb") && streq(c->value, "2048"));
+        CHECK(c && c->n_conditions == 1 && c->conditions[0].op == RULE_OP_MATCH && streq(c->match, "KERNEL==\"vd*\""));
+        c = find(&s, "/etc/udev/rules.d/t.rules", 9);
+        CHECK(c && c->maybe && c->n_conditions == 0 && !c->match);
+        CHECK(!find(&s, "/etc/udev/rules.d/t.rules", 12));
+        c = find(&s, "/etc/udev/rules.d/t.rules", 14);
+        CHECK(c && c->tunable == T("nr_requests") && streq(c->value, "512"));
+        c = find(&s, "/etc/udev/rules.d/t.rules", 15);
+        CHECK(c && c->tunable == T("rq_affinity") && streq(c->value, "?"));
+        CHECK(!s.warnings);
+        conflict_set_done(&s);
+
+        /* a broken line is skipped with a warning naming it; the rest is read */
+        CHECK(conflicts_parse_udev_text("/x.rules", "KERNEL==\"a\n\nKERNEL==\"b\", ATTR{queue/scheduler}=\"none\"\n",
+                                        &s) == 0);
+        CHECK(s.n_items == 1 && s.items[0].line == 3);
+        CHECK(s.warnings && streq(s.warnings[0], "/x.rules:1: not a valid udev rule, skipped"));
+        conflict_set_done(&s);
+}
+
+TEST(udev_matcher) {
+        ConflictSet s = {};
+        const RuleToken *why;
+        FakeDisk rot = { .attrs = (const char *const[]) { "queue/rotational=1\n", NULL },
+                         .env = (const char *const[]) { "ID_VENDOR=Google", NULL } };
+        FakeDisk ssd = { .attrs = (const char *const[]) { "queue/rotational=0", NULL },
+                         .env = (const char *const[]) { "ID_BUS=ata", NULL } };
+        ConflictDevice sda = disk("sda", true, &rot), sdb = disk("sdb", true, &ssd), vda = disk("vda", true, NULL);
+
+        CHECK(conflicts_parse_udev_text("/r",
+                                        "ACTION==\"add|change\", KERNEL==\"sd[a-z]|mmcblk*\", "
+                                        "ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
+                                        "ACTION==\"remove\", ATTR{queue/scheduler}=\"none\"\n"
+                                        "ENV{ID_VENDOR}==\"*Google*\", ENV{DEVTYPE}!=\"partition\", "
+                                        "ATTR{queue/scheduler}=\"none\"\n"
+                                        "ENV{DEVTYPE}==\"partition\", ATTR{queue/scheduler}=\"none\"\n"
+                                        "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
+                                        &s) == 0);
+        CHECK(s.n_items == 5);
+        if (s.n_items < 5)
+                return conflict_set_done(&s);
+        /* attributes are read, trailing newline and all */
+        CHECK(conflict_matches(&s.items[0], &sda, &why) == CONFLICT_MATCH_YES && !why);
+        CHECK(conflict_matches(&s.items[0], &sdb, &why) == CONFLICT_MATCH_NO);
+        CHECK(why && streq(why->key, "ATTR") && streq(why->attr, "queue/rotational"));
+        CHECK(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && why && streq(why->key, "KERNEL"));
+        /* a disk with nothing to read: the ATTR condition stays unknown */
+        CHECK(conflict_matches(&s.items[0], &(ConflictDevice) { .name = "sdc", .blk_mq = true }, &why) == CONFLICT_MATCH_MAYBE);
+        CHECK(why && streq(why->key, "ATTR"));
+        /* remove-only rules never write to a live disk */
+        CHECK(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_NO);
+        /* ENV from udev's database; a missing property is the empty string */
+        CHECK(conflict_matches(&s.items[2], &sda, NULL) == CONFLICT_MATCH_YES);
+        CHECK(conflict_matches(&s.items[2], &sdb, NULL) == CONFLICT_MATCH_NO);
+        CHECK(conflict_matches(&s.items[2], &vda, &why) == CONFLICT_MATCH_MAYBE && why && streq(why->attr, "ID_VENDOR"));
+        /* whole disks are never partitions */
+        CHECK(conflict_matches(&s.items[3], &sda, NULL) == CONFLICT_MATCH_NO);
+        CHECK(conflict_matches(&s.items[4], &sda, NULL) == CONFLICT_MATCH_NO);
+        CHECK(conflict_matches(&s.items[4], &sdb, NULL) == CONFLICT_MATCH_YES);
+        conflict_set_done(&s);
+}
+
+TEST(udev_fixture_masking_and_order) {
+        ConflictSet s = {};
+        static const struct {
+                const char *path;
+                unsigned line;
+                const char *attr, *value;
+        } want[] = {
+                { "/etc/udev/rules.d/60-ioschedulers.rules", 6, "scheduler", "bfq" },
+                { "/etc/udev/rules.d/60-ioschedulers.rules", 10, "scheduler", "mq-deadline" },
+                { "/etc/udev/rules.d/60-ioschedulers.rules", 14, "scheduler", "none" },
+                { "/etc/udev/rules.d/60-ioschedulers.rules", 18, "scheduler", "mq-deadline" },
+                { "/run/udev/rules.d/62-runtime.rules", 2, "read_ahead_kb", "1024" },
+                { "/usr/lib/udev/rules.d/64-readahead.rules", 5, "read_ahead_kb", "4096" },
+                { "/usr/lib/udev/rules.d/64-readahead.rules", 8, "wbt_lat_usec", "0" },
+                { "/usr/lib/udev/rules.d/66-run-echo.rules", 2, "nomerges", "2" },
+                { "/lib/udev/rules.d/99-gce.rules", 6, "scheduler", "none" },
+        };
+
+        CHECK(conflicts_scan_udev(ROOT, &s) == 0);
+        /* lexical order of names across the directories; /etc masks /usr/lib
+         * and /run (60, 61 by a link to /dev/null, 63 by an empty file), /run
+         * masks /usr/lib (62) */
+        CHECK(s.n_items == ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want) && i < s.n_items; i++) {
+                CHECK_STR(s.items[i].path, want[i].path);
+                CHECK(s.items[i].line == want[i].line);
+                CHECK_STR(tunables[s.items[i].tunable].attr, want[i].attr);
+                CHECK_STR(s.items[i].value, want[i].value);
+        }
+        CHECK(strv_length(s.warnings) == 1 &&
+              streq(s.warnings[0], "/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped"));
+        conflict_set_done(&s);
+}
+
+TEST(tuned_fixture_include_chain) {
+        ConflictSet s = {};
+        FakeDisk fixed = { .attrs = (const char *const[]) { "removable=0", NULL } };
+        FakeDisk usb = { .attrs = (const char *const[]) { "removable=1", NULL } };
+        ConflictDevice vda = disk("vda", true, &fixed), loop0 = disk("loop0", true, &fixed), sdx = disk("sdx", true, &usb);
+        const Conflict *c;
+
+        CHECK(conflicts_scan_tuned(ROOT, &s) == 0);
+        CHECK(s.n_items == 3 && !s.warnings);
+        /* the parent's readahead=>4096, where the parent sets it */
+        c = find(&s, "/usr/lib/tuned/profiles/throughput-performance/tuned.conf", 16);
+        CHECK(c && c->tunable == T("read_ahead_kb") && streq(c->value, "4096") && c->source == CONFLICT_TUNED);
+        /* the admin's copy in /etc overrides the shipped elevator=mq-deadline
+         * and its devices= applies to the whole merged [disk] unit */
+        c = find(&s, "/etc/tuned/profiles/virtual-guest-blk/tuned.conf", 9);
+        CHECK(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq"));
+        CHECK(c && streq(c->match, "[disk] devices=!loop*"));
+        CHECK(c && streq(c->advice, "add drop=elevator to [disk] of a profile virtual-guest-blk in /etc/tuned/profiles/ "
+                                    "(/etc/tuned/ before tuned 2.23) with include=virtual-guest-blk, or set devices= "
+                                    "there to leave out the disks blkpolicyd manages; tuned writes it at each profile "
+                                    "load and at each disk's add event"));
+        CHECK(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        CHECK(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
+        /* tuned's disk plugin leaves removable disks alone */
+        CHECK(c && conflict_matches(c, &sdx, NULL) == CONFLICT_MATCH_NO);
+        c = find(&s, "/etc/tuned/profiles/virtual-guest-blk/tuned.conf", 13);
+        CHECK(c && c->tunable == T("nr_requests") && streq(c->value, "256") && streq(c->match, "/sys/block/vd*"));
+        CHECK(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        CHECK(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
+        conflict_set_done(&s);
+}
+
+TEST(tuned_merge_rules) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX";
+        ConflictSet s = {};
+        ConflictDevice sda = disk("sda", true, NULL);
+
+        CHECK(mkdtemp(dir));
+        /* legacy layout (tuned < 2.23), two active profiles, a conditional
+         * include of a missing one, a loop, replace=1, enabled=false */
+        write_file(dir, "/etc/tuned/active_profile", "base top\n");
+        write_file(dir, "/usr/lib/tuned/base/tuned.conf",
+                   "[main]\ninclude=-missing,top\n[disk]\nelevator=kyber\nreadahead=8192 s\n"
+                   "[other]\ntype=disk\nelevator=bfq\n");
+        write_file(dir, "/usr/lib/tuned/top/tuned.conf",
+                   "[main]\ninclude=base\n[disk]\nreplace=1\ndevices=sd*\nreadahead_multiply=2\n"
+                   "[other]\nenabled=false\n[vm]\ntransparent_hugepages=never\n");
+        CHECK(conflicts_scan_tuned(dir, &s) == 0);
+        /* base: its include top first, then base over it (top's own include
+         * of base is passed over: loaded once). Base's [disk] merges into
+         * top's: devices= from base (none: every disk), options added to
+         * top's; base's [other] sets enabled back to true */
+        CHECK(s.n_items == 4);
+        if (s.n_items == 4) {
+                CHECK(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
+                CHECK(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
+                CHECK(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
+                CHECK(streq(s.items[1].match, "[disk] devices=*"));
+                CHECK(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
+                CHECK(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_MAYBE);   /* removable unknown */
+                /* tuned.service not enabled: said so */
+                CHECK(strstr(s.items[1].advice, "not enabled"));
+        }
+        CHECK(!s.warnings);
+        conflict_set_done(&s);
+
+        write_file(dir, "/etc/tuned/active_profile", "top\n");
+        CHECK(conflicts_scan_tuned(dir, &s) == 0);
+        /* top over base: replace=1 drops base's elevator, [other] disabled */
+        CHECK(s.n_items == 1 && s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
+        CHECK(s.n_items == 1 && streq(s.items[0].match, "[disk] devices=sd*"));
+        conflict_set_done(&s);
+
+        write_file(dir, "/etc/tuned/active_profile", "gone ../etc ${x}\n");
+        CHECK(conflicts_scan_tuned(dir, &s) == 0);
+        CHECK(s.n_items == 0 && strv_length(s.warnings) == 3);
+        conflict_set_done(&s);
+}
+
+TEST(gce_agent) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX", path[PATH_MAX];
+        ConflictSet s = {};
+        ConflictDevice mq = disk("nvme0n1", true, NULL), bio = disk("dm-0", false, NULL);
+        FakeDisk eph = { .attrs = (const char *const[]) { "device/model=nvme_card-EphemeralDisk", NULL } };
+        ConflictDevice lssd = disk("sdb", true, &eph);
+
+        /* the fixture: installed, optimize_local_ssd = false */
+        CHECK(conflicts_scan_gce(ROOT, &s) == 0);
+        CHECK(s.n_items == 1);
+        if (s.n_items == 1) {
+                CHECK_STR(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
+                CHECK(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
+                CHECK(conflict_matches(&s.items[0], &mq, NULL) == CONFLICT_MATCH_YES);
+                CHECK(conflict_matches(&s.items[0], &bio, NULL) == CONFLICT_MATCH_NO);
+        }
+        conflict_set_done(&s);
+
+        CHECK(mkdtemp(dir));
+        CHECK(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
+        write_file(dir, "/lib/systemd/system/google-guest-agent.service", "[Service]\n");
+        write_file(dir, "/usr/bin/google_optimize_local_ssd", "#!/bin/sh\n");
+        /* the .template overrides the .cfg, as the agent reads them */
+        write_file(dir, "/etc/default/instance_configs.cfg", "[InstanceSetup]\noptimize_local_ssd = false\n");
+        write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
+        CHECK(conflicts_scan_gce(dir, &s) == 0);
+        CHECK(s.n_items == 5);
+        if (s.n_items == 5) {
+                CHECK(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
+                CHECK(conflict_matches(&s.items[4], &lssd, NULL) == CONFLICT_MATCH_YES);
+                CHECK(conflict_matches(&s.items[4], &mq, NULL) == CONFLICT_MATCH_MAYBE);
+        }
+        conflict_set_done(&s);
+
+        /* masked in /etc: the agent does not run */
+        write_file(dir, "/etc/systemd/system/multi-user.target.wants/.keep", "");
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/google-guest-agent.service", dir);
+        CHECK(symlink("/dev/null", path) == 0);
+        CHECK(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
+        conflict_set_done(&s);
+}
+
+TEST(kernel_cmdline) {
+        ConflictSet s = {};
+        ConflictDevice vda = disk("vda", true, NULL);
+        const RuleToken *why = (const RuleToken *) &s;
+
+        CHECK(conflicts_scan_cmdline(PROC, &s) == 0);
+        CHECK(s.n_items == 1);
+        if (s.n_items == 1) {
+                CHECK(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
+                CHECK_STR(s.items[0].value, "deadline");
+                CHECK_STR(s.items[0].path, "/proc/cmdline");
+                /* blk-mq ignores it: it applies to no disk */
+                CHECK(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && !why);
+        }
+        conflict_set_done(&s);
+        CHECK(conflicts_scan_cmdline(FIXTURES_DIR "/kvm-6.18/proc", &s) == 0 && s.n_items == 0);
+        conflict_set_done(&s);
+}
+
+TEST(drift_attribution) {
+        Roots roots = { .proc = PROC, .root = ROOT };
+        FakeDisk fixed = { .attrs = (const char *const[]) { "removable=0", "queue/rotational=1", NULL },
+                           .env = (const char *const[]) { "ID_VENDOR=Google", NULL } };
+        FakeDisk virtio = { .attrs = fixed.attrs, .env = (const char *const[]) { "ID_PATH=pci-0000:00:02.0", NULL } };
+        ConflictDevice vda = disk("vda", true, &virtio), sda = disk("sda", true, &fixed), dm = disk("dm-0", false, &fixed);
+        ConflictSet s = {};
+        const Conflict *c;
+        char *text;
+
+        CHECK(conflicts_scan(&roots, &s) == 0);
+        CHECK(s.n_items == 14);
+        /* the udev rule that names vda and writes what is live */
+        c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
+        CHECK(c && c->source == CONFLICT_UDEV && c->line == 18);
+        text = c ? conflict_describe(c) : NULL;
+        CHECK_STR(text, "udev rule /etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline "
+                        "(KERNEL==\"vd[a-z]\")");
+        free(text);
+        c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "bfq");
+        CHECK(c && c->source == CONFLICT_TUNED);
+        text = c ? conflict_describe(c) : NULL;
+        CHECK_STR(text, "tuned profile /etc/tuned/profiles/virtual-guest-blk/tuned.conf:9 sets queue/scheduler=bfq "
+                        "([disk] devices=!loop*)");
+        free(text);
+        /* none on vda: only the GCE agent writes that there */
+        c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "none");
+        CHECK(c && c->source == CONFLICT_GCE);
+        /* on a rotational Google sda, the rule that writes none, not the agent */
+        c = conflicts_attribute(&s, &sda, TUNABLE_SCHEDULER, "none");
+        CHECK(c && c->source == CONFLICT_UDEV && strstr(c->path, "99-gce.rules"));
+        /* the kernel command line's elevator=deadline never counts */
+        CHECK(!conflicts_attribute(&s, &dm, TUNABLE_SCHEDULER, "mq-deadline"));
+        CHECK(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "kyber"));
+        /* udev's 64-readahead.rules and tuned both write 4096 on vda: the rule */
+        c = conflicts_attribute(&s, &vda, T("read_ahead_kb"), "4096");
+        CHECK(c && c->source == CONFLICT_UDEV && c->line == 5);
+        conflict_set_done(&s);
+
+        /* "deadline" is the kernel's alias of mq-deadline */
+        CHECK(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s) == 0);
+        c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
+        CHECK(c && streq(c->value, "deadline"));
+        conflict_set_done(&s);
+}
