@@ -2,6 +2,7 @@
 /* What a device looks like to the control socket: the report of --once,
  * plus what only a running daemon knows (pause, override, flip history),
  * and "explain": every policy considered and why it matched or not. */
+#include "conflicts-report.h"
 #include "manager.h"
 #include "report.h"
 #include "util.h"
@@ -69,6 +70,7 @@ cJSON *manager_explain(Manager *m, Device *d) {
         cJSON *o = manager_report_device(m, d), *dyn;
 
         cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
+        cJSON_AddItemToObject(o, "conflicts", manager_device_conflicts_json(m, d));
         dyn = cJSON_GetObjectItemCaseSensitive(o, "dynamic");
         if (cJSON_IsObject(dyn))
                 cJSON_AddItemToObject(dyn, "history", explain_history(d));

@@ -25,6 +25,8 @@ static void help(void) {
                "     --sysfs-root=DIR     Where sysfs is (default /sys)\n"
                "     --debugfs-root=DIR   Where debugfs is (default /sys/kernel/debug)\n"
                "     --proc-root=DIR      Where procfs is (default /proc)\n"
+               "     --root=DIR           Where /etc, /usr/lib and /run are, to find other tools that\n"
+               "                          set the same settings (default /, none with --sysfs-root)\n"
                "     --state-dir=DIR      Where original settings are recorded (default /run/blkpolicyd)\n"
                "     --socket=PATH        Control socket (default /run/blkpolicyd/control.sock)\n"
                "     --device=GLOB        Only consider whole disks whose kernel name matches; repeatable\n"
@@ -46,6 +48,7 @@ enum {
         ARG_SYSFS_ROOT,
         ARG_DEBUGFS_ROOT,
         ARG_PROC_ROOT,
+        ARG_ROOT,
         ARG_STATE_DIR,
         ARG_SOCKET,
         ARG_DEVICE,
@@ -66,6 +69,7 @@ static const struct option long_options[] = {
         { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
         { "debugfs-root", required_argument, NULL, ARG_DEBUGFS_ROOT },
         { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
+        { "root", required_argument, NULL, ARG_ROOT },
         { "state-dir", required_argument, NULL, ARG_STATE_DIR },
         { "socket", required_argument, NULL, ARG_SOCKET },
         { "device", required_argument, NULL, ARG_DEVICE },
@@ -107,6 +111,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_PROC_ROOT:
                         o->roots.proc = optarg;
+                        break;
+                case ARG_ROOT:
+                        o->roots.root = optarg;
                         break;
                 case ARG_STATE_DIR:
                         o->state_dir = optarg;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "blkpolicyd-paths.h"
+#include "conflicts-report.h"
 #include "manager.h"
 #include "metrics.h"
 #include "util.h"
@@ -120,6 +121,7 @@ int metrics_build(Manager *m, char **ret) {
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
         write_device_metrics(&b, devs, n);
+        manager_conflicts_metrics(m, b.f);
         if (fclose(b.f) != 0) {
                 free(b.text);
                 return -ENOMEM;

@@ -62,13 +62,14 @@ try:
     pol = os.path.join(work, "policies")
     shutil.copytree(policies, pol)
     d = subprocess.Popen([*VALGRIND, blkpolicyd, "--dry-run", "--config", "/dev/null", "--policy-dir", pol,
-                          *roots("kvm-6.18"), "--state-dir", os.path.join(work, "state"), "--socket", sock],
+                          *roots("conflicts"), "--root", os.path.join(fixtures, "conflicts", "root"),
+                          "--state-dir", os.path.join(work, "state"), "--socket", sock],
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not os.path.exists(sock) and time.monotonic() < deadline:
         time.sleep(0.1)
     for req in ['{"command": "status"}', '{"command": "devices"}', '{"command": "explain", "device": "vda"}',
-                '{"command": "policies"}', '{"command": "verify"}', '{"command": "metrics"}',
+                '{"command": "policies"}', '{"command": "verify"}', '{"command": "metrics"}', '{"command": "doctor"}',
                 '{"command": "pause", "device": "vda"}', '{"command": "resume"}', '{"command": "reload"}',
                 '{"command": "nope"}', '{bad json', '{"command": "device", "device": "sdz"}']:
         s = socket.socket(socket.AF_UNIX)

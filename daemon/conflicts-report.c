@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The other writers of blkpolicyd's settings (conflicts.c), matched
+ * against the device table: for status, explain, doctor, metrics, the log
+ * at start and reload, and the drift note. A writer "affects" a device when
+ * it applies to it for sure and writes a setting that blkpolicyd manages
+ * there: two owners of one value, whichever writes last wins. */
+#include <limits.h>
+#include <sys/sysmacros.h>
+
+#include "conflicts-report.h"
+#include "conflicts.h"
+#include "log.h"
+#include "tunables.h"
+#include "util.h"
+
+typedef struct DeviceRead {
+        const Roots *roots;
+        const Device *device;
+} DeviceRead;
+
+/* ATTR{} of a rule: <sysfs>/block/<dev>/<attr>; nothing outside the disk. */
+static int device_read_attr(void *userdata, const char *attr, char *buf, size_t size) {
+        const DeviceRead *dr = userdata;
+        char path[PATH_MAX];
+        int r;
+
+        if (strstr(attr, "..") || attr[0] == '/')
+                return -EINVAL;
+        r = block_path(path, sizeof(path), dr->roots, dr->device->name, attr);
+        return r < 0 ? r : sysfs_read(path, buf, size);
+}
+
+/* ENV{} of a rule: udev's database, <root>/run/udev/data/b<major>:<minor>,
+ * "E:KEY=value" lines. */
+static int device_read_env(void *userdata, const char *key, char *buf, size_t size) {
+        const DeviceRead *dr = userdata;
+        const char *root = dr->roots->root && !streq(dr->roots->root, "/") ? dr->roots->root : "";
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[PATH_MAX], line[512];
+        size_t klen = strlen(key);
+
+        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", root, major(dr->device->devnum),
+                 minor(dr->device->devnum));
+        if (fopen_regular(path, &f) < 0)
+                return -EIO;    /* no database: the condition stays unknown */
+        while (fgets(line, sizeof(line), f))
+                if (startswith(line, "E:") && strncmp(line + 2, key, klen) == 0 && line[2 + klen] == '=') {
+                        line[strcspn(line, "\n")] = 0;
+                        return strscpy(buf, size, line + 3 + klen);
+                }
+        return -ENOENT;
+}
+
+static ConflictDevice conflict_device(const Device *d, DeviceRead *dr) {
+        return (ConflictDevice) { .name = d->name, .blk_mq = d->facts->hw_queues > 0, .read_attr = device_read_attr,
+                                  .read_env = device_read_env, .userdata = dr };
+}
+
+static const char *match_to_string(ConflictMatch m) {
+        return m == CONFLICT_MATCH_YES ? "yes" : m == CONFLICT_MATCH_MAYBE ? "maybe" : "no";
+}
+
+/* blkpolicyd's item for the conflict's setting on d, if it manages it there. */
+static const PlanItem *managed_item(const Device *d, const Conflict *c) {
+        return d->plan->managed ? plan_find(d->plan, c->tunable) : NULL;
+}
+
+static bool conflict_affects(const Conflict *c, const Device *d, ConflictMatch m) {
+        return m == CONFLICT_MATCH_YES && managed_item(d, c);
+}
+
+static void add_why(cJSON *o, const RuleToken *why, ConflictMatch m) {
+        char buf[512];
+
+        if (!why || rule_token_format(why, buf, sizeof(buf)) < 0)
+                cJSON_AddNullToObject(o, "condition");
+        else
+                cJSON_AddStringToObject(o, m == CONFLICT_MATCH_MAYBE ? "unknown" : "condition", buf);
+}
+
+static cJSON *conflict_json(const Conflict *c) {
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "source", conflict_source_to_string(c->source));
+        cJSON_AddStringToObject(o, "path", c->path);
+        if (c->line)
+                cJSON_AddNumberToObject(o, "line", c->line);
+        else
+                cJSON_AddNullToObject(o, "line");
+        cJSON_AddStringToObject(o, "attr", tunables[c->tunable].attr);
+        cJSON_AddStringToObject(o, "value", c->value);
+        if (c->match)
+                cJSON_AddStringToObject(o, "match", c->match);
+        else
+                cJSON_AddNullToObject(o, "match");
+        cJSON_AddBoolToObject(o, "effective", c->effective);
+        cJSON_AddStringToObject(o, "advice", c->advice);
+        return o;
+}
+
+/* One writer, and the devices it applies to (or may). */
+static cJSON *conflict_devices_json(Manager *m, const Conflict *c, Device **sorted, int n, bool *affects) {
+        cJSON *o = conflict_json(c), *a = cJSON_AddArrayToObject(o, "devices");
+
+        *affects = false;
+        for (int i = 0; i < n; i++) {
+                DeviceRead dr = { &m->roots, sorted[i] };
+                ConflictDevice cd = conflict_device(sorted[i], &dr);
+                ConflictMatch k = conflict_matches(c, &cd, NULL);
+                const PlanItem *it = managed_item(sorted[i], c);
+                cJSON *e;
+
+                if (k == CONFLICT_MATCH_NO)
+                        continue;
+                e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "name", sorted[i]->name);
+                cJSON_AddStringToObject(e, "match", match_to_string(k));
+                cJSON_AddBoolToObject(e, "managed", it != NULL);
+                if (it)
+                        cJSON_AddStringToObject(e, "intended", it->target);
+                cJSON_AddItemToArray(a, e);
+                *affects = *affects || conflict_affects(c, sorted[i], k);
+        }
+        cJSON_AddBoolToObject(o, "affects_managed", *affects);
+        return o;
+}
+
+static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affecting) {
+        _cleanup_free_ Device **sorted = NULL;
+        int n = device_table_sorted(&m->devices, &sorted);
+        cJSON *a = cJSON_CreateArray();
+
+        *affecting = 0;
+        for (size_t i = 0; i < set->n_items; i++) {
+                bool affects;
+
+                cJSON_AddItemToArray(a, conflict_devices_json(m, &set->items[i], sorted, n, &affects));
+                *affecting += affects;
+        }
+        return a;
+}
+
+static int scan(Manager *m, ConflictSet *set) {
+        int r = conflicts_scan(&m->roots, set);
+
+        if (r < 0)
+                log_warning_errno(r, "Cannot look for other writers of the settings: %m");
+        return r;
+}
+
+cJSON *manager_conflicts_json(Manager *m) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        unsigned affecting;
+
+        if (scan(m, &set) < 0)
+                return cJSON_CreateArray();
+        return conflicts_build(m, &set, &affecting);
+}
+
+cJSON *manager_device_conflicts_json(Manager *m, Device *d) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        DeviceRead dr = { &m->roots, d };
+        ConflictDevice cd = conflict_device(d, &dr);
+        cJSON *a = cJSON_CreateArray();
+
+        if (scan(m, &set) < 0)
+                return a;
+        for (size_t i = 0; i < set.n_items; i++) {
+                const Conflict *c = &set.items[i];
+                const RuleToken *why;
+                ConflictMatch k = conflict_matches(c, &cd, &why);
+                const PlanItem *it = managed_item(d, c);
+                cJSON *o;
+
+                if (k == CONFLICT_MATCH_NO)
+                        continue;
+                o = conflict_json(c);
+                cJSON_AddStringToObject(o, "applies", match_to_string(k));
+                add_why(o, why, k);
+                if (it)
+                        cJSON_AddStringToObject(o, "intended", it->target);
+                else
+                        cJSON_AddNullToObject(o, "intended");
+                cJSON_AddBoolToObject(o, "affects", conflict_affects(c, d, k));
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
+cJSON *manager_doctor(Manager *m) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        cJSON *o = cJSON_CreateObject(), *w;
+        unsigned affecting = 0;
+
+        if (scan(m, &set) < 0) {
+                cJSON_AddArrayToObject(o, "conflicts");
+                cJSON_AddNumberToObject(o, "affecting", 0);
+                cJSON_AddStringToObject(o, "error", "the scan for other writers failed (see the log)");
+                return o;
+        }
+        cJSON_AddItemToObject(o, "conflicts", conflicts_build(m, &set, &affecting));
+        cJSON_AddNumberToObject(o, "affecting", affecting);
+        w = cJSON_AddArrayToObject(o, "warnings");
+        for (char **s = set.warnings; s && *s; s++)
+                cJSON_AddItemToArray(w, cJSON_CreateString(*s));
+        return o;
+}
+
+void manager_conflicts_metrics(Manager *m, FILE *f) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        _cleanup_free_ Device **sorted = NULL;
+        unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
+        int n;
+
+        if (scan(m, &set) < 0)
+                return;
+        for (size_t i = 0; i < set.n_items; i++)
+                per_source[set.items[i].source]++;
+        fputs("# HELP blkpolicyd_conflicts Other writers found of settings blkpolicyd manages (udev rules, tuned, "
+              "the GCE guest agent, elevator=)\n# TYPE blkpolicyd_conflicts gauge\n", f);
+        for (int s = 0; s < _CONFLICT_SOURCE_MAX; s++)
+                fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
+        fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
+              "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
+        n = device_table_sorted(&m->devices, &sorted);
+        for (int i = 0; i < n; i++) {
+                DeviceRead dr = { &m->roots, sorted[i] };
+                ConflictDevice cd = conflict_device(sorted[i], &dr);
+                unsigned count = 0;
+
+                if (!sorted[i]->plan->managed)
+                        continue;
+                for (size_t k = 0; k < set.n_items; k++)
+                        count += conflict_affects(&set.items[k], sorted[i],
+                                                  conflict_matches(&set.items[k], &cd, NULL));
+                /* kernel names need no escaping: [A-Za-z0-9_.!-] */
+                fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", sorted[i]->name, count);
+        }
+}
+
+/* "sda, sdb (managed), vdc (maybe)" */
+static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorted, int n, bool *affects) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        bool first = true;
+
+        if (!f)
+                return NULL;
+        *affects = false;
+        for (int i = 0; i < n; i++) {
+                DeviceRead dr = { &m->roots, sorted[i] };
+                ConflictDevice cd = conflict_device(sorted[i], &dr);
+                ConflictMatch k = conflict_matches(c, &cd, NULL);
+
+                if (k == CONFLICT_MATCH_NO)
+                        continue;
+                fprintf(f, "%s%s%s", first ? "" : ", ", sorted[i]->name,
+                        k == CONFLICT_MATCH_MAYBE      ? " (maybe)"
+                        : managed_item(sorted[i], c) ? " (managed)"
+                                                       : "");
+                *affects = *affects || conflict_affects(c, sorted[i], k);
+                first = false;
+        }
+        if (first)
+                fputs("no disk here", f);
+        if (fclose(f) != 0)
+                return mfree(text);
+        return text;
+}
+
+void manager_log_conflicts(Manager *m) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        _cleanup_free_ Device **sorted = NULL;
+        int n;
+
+        if (scan(m, &set) < 0)
+                return;
+        for (char **s = set.warnings; s && *s; s++)
+                log_notice("Conflicts: %s", *s);
+        n = device_table_sorted(&m->devices, &sorted);
+        for (size_t i = 0; i < set.n_items; i++) {
+                const Conflict *c = &set.items[i];
+                _cleanup_free_ char *what = conflict_describe(c), *on = NULL;
+                bool affects;
+
+                on = conflict_devices_text(m, c, sorted, n, &affects);
+                if (!what || !on) {
+                        log_oom();
+                        return;
+                }
+                /* a writer of a setting blkpolicyd holds is a fight: warning */
+                log_full_errno(affects ? LOG_WARNING : LOG_NOTICE, 0, "Conflict: %s; applies to %s; to fix: %s", what,
+                               c->effective ? on : "nothing (no effect on blk-mq)", c->advice);
+        }
+}
+
+char *manager_conflict_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        DeviceRead dr = { &m->roots, d };
+        ConflictDevice cd = conflict_device(d, &dr);
+        const Conflict *c;
+
+        if (conflicts_scan(&m->roots, &set) < 0)
+                return NULL;
+        c = conflicts_attribute(&set, &cd, tunable, live);
+        return c ? conflict_describe(c) : NULL;
+}
+
+void manager_conflicts_annotate_verify(Manager *m, cJSON *verify) {
+        _cleanup_(conflict_set_done) ConflictSet set = {};
+        cJSON *dev, *x;
+        bool scanned = false;
+
+        cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(verify, "devices")) {
+                const cJSON *name = cJSON_GetObjectItemCaseSensitive(dev, "name");
+                Device *d = cJSON_IsString(name) ? device_table_find_name(&m->devices, name->valuestring) : NULL;
+
+                cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(dev, "drift")) {
+                        const cJSON *attr = cJSON_GetObjectItemCaseSensitive(x, "attr");
+                        const cJSON *live = cJSON_GetObjectItemCaseSensitive(x, "live");
+                        int t = cJSON_IsString(attr) ? tunable_find_attr(attr->valuestring) : -ENOENT;
+                        _cleanup_free_ char *who = NULL;
+                        const Conflict *c = NULL;
+
+                        /* scanned once, and only when something drifted */
+                        if (!scanned && d && t >= 0)
+                                scanned = conflicts_scan(&m->roots, &set) >= 0;
+                        if (scanned && d && t >= 0 && cJSON_IsString(live)) {
+                                DeviceRead dr = { &m->roots, d };
+                                ConflictDevice cd = conflict_device(d, &dr);
+
+                                c = conflicts_attribute(&set, &cd, (unsigned) t, live->valuestring);
+                        }
+                        who = c ? conflict_describe(c) : NULL;
+                        if (who)
+                                cJSON_AddStringToObject(x, "writer", who);
+                        else
+                                cJSON_AddNullToObject(x, "writer");
+                }
+        }
+}

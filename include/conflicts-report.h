@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The daemon's side of conflicts.h: the other writers found below the
+ * roots, matched against the device table, for status, explain, doctor,
+ * metrics, the log and drift. Each call scans afresh (a few dozen small
+ * files): what the admin just fixed shows at once, with no reload. */
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "manager.h"
+
+/* status: every writer found, with the devices it applies to. */
+cJSON *manager_conflicts_json(Manager *m);
+/* explain: the writers that apply to d (or may). */
+cJSON *manager_device_conflicts_json(Manager *m, Device *d);
+/* doctor: conflicts, per device, warnings, and "affecting": how many
+ * writers set a setting blkpolicyd manages on a managed device. */
+cJSON *manager_doctor(Manager *m);
+/* metrics: blkpolicyd_conflicts{source=...} and blkpolicyd_device_conflicts{device=...}. */
+void manager_conflicts_metrics(Manager *m, FILE *f);
+/* At start and reload: one line per writer, with what to do. */
+void manager_log_conflicts(Manager *m);
+/* verify: each drift entry gets "writer", the likely writer of the live
+ * value (as manager_conflict_drift_note()), or null. */
+void manager_conflicts_annotate_verify(Manager *m, cJSON *verify);
+/* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
+ * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
+ * when none is known (or on ENOMEM). Caller frees. */
+char *manager_conflict_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live);
