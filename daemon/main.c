@@ -93,7 +93,8 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         help();
                         return 0;
                 case ARG_VERSION:
-                        printf("%s%s\n", PACKAGE_VERSION, ENABLE_FAULT_INJECTION ? " +fault-injection" : "");
+                        printf("blkpolicyd %s%s\n", PACKAGE_VERSION,
+                               ENABLE_FAULT_INJECTION ? " +fault-injection" : "");
                         return 0;
                 case ARG_CONFIG:
                         o->config_path = optarg;

@@ -97,7 +97,8 @@ try:
     r = run(blkpolicyctl, "--version")
     check("blkpolicyctl --version", r.returncode == 0 and re.match(r"blkpolicyctl \d+\.\d+", r.stdout), r)
     r = run(blkpolicyd, "--version")
-    check("blkpolicyd --version", r.returncode == 0 and re.match(r"\d+\.\d+", r.stdout), r)
+    check("blkpolicyd --version: name and version, as blkpolicyctl's", r.returncode == 0
+          and re.match(r"blkpolicyd \d+\.\d+", r.stdout), r)
     r = run(blkpolicyctl, "status", "--version")
     check("blkpolicyctl status --version: the option after the command", r.returncode == 0
           and r.stdout.startswith("blkpolicyctl "), r)

@@ -190,7 +190,7 @@ try:
     # the series, with their labels, as Prometheus stored them
     v = wait_query('blkpolicyd_build_info{job="node"}')
     check("blkpolicyd_build_info{version=...} 1, scraped through node_exporter's textfile collector",
-          v and v[0][1] == 1 and v[0][0].get("version") == version[0], v)
+          v and v[0][1] == 1 and v[0][0].get("version") == version[1], v)
     v = wait_query('blkpolicyd_device_scheduler{device="loop0"}')
     check("blkpolicyd_device_scheduler{device=\"loop0\",scheduler=\"none\"} 1",
           v and v[0][0].get("scheduler") == "none" and v[0][1] == 1, v)
