@@ -43,7 +43,9 @@ def write(path, text):
 
 
 def run(*args, timeout=30):
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
+    # man: wide lines, so that no option or example is broken across two
+    env = dict(os.environ, MANWIDTH="250", LC_ALL="C.UTF-8")
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def ctl(*args):
