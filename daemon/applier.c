@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The applier: a small pool of worker threads that run apply passes, so a
  * queue freeze never blocks the event loop. See applier.h. */
+#include <limits.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -197,15 +198,27 @@ static void reap_workers(Applier *a) {
         }
 }
 
-static void hand_back(Applier *a) {
-        ApplyJob *list;
+/* Jobs handed back per wakeup of the loop: the rest wait for its next
+ * turn, after the socket and the timers (the eventfd is signalled again). */
+#define JOBS_PER_DISPATCH 32
+
+/* Hands back at most `limit` finished jobs. */
+static void hand_back(Applier *a, unsigned limit) {
+        ApplyJob *list, **end;
         uint64_t count;
+        unsigned n = 0;
 
         (void) !read(a->efd, &count, sizeof(count));
         pthread_mutex_lock(&a->lock);
         list = a->finished;
-        a->finished = NULL;
-        a->finished_tail = &a->finished;
+        for (end = &a->finished; *end && n < limit; end = &(*end)->next)
+                n++;
+        a->finished = *end;
+        *end = NULL;
+        if (!a->finished)
+                a->finished_tail = &a->finished;
+        else
+                notify_loop(a);
         pthread_mutex_unlock(&a->lock);
         while (list) {
                 ApplyJob *next = list->next;
@@ -218,7 +231,7 @@ static void hand_back(Applier *a) {
 }
 
 static int on_finished(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
-        hand_back(userdata);
+        hand_back(userdata, JOBS_PER_DISPATCH);
         return 0;
 }
 
@@ -277,7 +290,7 @@ void applier_drain(Applier *a) {
         for (;;) {
                 bool busy;
 
-                hand_back(a);
+                hand_back(a, UINT_MAX);
                 pthread_mutex_lock(&a->lock);
                 while (!a->finished && (a->pending || a->n_running))
                         pthread_cond_wait(&a->progress, &a->lock);

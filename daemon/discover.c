@@ -160,10 +160,15 @@ static void drain(int fd) {
                 ;
 }
 
+/* Events handled per wakeup: a storm of a thousand adds, handled in one
+ * go, kept the control socket waiting 250 ms; the rest wait for the next
+ * turn of the loop (the fd stays readable), after the other sources. */
+#define EVENTS_PER_DISPATCH 16
+
 static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
         Discover *d = userdata;
 
-        for (;;) {
+        for (unsigned n = 0; n < EVENTS_PER_DISPATCH; n++) {
                 struct udev_device *dev = udev_monitor_receive_device(d->udev_monitor);
                 const char *name;
 
@@ -182,6 +187,7 @@ static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t 
                                      uevent_action_from_string(udev_device_get_action(dev)));
                 udev_device_unref(dev);
         }
+        return 0;
 }
 
 static int start_udev_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
@@ -214,7 +220,7 @@ static void handle_kernel_uevent(Discover *d, char *buf, size_t len) {
 static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
         Discover *d = userdata;
 
-        for (;;) {
+        for (unsigned k = 0; k < EVENTS_PER_DISPATCH; k++) {
                 char buf[8192];
                 struct sockaddr_nl sender = {};
                 struct iovec iov = { buf, sizeof(buf) };
@@ -237,6 +243,7 @@ static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revent
                         continue;
                 handle_kernel_uevent(d, buf, (size_t) n);
         }
+        return 0;
 }
 
 static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
