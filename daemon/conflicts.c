@@ -1302,6 +1302,7 @@ int conflicts_scan_gce(const char *root, ConflictSet *s) {
                 { "add_random", "0" }, { "nr_requests", "512" }, { "rq_affinity", "0" }, { "nomerges", "1" },
         };
         const char *unit = NULL;
+        _cleanup_free_ char *advice = NULL;
         Conflict *c;
         int r;
 
@@ -1310,11 +1311,16 @@ int conflicts_scan_gce(const char *root, ConflictSet *s) {
                         unit = gce_units[i];
         if (!unit || rules_file_is_masked(root, gce_units[0]))
                 return 0;       /* not installed, or masked in /etc */
-        r = conflict_add(s, CONFLICT_GCE, unit, 0, TUNABLE_SCHEDULER, "none", NULL, 0, "every disk with mq/",
-                         "the agent writes none to every blk-mq disk at each of its starts and has no option to stop "
-                         "it: order blkpolicyd after it (a drop-in with After=google-guest-agent.service) so that "
-                         "blkpolicyd's pass comes last, and set on_drift=reapply in blkpolicyd.conf for a restarted "
-                         "agent", &c);
+        if (asprintf(&advice, "%sthe agent writes none to every blk-mq disk at each of its starts and has no option "
+                              "to stop it: order blkpolicyd after it (a drop-in with After=google-guest-agent.service) "
+                              "so that blkpolicyd's pass comes last, and set on_drift=reapply in blkpolicyd.conf for a "
+                              "restarted agent",
+                     path_exists_under(root, "/etc/systemd/system/multi-user.target.wants/google-guest-agent.service")
+                             ? ""
+                             : "google-guest-agent.service is not enabled, so this applies only when it is started; ") < 0)
+                return advice = NULL, -ENOMEM;
+        r = conflict_add(s, CONFLICT_GCE, unit, 0, TUNABLE_SCHEDULER, "none", NULL, 0, "every disk with mq/", advice,
+                         &c);
         if (r < 0)
                 return r;
         c->needs_blk_mq = true;

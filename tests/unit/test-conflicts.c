@@ -335,6 +335,7 @@ TEST(gce_agent) {
                 CHECK(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
                 CHECK(conflict_matches(&s.items[0], &mq, NULL) == CONFLICT_MATCH_YES);
                 CHECK(conflict_matches(&s.items[0], &bio, NULL) == CONFLICT_MATCH_NO);
+                CHECK(startswith(s.items[0].advice, "the agent writes none"));
         }
         conflict_set_done(&s);
 
@@ -348,6 +349,8 @@ TEST(gce_agent) {
         CHECK(conflicts_scan_gce(dir, &s) == 0);
         CHECK(s.n_items == 5);
         if (s.n_items == 5) {
+                /* not enabled: the fixture's is, this one is not */
+                CHECK(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
                 CHECK(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
                 CHECK(conflict_matches(&s.items[4], &lssd, NULL) == CONFLICT_MATCH_YES);
                 CHECK(conflict_matches(&s.items[4], &mq, NULL) == CONFLICT_MATCH_MAYBE);
