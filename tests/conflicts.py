@@ -133,6 +133,10 @@ try:
     r = ctl(sock, "doctor")
     golden("conflicts-doctor.txt", r.stdout)
     check("doctor: exit 4 when a writer fights blkpolicyd on a managed disk", r.returncode == 4, r)
+    r = ctl(sock, "status")
+    check("blkpolicyctl status counts them and points to doctor",
+          "other writers of these settings: 14, 3 setting what blkpolicyd manages (blkpolicyctl doctor)\n"
+          in r.stdout, r.stdout)
     r = ctl(sock, "doctor", "--json")
     d = json.loads(r.stdout)["result"] if r.stdout else {}
     check("doctor --json: the same, and the count", r.returncode == 4 and d.get("affecting") == 3
