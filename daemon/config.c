@@ -199,6 +199,7 @@ static char *config_reader(char *str, int num, void *stream) {
                         p->long_line = p->line + 1;
         } else
                 p->line++;
+        ini_cut_inline_comment(r);     /* as in policy files: "exclude = sda   # boot disk" */
         return r;
 }
 

@@ -53,7 +53,7 @@ static void classes_format(ClassSet classes, char *buf, size_t size) {
                         n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", class_to_string(c));
 }
 
-static void log_item(const Device *d, const PlanItem *it, bool dry_run) {
+static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
         const char *attr = tunables[it->tunable].attr;
         LogDeviceEvent e = { .message_id = MESSAGE_ID_SETTING_CHANGED, .device = d->name, .policy = it->source,
                              .setting = attr, .old = it->before, .new = it->target,
@@ -65,9 +65,9 @@ static void log_item(const Device *d, const PlanItem *it, bool dry_run) {
                                  it->source);
                 break;
         case RESULT_PLANNED:
-                log_info("%s: %s would change %s -> %s (%s)%s", d->name, attr,
+                log_info("%s: %s would change %s -> %s (%s)%s%s", d->name, attr,
                          *it->current ? it->current : "(with the new scheduler)", it->target, it->source,
-                         dry_run ? ", dry run" : "");
+                         why_not ? ", " : "", why_not ?: "");
                 break;
         case RESULT_UNCHANGED:
                 log_debug("%s: %s already %s", d->name, attr, it->current);
@@ -81,7 +81,7 @@ static void log_item(const Device *d, const PlanItem *it, bool dry_run) {
         }
 }
 
-static void log_plan(const Device *d, bool dry_run) {
+static void log_plan(const Device *d, const char *why_not) {
         char classes[256];
 
         classes_format(d->facts->classes, classes, sizeof(classes));
@@ -92,7 +92,7 @@ static void log_plan(const Device *d, bool dry_run) {
         log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan->policy,
                  d->plan->reason ? "; " : "", d->plan->reason ?: "");
         for (unsigned i = 0; i < d->plan->n_items; i++)
-                log_item(d, &d->plan->items[i], dry_run);
+                log_item(d, &d->plan->items[i], why_not);
 }
 
 static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
@@ -216,6 +216,19 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         return 0;
 }
 
+/* Why a planned change was not made, for the log; NULL when it would be. */
+static const char *device_why_not(const Manager *m, const Device *d) {
+        if (m->options->dry_run)
+                return "dry run";
+        if (!manager_writes(m))
+                return "mode=observe";
+        if (d->paused || m->paused_all)
+                return "paused";
+        if (device_overridden(d))
+                return "overridden";
+        return d->record_unreadable ? "state record unreadable" : NULL;
+}
+
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
 static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
@@ -231,7 +244,7 @@ static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 sd_event_exit(m->event, -ENOMEM);
                 return;
         }
-        log_plan(d, !manager_writes(m) || device_is_held(m, d));
+        log_plan(d, device_why_not(m, d));
         if (r == -EAGAIN) {
                 device_schedule_retry(m, d);
                 return;

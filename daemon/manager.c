@@ -245,6 +245,7 @@ int manager_reload(Manager *m, cJSON **errors) {
                 cJSON_AddItemToArray(*errors, report_policy_error(&e));
                 cJSON_Delete(m->reload_errors);        /* status shows why the running config stays */
                 m->reload_errors = cJSON_Duplicate(*errors, true);
+                m->reload_failures++;
                 (void) sd_notify(false, "READY=1");
                 return -EINVAL;
         }

@@ -113,6 +113,8 @@ int metrics_build(Manager *m, char **ret) {
         help(&b, "blkpolicyd_last_reload_successful", "gauge",
              "0 while the last reload was refused (its configuration has errors; the running one stays)");
         fprintf(b.f, "blkpolicyd_last_reload_successful %d\n", m->reload_errors ? 0 : 1);
+        help(&b, "blkpolicyd_reload_failures_total", "counter", "Reloads refused (the configuration had errors)");
+        fprintf(b.f, "blkpolicyd_reload_failures_total %llu\n", (unsigned long long) m->reload_failures);
         help(&b, "blkpolicyd_policy_files_rejected", "gauge",
              "Policy files rejected at the last (re)load: files, not errors; they count as absent");
         fprintf(b.f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);

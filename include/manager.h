@@ -149,6 +149,7 @@ struct Manager {
         bool paused_all;
         uint64_t start_usec;
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
+        uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
 };
 
 uint64_t manager_uptime_usec(const Manager *m);

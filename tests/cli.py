@@ -265,6 +265,8 @@ try:
     m = ctl("metrics")
     check("... and metrics say so: blkpolicyd_last_reload_successful 0",
           "\nblkpolicyd_last_reload_successful 0\n" in m.stdout, m.stdout[:2000])
+    check("... and blkpolicyd_reload_failures_total counts it",
+          "\nblkpolicyd_reload_failures_total 1\n" in m.stdout, m.stdout[:2000])
     write(conf, good)
     reload(d)
     r = ctl("status")
