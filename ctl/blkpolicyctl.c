@@ -184,6 +184,14 @@ static void print_status(const cJSON *r) {
                 cJSON_ArrayForEach(x, get(r, "reload_errors"))
                         printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
         }
+        if (cJSON_GetArraySize(get(r, "conflicts")) > 0) {
+                int fights = 0;
+
+                cJSON_ArrayForEach(x, get(r, "conflicts"))
+                        fights += cJSON_IsTrue(get(x, "affects_managed"));
+                printf("other writers of these settings: %d, %d setting what blkpolicyd manages "
+                       "(blkpolicyctl doctor)\n", cJSON_GetArraySize(get(r, "conflicts")), fights);
+        }
 }
 
 static void print_devices(const cJSON *r) {
@@ -250,8 +258,17 @@ static void print_policies(const cJSON *r) {
 static void print_verify(const cJSON *r) {
         const cJSON *d, *x;
 
-        if (num(r, "drifted") == 0)
+        bool observing = !strcmp(str(r, "mode"), "observe");
+
+        if (num(r, "drifted") == 0 && !observing)
                 printf("No drift: every managed setting is as blkpolicyd intends.\n");
+        if (observing)
+                printf("mode=observe: nothing is enforced; %.0f device%s with changes pending.\n", num(r, "pending"),
+                       num(r, "pending") == 1 ? "" : "s");
+        cJSON_ArrayForEach(d, get(r, "devices"))
+                cJSON_ArrayForEach(x, get(d, "pending"))
+                        printf("%s: %s is %s, would be %s (pending)\n", str(d, "name"), str(x, "attr"),
+                               *str(x, "live") ? str(x, "live") : "(with the new scheduler)", str(x, "intended"));
         cJSON_ArrayForEach(d, get(r, "devices"))
                 cJSON_ArrayForEach(x, get(d, "drift"))
                         printf("%s: %s is %s, blkpolicyd intends %s%s%s%s\n", str(d, "name"), str(x, "attr"),
@@ -262,6 +279,44 @@ static void print_verify(const cJSON *r) {
 }
 
 /* One paragraph per writer: what it sets, where, on which disks, what to do. */
+static void print_doctor(const cJSON *r) {
+        const cJSON *c, *d, *w;
+
+        cJSON_ArrayForEach(c, get(r, "conflicts")) {
+                bool first = true;
+                char line[32] = "";
+
+                if (cJSON_IsNumber(get(c, "line")))
+                        snprintf(line, sizeof(line), ":%.0f", num(c, "line"));
+                printf("%s%s: %s%s sets queue/%s=%s%s\n", c == get(r, "conflicts")->child ? "" : "\n",
+                       str(c, "source"), str(c, "path"), line, str(c, "attr"), str(c, "value"),
+                       cJSON_IsTrue(get(c, "effective")) ? "" : " (no effect on blk-mq)");
+                if (cJSON_IsString(get(c, "match")))
+                        printf("  match: %s\n", str(c, "match"));
+                printf("  applies to:");
+                cJSON_ArrayForEach(d, get(c, "devices")) {
+                        printf("%s %s", first ? "" : ",", str(d, "name"));
+                        if (!strcmp(str(d, "match"), "maybe"))
+                                printf(" (maybe)");
+                        else if (cJSON_IsTrue(get(d, "managed")))
+                                printf(" (blkpolicyd sets %s)", str(d, "intended"));
+                        first = false;
+                }
+                printf("%s\n", first ? " no disk here" : "");
+                printf("  to fix: %s\n", str(c, "advice"));
+        }
+        if (cJSON_GetArraySize(get(r, "conflicts")) && cJSON_GetArraySize(get(r, "warnings")))
+                putchar('\n');
+        cJSON_ArrayForEach(w, get(r, "warnings"))
+                printf("warning: %s\n", w->valuestring);
+        if (!cJSON_GetArraySize(get(r, "conflicts")))
+                printf("No other writer of blkpolicyd's settings found.\n");
+        else
+                printf("\n%d other writer%s found, %.0f setting what blkpolicyd manages on a managed disk.\n",
+                       cJSON_GetArraySize(get(r, "conflicts")), cJSON_GetArraySize(get(r, "conflicts")) == 1 ? "" : "s",
+                       num(r, "affecting"));
+}
+
 static int top(Ctl *c) {
         for (unsigned i = 0; !c->iterations || i < c->iterations; i++) {
                 cJSON *st = ctl_call(c, "status", NULL), *devs = ctl_call(c, "devices", NULL), *d;
@@ -306,10 +361,14 @@ static void help(void) {
                "  pause [DEV]       Stop managing DEV, or all devices (root)\n"
                "  resume [DEV]      Manage again; ends overrides (root)\n"
                "  restore [DEV]     Put back what blkpolicyd changed, then leave it paused (root)\n"
+               "  handover          The next stop leaves every device to the next daemon (root; upgrades)\n"
                "  metrics           Prometheus text format\n"
+               "  doctor            Other writers of the same settings (udev rules, tuned, the GCE\n"
+               "                    guest agent, elevator=) and what to do about them\n"
                "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n\n"
                "Options may come before or after the command. Exit status: 0 ok, 1 error reply,\n"
-               "2 usage, 3 cannot connect, 4 verify found drift, or status found a failed reload\n"
+               "2 usage, 3 cannot connect, 4 verify found drift (or pending changes in observe\n"
+               "mode), or status found a failed reload\n"
                "or a rejected policy file.\n");
 }
 
@@ -322,6 +381,7 @@ static const CommandSpec commands[] = {
         { "status", 0, 0 },   { "devices", 0, 0 }, { "device", 1, 1 }, { "explain", 1, 1 },
         { "policies", 0, 0 }, { "reload", 0, 0 },  { "verify", 0, 0 }, { "pause", 0, 1 },
         { "resume", 0, 1 },   { "restore", 0, 1 }, { "metrics", 0, 0 }, { "top", 0, 0 },
+        { "doctor", 0, 0 },   { "handover", 0, 0 },
 };
 
 static const CommandSpec *command_find(const char *name) {
@@ -333,8 +393,11 @@ static const CommandSpec *command_find(const char *name) {
 
 /* What an alerting system keys on: the daemon answered, but not all is as intended. */
 static bool needs_attention(const char *cmd, const cJSON *result) {
-        if (!strcmp(cmd, "verify"))
-                return num(result, "drifted") > 0;
+        if (!strcmp(cmd, "verify"))     /* observing with changes pending is never "as intended" */
+                return num(result, "drifted") > 0 || (!strcmp(str(result, "mode"), "observe") &&
+                                                      num(result, "pending") > 0);
+        if (!strcmp(cmd, "doctor"))
+                return num(result, "affecting") > 0;
         if (!strcmp(cmd, "status"))
                 return cJSON_IsArray(get(result, "reload_errors")) || num(result, "policy_files_rejected") > 0;
         return false;
@@ -374,6 +437,8 @@ static int run_command(Ctl *c, const char *cmd, const char *arg) {
                 print_policies(result);
         else if (!strcmp(cmd, "verify"))
                 print_verify(result);
+        else if (!strcmp(cmd, "doctor"))
+                print_doctor(result);
         else if (!strcmp(cmd, "metrics"))
                 fputs(str(result, "text"), stdout);
         else

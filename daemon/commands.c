@@ -2,6 +2,7 @@
 /* The control protocol's requests: parse, authorise, run, reply. */
 #include "blkpolicyd-paths.h"
 #include "applier.h"
+#include "conflicts-report.h"
 #include "control.h"
 #include "log.h"
 #include "manager.h"
@@ -81,6 +82,8 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
         cJSON_AddNumberToObject(o, "uptime_s", (double) manager_uptime_usec(m) / 1e6);
         cJSON_AddBoolToObject(o, "dry_run", m->options->dry_run);
+        cJSON_AddStringToObject(o, "mode", !manager_writes(m) ? "observe" : "enforce");
+        cJSON_AddBoolToObject(o, "handover", m->handover);
         cJSON_AddItemToObject(o, "kernel", report_kernel(&m->caps));
         cJSON_AddStringToObject(o, "monitor", discover_monitor_kind(m->discover));
         t = cJSON_AddObjectToObject(o, "tick");
@@ -114,6 +117,7 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
                 cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
         else
                 cJSON_AddNullToObject(o, "reload_errors");
+        cJSON_AddItemToObject(o, "conflicts", manager_conflicts_json(m));
         return reply_ok(o);
 }
 
@@ -168,8 +172,15 @@ static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unuse
         return cmd_policies(m, NULL, NULL);
 }
 
+static cJSON *cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        return reply_ok(manager_doctor(m));
+}
+
 static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        return reply_ok(manager_verify(m));
+        cJSON *o = manager_verify(m);
+
+        manager_conflicts_annotate_verify(m, o);
+        return reply_ok(o);
 }
 
 static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
@@ -182,6 +193,19 @@ static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
         /* the reply says it is done: what resume writes has landed */
         applier_drain(m->applier);
         return reply_ok(NULL);
+}
+
+/* The next stop leaves every device as it is, with its record, for the
+ * next daemon to take over: a package upgrade restarts the daemon without
+ * putting everything back and setting it again (two queue freezes a disk). */
+static cJSON *cmd_handover(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        cJSON *o = cJSON_CreateObject();
+
+        m->handover = true;
+        log_notice("Handover requested: the next stop leaves %zu devices to the next blkpolicyd",
+                   m->devices.n_devices);
+        cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
+        return reply_ok(o);
 }
 
 /* Puts back the originals and pauses, so that no event sets them again:
@@ -229,11 +253,13 @@ static const Command commands[] = {
         { "explain", false, true, cmd_explain },
         { "policies", false, false, cmd_policies },
         { "verify", false, false, cmd_verify },
+        { "doctor", false, false, cmd_doctor },
         { "metrics", false, false, cmd_metrics },
         { "reload", true, false, cmd_reload },
         { "pause", true, false, cmd_pause },
         { "resume", true, false, cmd_resume },
         { "restore", true, false, cmd_restore },
+        { "handover", true, false, cmd_handover },
 };
 
 static const Command *command_find(const char *name) {

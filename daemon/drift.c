@@ -4,6 +4,7 @@
  * default it is left alone and the device marked overridden (never fight
  * an admin), or with on_drift=reapply put back. */
 #include "apply.h"
+#include "conflicts-report.h"
 #include "log.h"
 #include "manager.h"
 #include "util.h"
@@ -101,6 +102,7 @@ cJSON *manager_verify(Manager *m) {
 }
 
 static void device_check_drift(Manager *m, Device *d) {
+        _cleanup_free_ char *who = NULL;
         char live[VALUE_MAX];
         const PlanItem *it;
 
@@ -109,15 +111,17 @@ static void device_check_drift(Manager *m, Device *d) {
         it = device_find_drift(m, d, live, sizeof(live));
         if (!it)
                 return;
+        /* name the likely writer: the admin fixes that, not blkpolicyd */
+        who = manager_conflict_drift_note(m, d, it->tunable, live);
         if (m->config.drift_reapply) {
-                log_notice("%s: %s was changed to %s behind blkpolicyd's back, setting %s again", d->name,
-                           tunables[it->tunable].attr, live, it->target);
+                log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", d->name,
+                           tunables[it->tunable].attr, live, who ? ", likely by " : "", who ?: "", it->target);
                 device_process_again(m, d);
                 return;
         }
         free(d->override_note);
-        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)",
-                     tunables[it->tunable].attr, live, it->target) < 0) {
+        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)%s%s",
+                     tunables[it->tunable].attr, live, it->target, who ? "; likely by " : "", who ?: "") < 0) {
                 d->override_note = NULL;
                 log_oom();
                 sd_event_exit(m->event, -ENOMEM);

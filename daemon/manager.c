@@ -10,6 +10,7 @@
 #include "apply.h"
 #include "applier.h"
 #include "classify.h"
+#include "conflicts-report.h"
 #include "control.h"
 #include "log.h"
 #include "manager.h"
@@ -144,6 +145,8 @@ void manager_check_ready(Manager *m) {
                  m->options->dry_run ? " (dry run: nothing is written)" :
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
                  discover_monitor_kind(m->discover));
+        /* the first pass is done: which disks blkpolicyd manages is known */
+        manager_log_conflicts(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
@@ -282,6 +285,7 @@ int manager_reload(Manager *m, cJSON **errors) {
         policy_set_free(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
+        manager_log_conflicts(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
         return r;
 }

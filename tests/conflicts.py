@@ -10,6 +10,7 @@ named for a drift. No root: the fake kernel takes the writes."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,12 @@ try:
     check("explain zram0 (bio-based): a scheduler writer cannot apply, a readahead one can",
           sorted((c["source"], c["attr"]) for c in ex) == [("tuned", "read_ahead_kb")], ex)
 
+    log.seek(0)
+    started = log.read()
+    check("start: one log line per writer, with the disks and what to do",
+          started.count("Conflict: ") == 14 and
+          'Conflict: udev rule /etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline '
+          '(KERNEL=="vd[a-z]"); applies to vda (managed); to fix: remove the assignment' in started, started)
     r = ctl(sock, "doctor")
     golden("conflicts-doctor.txt", r.stdout)
     check("doctor: exit 4 when a writer fights blkpolicyd on a managed disk", r.returncode == 4, r)
@@ -170,6 +177,26 @@ try:
           v)
     r = ctl(sock, "verify")
     check("blkpolicyctl verify says it too", r.returncode == 4 and "likely set by udev rule" in r.stdout, r)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        d = control_call(sock, {"command": "device", "device": "vda"})["result"]
+        if d["overridden"]:
+            break
+        time.sleep(0.05)
+    check("the override names the writer", d["overridden"] and d["override"] ==
+          "scheduler changed to mq-deadline (blkpolicyd wanted none); likely by udev rule "
+          '/etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline (KERNEL=="vd[a-z]")', d)
+    log.seek(0)
+    before = log.read().count("Conflict: ")
+    os.kill(daemons[0].pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        log.seek(0)
+        text = log.read()
+        if "Reloaded: " in text and text.count("Conflict: ") == before + 14:
+            break
+        time.sleep(0.05)
+    check("reload: the writers logged again", text.count("Conflict: ") == before + 14, text[-2000:])
 
     # nothing else writes these settings: doctor says so and exits 0
     daemons[0].kill()
