@@ -206,6 +206,8 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         j->devnum = d->devnum;
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
+        j->new_media = d->new_media;
+        d->new_media = false;
         j->restore = restore;
         if ((plan && !(j->plan = plan_intern_type.dup(plan))) || device_record_copy(&d->record, &j->record) < 0) {
                 apply_job_free(j);
@@ -630,10 +632,14 @@ Device *manager_refresh(Manager *m, const char *name, int *error) {
                         return NULL;
                 }
         } else {
-                /* new media (loop attach, disk swap) is a new device to an override */
-                if (device_overridden(d) && f.diskseq && f.diskseq != d->record.id.diskseq) {
-                        log_info("%s: new media, the override ends", name);
+                /* new media (loop attach, disk swap) is a new device: an
+                 * override ends, and what the admin set before it is what
+                 * blkpolicyd found (reconcile's new_media) */
+                if (f.diskseq && d->record.id.diskseq && f.diskseq != d->record.id.diskseq) {
+                        if (device_overridden(d))
+                                log_info("%s: new media, the override ends", name);
                         d->override_note = mfree(d->override_note);
+                        d->new_media = true;
                 }
                 if (device_set_facts(m, d, &f) < 0) {
                         *error = -ENOMEM;

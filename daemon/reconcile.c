@@ -196,7 +196,9 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
                 }
                 return device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
         }
-        if (attr_owner(a, live) == OWNER_ADMIN && !in->take_over) {
+        if (attr_owner(a, live) == OWNER_ADMIN && in->new_media)
+                drop_admins(out, t);    /* theirs, found again below: put back at the end */
+        else if (attr_owner(a, live) == OWNER_ADMIN && !in->take_over) {
                 out->overridden[t] = true;
                 return 0;
         }

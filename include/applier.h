@@ -31,6 +31,7 @@ typedef struct ApplyJob {
         dev_t devnum;
         uint64_t queue_id;              /* the device's identity when submitted */
         bool take_over;
+        bool new_media;
         bool restore;                   /* nothing wanted: put back (stop, restore) */
         Plan *plan;                     /* own copy; NULL for a restore */
         DeviceRecord record;            /* in: the device's; out: as last saved */

@@ -26,6 +26,7 @@ typedef struct ApplyRequest {
         DeviceRecord *record;   /* in and out; saved to `state` before every write */
         const StateDir *state;  /* NULL: plan only (dry run, held device) */
         bool take_over;         /* resume, on_drift=reapply: write over the admin's changes */
+        bool new_media;         /* the admin's values are the found ones of a new medium */
         ApplyStats *stats;      /* may be NULL */
 } ApplyRequest;
 

@@ -99,6 +99,7 @@ typedef struct Device {
         bool job;               /* an apply pass of its own runs in the applier */
         bool reprocess;         /* asked for again while it ran: decide again when it is back */
         bool reprocess_take_over;
+        bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];

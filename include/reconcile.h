@@ -18,6 +18,8 @@
  *   - anything else, the found value put back by hand included: the
  *     admin's. Never written over (unless the caller takes over: resume,
  *     on_drift=reapply) and never put back.
+ * New media (a new diskseq) makes the admin's value the found one of a new
+ * device: recorded, written over, and put back at the end.
  *
  * Some writes make the kernel reset others: a scheduler switch resets
  * nr_requests and replaces the iosched files; a write of nr_requests
@@ -65,6 +67,8 @@ typedef struct ReconcileInput {
         const bool *skip;               /* [n_tunables] or NULL: written once in this pass already:
                                          * not again (records are still kept up to date) */
         bool take_over;                 /* write over what the admin changed */
+        bool new_media;                 /* a new medium is a new device: what the admin set
+                                         * becomes the found value, put back at the end */
 } ReconcileInput;
 
 typedef struct Reconciled {

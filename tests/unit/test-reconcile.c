@@ -17,6 +17,7 @@ typedef struct Case {
         const char *wanted[TUNABLES_MAX];
         LiveValue live[TUNABLES_MAX];
         bool take_over;
+        bool new_media;
 } Case;
 
 static void live(Case *c, const char *attr, const char *value) {
@@ -34,7 +35,8 @@ static void intended(Case *c, const char *attr, const char *intent) {
 }
 
 static void run(Case *c, Reconciled *out) {
-        ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over };
+        ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
+                              .new_media = c->new_media };
 
         CHECK(reconcile(&in, out) == 0);
 }
@@ -163,6 +165,40 @@ TEST(admin_change_is_left_unless_taken_over) {
         run(&c, &r);
         CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET);
         CHECK_STR(found_of(&r, "read_ahead_kb"), "128");       /* the original stays the original */
+        done(&c, &r);
+}
+
+/* A loop device attached to a new file (diskseq moved) is a new device:
+ * the scheduler the admin set on the old medium is what blkpolicyd finds
+ * on the new one, so that is what goes back at the end, and what followed
+ * the old switch is recorded again before the new one. */
+TEST(new_media_adopts_the_admins_values_as_found) {
+        Case c = {};
+        Reconciled r;
+
+        recorded(&c, "scheduler", "none", "mq-deadline");
+        recorded(&c, "nr_requests", "128", WRITTEN_UNKNOWN);
+        c.wanted[TUNABLE_SCHEDULER] = "mq-deadline";
+        live(&c, "scheduler", "kyber");
+        live(&c, "nr_requests", "64");
+        c.new_media = true;
+        run(&c, &r);
+        CHECK(!r.overridden[TUNABLE_SCHEDULER]);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET && r.switches);
+        CHECK_STR(r.steps[0].value, "mq-deadline");
+        CHECK_STR(found_of(&r, "scheduler"), "kyber");
+        CHECK_STR(found_of(&r, "nr_requests"), "64");
+        CHECK_STR(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        take(&c, &r);
+
+        /* the switch landed; at the end kyber and its depth go back */
+        c.new_media = false;
+        c.wanted[TUNABLE_SCHEDULER] = NULL;
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "nr_requests", "256");
+        run(&c, &r);
+        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        CHECK_STR(r.steps[0].value, "kyber");
         done(&c, &r);
 }
 
