@@ -187,6 +187,12 @@ try:
         missing = [o for o in opts if o not in synopsis and o not in ("--help", "--version")]
         check(f"{page}: every option in the SYNOPSIS", not missing, (missing, synopsis))
         check(f"{page} has EXAMPLES", "\nEXAMPLES\n" in text, "")
+        if page == "blkpolicyctl.8":
+            cmds = re.findall(r"^  ([a-z]+)(?: \[?DEV\]?)? {2,}", helptext, re.M)
+            commands = text.split("COMMANDS", 1)[-1].split("OPTIONS", 1)[0]
+            missing = [c for c in cmds if not re.search(rf"^ {{7}}{c}\b", commands, re.M)]
+            check(f"{page} documents every command of --help ({len(cmds)})", len(cmds) >= 14 and not missing,
+                  missing)
 
     # --replay of a what-if set with a rejected file: refused, and it says so
     whatif = os.path.join(work, "whatif")
