@@ -92,7 +92,7 @@ try:
     def history():
         return control_call(sock, {"command": "explain", "device": dev})["result"]["dynamic"]["history"]
     try:
-        wait_for(lambda: len(history()) >= 2, 1.0, "the second flip in explain's history")
+        wait_for(lambda: len(history()) >= 2, 3.0, "the second flip in explain's history")
     except AssertionError:
         pass    # checked just below, with what explain says
     hist = history()
