@@ -191,8 +191,6 @@ void signals_compute(const DiskCounters *prev, const DiskStat *now, double inter
         ret->rmbps = (double) (now->c.rd_sectors - prev->rd_sectors) * 512.0 / 1e6 / sec;
         ret->wmbps = (double) (now->c.wr_sectors - prev->wr_sectors) * 512.0 / 1e6 / sec;
         ret->mbps = ret->rmbps + ret->wmbps;
-        ret->rmerges = (double) (now->c.rd_merges - prev->rd_merges) / sec;
-        ret->wmerges = (double) (now->c.wr_merges - prev->wr_merges) / sec;
         ret->rlat_ms = rd > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks) / rd : 0;
         ret->wlat_ms = wr > 0 ? (double) (now->c.wr_ticks - prev->wr_ticks) / wr : 0;
         ret->lat_ms = rd + wr > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks + now->c.wr_ticks - prev->wr_ticks) / (rd + wr) : 0;

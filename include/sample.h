@@ -38,7 +38,6 @@ typedef struct Signals {
         bool valid;             /* false: no previous sample, or a counter went backwards */
         float riops, wiops, iops;
         float rmbps, wmbps, mbps;
-        float rmerges, wmerges;
         float rlat_ms, wlat_ms, lat_ms;  /* average completion time, ms per I/O */
         float util;             /* % of the tick with I/O in flight */
         float qdepth;           /* average queue depth */
