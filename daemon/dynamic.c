@@ -13,8 +13,9 @@
 bool condition_holds(const Condition *c, const Signals *s) {
         double v = signals_get(s, c->signal);
 
-        /* an unknown dispatch_busy (no debugfs) satisfies no condition */
-        if (c->signal == SIGNAL_DISPATCH_BUSY && v < 0)
+        /* an unknown signal (dispatch_busy without debugfs, a ratio over a
+         * tick without I/O) satisfies no condition, whichever way it points */
+        if (!signal_known(v))
                 return false;
         switch (c->op) {
         case CMP_LT: return v < c->threshold;
@@ -40,36 +41,27 @@ static void history_push(DynState *s, const Signals *sig) {
                 s->n_history++;
 }
 
-/* Mean of the last `window` samples, field by field. dispatch_busy is
- * -1 where it was unknown: those samples are left out of its mean, not
- * counted as -1. */
+/* Mean of the last `window` samples, signal by signal. An unknown value
+ * (dispatch_busy without debugfs, a ratio over a tick without I/O) is
+ * left out of its signal's mean, not counted as -1 or 0; a signal unknown
+ * in every sample stays unknown. */
 static void history_average(const DynState *s, unsigned window, Signals *ret) {
-        unsigned n = window < s->n_history ? window : s->n_history, db_known = 0;
+        unsigned n = window < s->n_history ? window : s->n_history, known[_SIGNAL_MAX] = {};
         double sum[_SIGNAL_MAX] = {};
 
         for (unsigned k = 0; k < n; k++) {
                 const float *h = s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
                 for (int i = 0; i < _SIGNAL_MAX; i++)
-                        if (i != SIGNAL_DISPATCH_BUSY || h[i] >= 0)
+                        if (signal_known(h[i])) {
                                 sum[i] += h[i];
-                db_known += h[SIGNAL_DISPATCH_BUSY] >= 0;
+                                known[i]++;
+                        }
         }
         *ret = (Signals) { .valid = n > 0 };
         if (n == 0)
                 return;
-        ret->iops = sum[SIGNAL_IOPS] / n;
-        ret->riops = sum[SIGNAL_RIOPS] / n;
-        ret->wiops = sum[SIGNAL_WIOPS] / n;
-        ret->mbps = sum[SIGNAL_MBPS] / n;
-        ret->rmbps = sum[SIGNAL_RMBPS] / n;
-        ret->wmbps = sum[SIGNAL_WMBPS] / n;
-        ret->lat_ms = sum[SIGNAL_LAT_MS] / n;
-        ret->rlat_ms = sum[SIGNAL_RLAT_MS] / n;
-        ret->wlat_ms = sum[SIGNAL_WLAT_MS] / n;
-        ret->util = sum[SIGNAL_UTIL] / n;
-        ret->qdepth = sum[SIGNAL_QDEPTH] / n;
-        ret->inflight = sum[SIGNAL_INFLIGHT] / n;
-        ret->dispatch_busy = db_known ? sum[SIGNAL_DISPATCH_BUSY] / db_known : -1;
+        for (int i = 0; i < _SIGNAL_MAX; i++)
+                signals_set(ret, (SignalId) i, known[i] ? sum[i] / known[i] : SIGNAL_UNKNOWN);
 }
 
 static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) {

@@ -18,6 +18,10 @@ static const char *const signal_names[_SIGNAL_MAX] = {
         [SIGNAL_QDEPTH] = "qdepth",
         [SIGNAL_INFLIGHT] = "inflight",
         [SIGNAL_DISPATCH_BUSY] = "dispatch_busy",
+        [SIGNAL_WPCT] = "wpct",
+        [SIGNAL_RKB] = "rkb",
+        [SIGNAL_WKB] = "wkb",
+        [SIGNAL_MERGE_PCT] = "merge_pct",
 };
 
 const char *signal_to_string(SignalId s) {
@@ -31,23 +35,40 @@ int signal_from_string(const char *s) {
         return -EINVAL;
 }
 
-double signals_get(const Signals *s, SignalId id) {
+/* The field behind each signal: one table for signals_get() and
+ * signals_set(), so a new signal cannot be read and not written. */
+static float *signal_field(Signals *s, SignalId id) {
         switch (id) {
-        case SIGNAL_IOPS: return s->iops;
-        case SIGNAL_RIOPS: return s->riops;
-        case SIGNAL_WIOPS: return s->wiops;
-        case SIGNAL_MBPS: return s->mbps;
-        case SIGNAL_RMBPS: return s->rmbps;
-        case SIGNAL_WMBPS: return s->wmbps;
-        case SIGNAL_LAT_MS: return s->lat_ms;
-        case SIGNAL_RLAT_MS: return s->rlat_ms;
-        case SIGNAL_WLAT_MS: return s->wlat_ms;
-        case SIGNAL_UTIL: return s->util;
-        case SIGNAL_QDEPTH: return s->qdepth;
-        case SIGNAL_INFLIGHT: return s->inflight;
-        case SIGNAL_DISPATCH_BUSY: return s->dispatch_busy;
-        default: return 0;
+        case SIGNAL_IOPS: return &s->iops;
+        case SIGNAL_RIOPS: return &s->riops;
+        case SIGNAL_WIOPS: return &s->wiops;
+        case SIGNAL_MBPS: return &s->mbps;
+        case SIGNAL_RMBPS: return &s->rmbps;
+        case SIGNAL_WMBPS: return &s->wmbps;
+        case SIGNAL_LAT_MS: return &s->lat_ms;
+        case SIGNAL_RLAT_MS: return &s->rlat_ms;
+        case SIGNAL_WLAT_MS: return &s->wlat_ms;
+        case SIGNAL_UTIL: return &s->util;
+        case SIGNAL_QDEPTH: return &s->qdepth;
+        case SIGNAL_INFLIGHT: return &s->inflight;
+        case SIGNAL_DISPATCH_BUSY: return &s->dispatch_busy;
+        case SIGNAL_WPCT: return &s->wpct;
+        case SIGNAL_RKB: return &s->rkb;
+        case SIGNAL_WKB: return &s->wkb;
+        case SIGNAL_MERGE_PCT: return &s->merge_pct;
+        default: return NULL;
         }
+}
+
+double signals_get(const Signals *s, SignalId id) {
+        const float *f = signal_field((Signals *) s, id);
+        return f ? *f : 0;
+}
+
+void signals_set(Signals *s, SignalId id, double v) {
+        float *f = signal_field(s, id);
+        if (f)
+                *f = (float) v;
 }
 
 static bool is_blank(char c) {
@@ -164,14 +185,41 @@ static bool went_backwards(const DiskCounters *a, const DiskCounters *b) {
                b->rd_merges < a->rd_merges || b->wr_merges < a->wr_merges;
 }
 
+/* a / b, or SIGNAL_UNKNOWN when b is 0: the tick had none of the I/O the
+ * ratio is about, and 0 would be a value it did not see */
+static double ratio_or_unknown(double a, double b) {
+        return b > 0 ? a / b : SIGNAL_UNKNOWN;
+}
+
+/* The mix of the tick's I/O, from counter deltas (they did not go back). */
+static void signals_mix(const DiskCounters *prev, const DiskCounters *now, Signals *ret) {
+        double rd = (double) (now->rd_ios - prev->rd_ios), wr = (double) (now->wr_ios - prev->wr_ios);
+        double merges = (double) (now->rd_merges - prev->rd_merges + now->wr_merges - prev->wr_merges);
+
+        ret->wpct = ratio_or_unknown(wr * 100.0, rd + wr);
+        /* sectors are 512 bytes whatever the device's block size */
+        ret->rkb = ratio_or_unknown((double) (now->rd_sectors - prev->rd_sectors) / 2.0, rd);
+        ret->wkb = ratio_or_unknown((double) (now->wr_sectors - prev->wr_sectors) / 2.0, wr);
+        ret->merge_pct = ratio_or_unknown(merges * 100.0, merges + rd + wr);
+}
+
 void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
                      Signals *ret) {
         double sec = interval_ms / 1000.0, rd, wr;
 
-        *ret = (Signals) { .dispatch_busy = -1 };
+        *ret = (Signals) {
+                .dispatch_busy = SIGNAL_UNKNOWN,
+                .wpct = SIGNAL_UNKNOWN,
+                .rkb = SIGNAL_UNKNOWN,
+                .wkb = SIGNAL_UNKNOWN,
+                .merge_pct = SIGNAL_UNKNOWN,
+        };
+        /* The merges are compared too: a request can take merges in a tick
+         * and complete in a later one, and merge_pct counts them (100%). */
         if (prev && interval_ms > 0 && prev->rd_ios == now->c.rd_ios && prev->wr_ios == now->c.wr_ios &&
-            prev->io_ticks == now->c.io_ticks && prev->time_in_queue == now->c.time_in_queue) {
-                /* idle, as most devices are most of the time: nothing to divide */
+            prev->io_ticks == now->c.io_ticks && prev->time_in_queue == now->c.time_in_queue &&
+            prev->rd_merges == now->c.rd_merges && prev->wr_merges == now->c.wr_merges) {
+                /* idle, as most devices are most of the time: nothing to divide, the mix is unknown */
                 ret->valid = true;
                 ret->inflight = (double) now->in_flight;
                 if (dispatch_busy >= 0)
@@ -201,4 +249,5 @@ void signals_compute(const DiskCounters *prev, const DiskStat *now, double inter
         ret->inflight = (double) now->in_flight;
         if (dispatch_busy >= 0)
                 ret->dispatch_busy = rd + wr > 0 ? dispatch_busy : 0;
+        signals_mix(prev, &now->c, ret);
 }

@@ -31,6 +31,16 @@ typedef struct DiskStat {
  * discard and flush fields are checked but not kept: no signal uses them. */
 int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[DISKSTAT_NAME_MAX]);
 
+/* Every signal is >= 0; SIGNAL_UNKNOWN stands for one that has no value
+ * this tick: dispatch_busy without debugfs, a ratio over a tick without
+ * the I/O it divides by. No condition on it holds, and a window's mean
+ * leaves it out (a ratio of 0 would claim a mix the tick never saw). */
+#define SIGNAL_UNKNOWN (-1.0f)
+
+static inline bool signal_known(double v) {
+        return v >= 0;
+}
+
 /* What one tick saw on one device. Rates are per second over the tick.
  * Kept per device, so float: 7 digits are more than a rate over one tick
  * means, and halve what every device carries. Computed in double. */
@@ -42,7 +52,13 @@ typedef struct Signals {
         float util;             /* % of the tick with I/O in flight */
         float qdepth;           /* average queue depth */
         float inflight;
-        float dispatch_busy;    /* 0..9 EWMA, max over default hctxs; -1 unknown */
+        float dispatch_busy;    /* 0..9 EWMA, max over default hctxs; unknown without debugfs */
+        /* The mix rather than the amount: a random-read phase and a
+         * sequential-write one can have the same IOPS and queue depth. Each
+         * is unknown in a tick without the I/O it divides by. */
+        float wpct;             /* writes, % of completed I/Os */
+        float rkb, wkb;         /* mean read and write size, KiB */
+        float merge_pct;        /* merged, % of the requests seen (merged + completed) */
 } Signals;
 
 typedef enum SignalId {
@@ -59,15 +75,22 @@ typedef enum SignalId {
         SIGNAL_QDEPTH,
         SIGNAL_INFLIGHT,
         SIGNAL_DISPATCH_BUSY,
+        SIGNAL_WPCT,
+        SIGNAL_RKB,
+        SIGNAL_WKB,
+        SIGNAL_MERGE_PCT,
         _SIGNAL_MAX,
 } SignalId;
 
 const char *signal_to_string(SignalId s);
 int signal_from_string(const char *s);
 double signals_get(const Signals *s, SignalId id);
+void signals_set(Signals *s, SignalId id, double v);
 
 /* Pure: the signals between two samples taken interval_ms apart.
  * dispatch_busy is the debugfs value read this tick (-1 if not read): it
- * only changes on dispatch, so with no I/O in the tick it is taken as 0. */
+ * only changes on dispatch, so with no I/O in the tick it is taken as 0.
+ * wpct, rkb, wkb and merge_pct are SIGNAL_UNKNOWN when their denominator
+ * is 0. */
 void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
                      Signals *ret);

@@ -233,6 +233,47 @@ TEST(window_leaves_unknown_dispatch_busy_out) {
         CHECK(dynamic_step(&p, &s, &known, 1, &d) == 0 && d.flip && d.to_busy);
 }
 
+/* wpct in a tick without I/O is unknown: neither "mostly writes" nor
+ * "mostly reads" holds, so an idle tick neither enters nor leaves. */
+TEST(unknown_mix_satisfies_nothing) {
+        Condition gt, lt;
+        Signals idle = { .valid = true, .dispatch_busy = SIGNAL_UNKNOWN, .wpct = SIGNAL_UNKNOWN,
+                         .rkb = SIGNAL_UNKNOWN, .wkb = SIGNAL_UNKNOWN, .merge_pct = SIGNAL_UNKNOWN };
+        Signals reads = idle;
+
+        reads.wpct = 0;
+        CHECK(condition_parse("wpct > 50", &gt) == 0 && gt.signal == SIGNAL_WPCT);
+        CHECK(condition_parse("wpct < 10", &lt) == 0);
+        CHECK(!condition_holds(&gt, &idle) && !condition_holds(&lt, &idle));
+        CHECK(condition_holds(&lt, &reads) && !condition_holds(&gt, &reads));
+        CHECK(condition_parse("merge_pct >= 0", &gt) == 0 && !condition_holds(&gt, &idle));
+}
+
+/* A window of 3 over an idle tick, writes of 256 KiB and writes of 512
+ * KiB: the mean write size is 384 KiB, not 256 (idle counted as 0) or 255.7
+ * (counted as the -1 that stands for unknown). A window of idle ticks only
+ * stays unknown, and "wkb < 64" does not fire on it. */
+TEST(window_leaves_unknown_mix_out) {
+        DynamicPolicy p = { .enabled = true, .enter_ticks = 1, .leave_ticks = 1, .window = 3, .min_dwell_ticks = 0,
+                            .max_flips = 4, .flip_window_ticks = 100, .has_busy = true };
+        _cleanup_(dyn_state_done) DynState s = {};
+        Signals idle = { .valid = true, .wpct = SIGNAL_UNKNOWN, .rkb = SIGNAL_UNKNOWN, .wkb = SIGNAL_UNKNOWN },
+                w256 = { .valid = true, .wpct = 100, .rkb = SIGNAL_UNKNOWN, .wkb = 256 },
+                w512 = { .valid = true, .wpct = 100, .rkb = SIGNAL_UNKNOWN, .wkb = 512 };
+        DynDecision d;
+
+        CHECK(condition_parse("wkb > 350", &p.enter[p.n_enter++]) == 0);
+        CHECK(condition_parse("wkb < 64", &p.leave[p.n_leave++]) == 0);
+        CHECK(dyn_state_fit(&s, &p) == 0);
+        CHECK(dynamic_step(&p, &s, &idle, 0, &d) == 0 && !d.flip);
+        CHECK(dynamic_step(&p, &s, &w256, 1, &d) == 0 && !d.flip);
+        CHECK(dynamic_step(&p, &s, &w512, 2, &d) == 0 && d.flip && d.to_busy);
+        CHECK_STR(d.reason, "wkb > 350 (384.0) for 1 ticks");
+        for (uint64_t t = 3; t < 8; t++)
+                CHECK(dynamic_step(&p, &s, &idle, t, &d) == 0 && !d.flip);
+        CHECK(s.busy);
+}
+
 TEST(conditions_parse) {
         Condition c;
         char buf[64];

@@ -375,6 +375,38 @@ TEST(error_bad_condition) {
         check_bad("[Dynamic]\nenter = iops >> 1\n", 2, "SIGNAL OP NUMBER");
 }
 
+/* The mix signals are accepted in a policy file, a misspelled one rejects
+ * the file as an unknown signal would. */
+TEST(dynamic_mix_signals) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("a", d);
+        put(d, "30-mix.policy",
+            "[Dynamic]\nenter = wpct > 50\nenter = wkb >= 64\nleave = rkb < 16\nleave = merge_pct <= 5\n"
+            "[Busy]\nscheduler = mq-deadline\n");
+        s = load(d, NULL);
+        CHECK(s->n_errors == 0 && s->n_policies == 1);
+        p = find(s, "30-mix.policy");
+        CHECK(p != NULL);
+        if (p) {
+                const DynamicPolicy *y = &p->dynamic;
+                CHECK(y->n_enter == 2 && y->n_leave == 2);
+                CHECK(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
+                CHECK(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
+                CHECK(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
+        }
+        policy_set_free(s);
+        teardown();
+}
+
+TEST(error_misspelled_mix_signal) {
+        check_bad("[Dynamic]\nenter = wcpt > 50\n", 2, "SIGNAL OP NUMBER");
+        check_bad("[Dynamic]\nleave = merge-pct < 5\n", 2, "SIGNAL OP NUMBER");
+}
+
 TEST(error_window_too_large) {
         check_bad("[Dynamic]\nwindow = 9\n", 2, "at most 8");
 }

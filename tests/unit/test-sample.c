@@ -86,8 +86,86 @@ TEST(counters_going_backwards_invalidate_the_tick) {
         CHECK(!s.valid);
 }
 
+/* The mix of one tick: 300 reads of 4 KiB, 100 writes of 128 KiB, and 100
+ * merges (40 reads, 60 writes) into them. */
+TEST(mix_signals_from_two_samples) {
+        DiskStat a = { .c.rd_ios = 50, .c.rd_sectors = 400, .c.wr_ios = 7, .c.wr_sectors = 70, .c.rd_merges = 3,
+                       .c.wr_merges = 9, .c.io_ticks = 10, .c.time_in_queue = 20 };
+        DiskStat b = a;
+        Signals s;
+
+        b.c.rd_ios += 300;
+        b.c.rd_sectors += 300 * 8;
+        b.c.wr_ios += 100;
+        b.c.wr_sectors += 100 * 256;
+        b.c.rd_merges += 40;
+        b.c.wr_merges += 60;
+        b.c.io_ticks += 100;
+        b.c.time_in_queue += 400;
+        /* half a second: the mix does not depend on the tick's length */
+        signals_compute(&a.c, &b, 500, -1, &s);
+        CHECK(s.valid);
+        CHECK(s.wpct == 25);
+        CHECK(s.rkb == 4 && s.wkb == 128);
+        CHECK(s.merge_pct == 20);
+        CHECK(signals_get(&s, SIGNAL_WPCT) == 25 && signals_get(&s, SIGNAL_MERGE_PCT) == 20);
+        CHECK(s.riops == 600 && s.wiops == 200);
+}
+
+/* A ratio with nothing to divide by is unknown, not 0: a tick of reads
+ * only has no write size, and 0 KiB would be a size it never saw. */
+TEST(mix_of_a_tick_without_io_is_unknown) {
+        DiskStat a = { .c.rd_ios = 10, .c.rd_sectors = 80, .c.wr_ios = 5, .c.io_ticks = 7 }, b = a;
+        Signals s;
+
+        /* idle: valid, every ratio unknown */
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(s.valid && s.iops == 0);
+        CHECK(!signal_known(s.wpct) && !signal_known(s.rkb) && !signal_known(s.wkb) &&
+              !signal_known(s.merge_pct));
+        /* reads only: no write size, 0% writes, no merges */
+        b.c.rd_ios += 4;
+        b.c.rd_sectors += 4 * 16;
+        b.c.io_ticks += 1;
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(s.valid && s.wpct == 0 && s.rkb == 8 && !signal_known(s.wkb) && s.merge_pct == 0);
+        /* merges and no completion yet: every request seen was merged, the
+         * rest of the mix is unknown (the idle shortcut must not hide it) */
+        b = a;
+        b.c.wr_merges += 3;
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(s.valid && s.merge_pct == 100 && !signal_known(s.wpct) && !signal_known(s.wkb));
+}
+
+/* A merge or sector counter that went back is a wrap or a replaced
+ * device, as for the others: the whole tick is invalid, no mix is made of
+ * a negative delta. */
+TEST(mix_counters_going_backwards_invalidate_the_tick) {
+        DiskStat a = { .c.rd_ios = 100, .c.rd_sectors = 800, .c.rd_merges = 50, .c.wr_merges = 50,
+                       .c.wr_sectors = 900, .c.wr_ios = 20 };
+        DiskStat b = a;
+        Signals s;
+
+        b.c.rd_merges = 10;     /* went back, nothing else moved */
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(!s.valid);
+        b = a;
+        b.c.wr_ios += 10;
+        b.c.wr_sectors = 100;   /* went back while writes completed */
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(!s.valid);
+        b = a;
+        b.c.wr_merges -= 1;
+        b.c.rd_ios += 5;
+        signals_compute(&a.c, &b, 1000, -1, &s);
+        CHECK(!s.valid);
+}
+
 TEST(signal_names) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
                 CHECK(signal_from_string(signal_to_string((SignalId) i)) == i);
         CHECK(signal_from_string("bogus") < 0);
+        CHECK(signal_from_string("wpct") == SIGNAL_WPCT && signal_from_string("rkb") == SIGNAL_RKB);
+        CHECK(signal_from_string("wkb") == SIGNAL_WKB && signal_from_string("merge_pct") == SIGNAL_MERGE_PCT);
+        CHECK(signal_from_string("merge") < 0 && signal_from_string("wpct ") < 0);
 }
