@@ -127,6 +127,17 @@ static const cJSON *get(const cJSON *o, const char *key) {
         return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
+/* A signal that can be unknown (null: a tick without I/O has no mix) is
+ * shown as "-", not as 0. */
+static const char *signal_text(const cJSON *g, const char *key, const char *unit, char *buf, size_t size) {
+        const cJSON *v = get(g, key);
+
+        if (!cJSON_IsNumber(v))
+                return "-";
+        snprintf(buf, size, "%.1f%s", v->valuedouble, unit);
+        return buf;
+}
+
 static void classes_join(const cJSON *a, char *buf, size_t size) {
         const cJSON *c;
         size_t n = 0;
@@ -238,8 +249,13 @@ static void print_device(const cJSON *d) {
         }
         if (cJSON_IsObject(get(d, "signals"))) {
                 const cJSON *g = get(d, "signals");
+                char w[32], rkb[32], wkb[32], m[32];
+
                 printf("  load: %.0f IOPS, %.2f MB/s, util %.0f%%, queue depth %.2f, latency %.3f ms\n",
                        num(g, "iops"), num(g, "mbps"), num(g, "util"), num(g, "qdepth"), num(g, "lat_ms"));
+                printf("  mix: writes %s, reads of %s, writes of %s, merged %s\n",
+                       signal_text(g, "wpct", "%", w, sizeof(w)), signal_text(g, "rkb", " KiB", rkb, sizeof(rkb)),
+                       signal_text(g, "wkb", " KiB", wkb, sizeof(wkb)), signal_text(g, "merge_pct", "%", m, sizeof(m)));
         }
 }
 
