@@ -6,7 +6,8 @@ file, so reads cut lines anywhere: a device's line cut at the first chunk's
 end, a line longer than a chunk (skipped whole: its tail is a well-formed
 line that must not be taken for a device), and a last line without a
 newline. What each tick parsed is checked in the --record output (no root
-needed: dry run on a copy of the kvm-6.18 tree)."""
+needed: dry run on a copy of the kvm-6.18 tree). The device JSON shows the
+I/O mix signals computed from those counters, null while they are unknown."""
 import json
 import os
 import shutil
@@ -79,6 +80,27 @@ try:
         except (OSError, ValueError):
             pass
         time.sleep(0.02)
+    # The device JSON carries the mix signals. vda is idle so far: its mix
+    # is unknown (null), not 0. Then only writes move, in steps of one
+    # 128 KiB write with one merge; a tick sees whole steps (the file is
+    # replaced), so whatever the timing the mix is exact: 100% writes of
+    # 128 KiB, 50% merged, and no read size. rd_ios stays 33 for the
+    # record check below.
+    sig = control_call(sock, {"command": "device", "device": "vda"})["result"]["signals"]
+    check("an idle device's mix is unknown (null), its rates 0",
+          sig and sig["iops"] == 0 and all(sig[k] is None for k in ("wpct", "rkb", "wkb", "merge_pct")), sig)
+    vda = len(text) - len(line(254, 0, "vda", 33).rstrip("\n"))
+    deadline = time.monotonic() + 20
+    for k in range(1, 100000):
+        with open(os.path.join(proc, "diskstats.tmp"), "w") as f:
+            f.write(text[:vda] + f" 254       0 vda 33 0 264 0 {k} {k} {k * 256} {k} 0 {k} {k} 0 0 0 0 0 0")
+        os.replace(os.path.join(proc, "diskstats.tmp"), os.path.join(proc, "diskstats"))
+        time.sleep(0.005)
+        sig = control_call(sock, {"command": "device", "device": "vda"})["result"]["signals"]
+        if sig and sig["wpct"] is not None or time.monotonic() > deadline:
+            break
+    check("writes only: wpct 100, wkb 128, merge_pct 50, rkb unknown",
+          sig and sig["wpct"] == 100 and sig["wkb"] == 128 and sig["merge_pct"] == 50 and sig["rkb"] is None, sig)
     daemon.terminate()
     check("exits 0", daemon.wait(timeout=10) == 0)
     with open(record) as f:
