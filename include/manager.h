@@ -43,7 +43,7 @@ struct ApplyJob;
 
 /* Apply passes that may run at once (scheduler writes share RCU grace
  * periods): see docs/benchmarks.md. */
-#define APPLY_PARALLELISM 16
+#define APPLY_PARALLELISM 64
 
 #define FLIP_HISTORY 8
 
