@@ -44,8 +44,8 @@ BUILD = os.path.join(TOP, "build")
 BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
 BARE = os.path.join(BUILD, "bench", "diskstats-read")
 FLOOR = os.path.join(BUILD, "bench", "library-floor")
-BASE = 3000
-GLOB = "loop[3-4][0-9][0-9][0-9]"
+BASE = 10000
+GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
 
 DYNAMIC_POLICY = f"""[Match]
 name = {GLOB}

@@ -2,6 +2,7 @@
 /* The applier: a small pool of worker threads that run apply passes, so a
  * queue freeze never blocks the event loop. See applier.h. */
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -202,6 +203,10 @@ static void reap_workers(Applier *a) {
                 (void) pthread_join(dead->thread, NULL);
                 worker_free(dead);
                 dead = next;
+                if (!dead && !a->workers)
+                        /* a burst is over: what its passes freed goes back
+                         * to the kernel, as after a scan */
+                        (void) malloc_trim(0);
         }
 }
 

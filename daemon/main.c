@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -315,5 +316,9 @@ out:
 int main(int argc, char *argv[]) {
         /* a closed log pipe must not kill the daemon before it puts things back */
         (void) signal(SIGPIPE, SIG_IGN);
+        /* one malloc arena: the apply workers' own arenas kept 580 KiB of
+         * heap at 1000 devices after the first pass, for threads that are
+         * gone; they allocate little and mostly wait in the kernel */
+        (void) mallopt(M_ARENA_MAX, 1);
         return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -77,8 +77,10 @@ class LoopDevices:
     def add(self):
         """LOOP_CTL_ADD at the first free index from base: an 'add' uevent."""
         fd = os.open("/dev/loop-control", os.O_RDWR)
+        # from the last index made on: 10,000 devices must not scan 10,000² names
+        start = self.indexes[-1] + 1 if self.indexes else self.base
         try:
-            for i in range(self.base, self.base + 5000):
+            for i in [*range(start, self.base + 20000), *range(self.base, start)]:
                 if os.path.exists(f"/sys/block/loop{i}"):
                     continue
                 try:
