@@ -209,7 +209,9 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         j->new_media = d->new_media;
         d->new_media = false;
         j->restore = restore;
-        if ((plan && !(j->plan = plan_intern_type.dup(plan))) || device_record_copy(&d->record, &j->record) < 0) {
+        if (plan)
+                j->plan = plan_buffer_copy(&j->plan_copy, plan);
+        if (device_record_copy(&d->record, &j->record) < 0) {
                 apply_job_free(j);
                 return -ENOMEM;
         }

@@ -33,7 +33,8 @@ typedef struct ApplyJob {
         bool take_over;
         bool new_media;
         bool restore;                   /* nothing wanted: put back (stop, restore) */
-        Plan *plan;                     /* own copy; NULL for a restore */
+        Plan *plan;                     /* NULL for a restore, else into plan_copy */
+        PlanBuffer plan_copy;
         DeviceRecord record;            /* in: the device's; out: as last saved */
         ApplyStats stats;
         ApplyOutcome out;

@@ -5,6 +5,7 @@
  * happened. decide() is pure: Facts + KernelCaps + PolicySet → Plan. */
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "facts.h"
 #include "policy.h"
@@ -75,6 +76,20 @@ typedef struct PlanBuffer {
 static inline Plan *plan_buffer_init(PlanBuffer *b) {
         b->plan = (Plan) { .items = b->items, .matched = b->matched };
         return &b->plan;
+}
+
+/* src copied into b (the items and matched it points to too). */
+static inline Plan *plan_buffer_copy(PlanBuffer *b, const Plan *src) {
+        Plan *p = plan_buffer_init(b);
+
+        *p = *src;
+        p->items = b->items;
+        p->matched = b->matched;
+        if (src->n_items)
+                memcpy(b->items, src->items, sizeof(PlanItem) * src->n_items);
+        if (src->n_matched)
+                memcpy(b->matched, src->matched, sizeof(const char *) * src->n_matched);
+        return p;
 }
 
 /* ret->items and ret->matched must have room for TUNABLES_MAX and
