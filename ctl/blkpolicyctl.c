@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "blkpolicyd-paths.h"
+#include "protocol.h"
 
 #define EXIT_REPLY 1
 #define EXIT_USAGE 2
@@ -69,16 +70,16 @@ static int send_line(int fd, const char *text) {
 }
 
 /* One request, one reply line. */
-static cJSON *ctl_call(Ctl *c, const char *command, const char *device) {
+static cJSON *ctl_call(Ctl *c, ProtocolCommandId command, const char *device) {
         cJSON *req = cJSON_CreateObject();
         char *text, *line = NULL;
         size_t size = 0, len = 0;
         cJSON *reply = NULL;
         int r;
 
-        cJSON_AddStringToObject(req, "command", command);
+        cJSON_AddStringToObject(req, PROTOCOL_KEY_COMMAND, protocol_commands[command].name);
         if (device)
-                cJSON_AddStringToObject(req, "device", device);
+                cJSON_AddStringToObject(req, PROTOCOL_KEY_DEVICE, device);
         text = cJSON_PrintUnformatted(req);
         cJSON_Delete(req);
         r = text ? send_line(c->fd, text) : -ENOMEM;
@@ -335,8 +336,8 @@ static void print_doctor(const cJSON *r) {
 
 static int top(Ctl *c) {
         for (unsigned i = 0; !c->iterations || i < c->iterations; i++) {
-                cJSON *st = ctl_call(c, "status", NULL), *devs = ctl_call(c, "devices", NULL), *d;
-                double interval = num(get(get(st, "result"), "tick"), "interval_ms");
+                cJSON *st = ctl_call(c, PROTOCOL_STATUS, NULL), *devs = ctl_call(c, PROTOCOL_DEVICES, NULL), *d;
+                double interval = num(get(get(st, PROTOCOL_KEY_RESULT), "tick"), "interval_ms");
 
                 if (!st || !devs) {
                         cJSON_Delete(st);
@@ -348,7 +349,7 @@ static int top(Ctl *c) {
                         fputs("\033[H\033[2J", stdout);
                 printf("%-12s %-12s %-10s %6s %10s %9s %7s %6s\n", "DEVICE", "SCHEDULER", "STATE", "UTIL%", "IOPS",
                        "MB/s", "QDEPTH", "FLIPS");
-                cJSON_ArrayForEach(d, get(devs, "result")) {
+                cJSON_ArrayForEach(d, get(devs, PROTOCOL_KEY_RESULT)) {
                         const cJSON *g = get(d, "signals");
                         printf("%-12s %-12s %-10s %6.1f %10.0f %9.2f %7.2f %6.0f\n", str(d, "name"),
                                device_scheduler(d), device_state(d), num(g, "util"), num(g, "iops"), num(g, "mbps"),
@@ -388,38 +389,48 @@ static void help(void) {
                "or a rejected policy file.\n");
 }
 
-typedef struct CommandSpec {
-        const char *name;
-        unsigned min_args, max_args;    /* the device argument */
-} CommandSpec;
+/* top is blkpolicyctl's own: status and devices, again every tick. The
+ * daemon's commands, and which take a device, are protocol.h's. */
+#define COMMAND_TOP _PROTOCOL_COMMAND_MAX
 
-static const CommandSpec commands[] = {
-        { "status", 0, 0 },   { "devices", 0, 0 }, { "device", 1, 1 }, { "explain", 1, 1 },
-        { "policies", 0, 0 }, { "reload", 0, 0 },  { "verify", 0, 0 }, { "pause", 0, 1 },
-        { "resume", 0, 1 },   { "restore", 0, 1 }, { "metrics", 0, 0 }, { "top", 0, 0 },
-        { "doctor", 0, 0 },   { "handover", 0, 0 },
-};
+static int command_from_string(const char *name) {
+        return strcmp(name, "top") ? protocol_command_from_string(name) : COMMAND_TOP;
+}
 
-static const CommandSpec *command_find(const char *name) {
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                if (!strcmp(commands[i].name, name))
-                        return &commands[i];
-        return NULL;
+static DeviceArg command_device_arg(int command) {
+        return command == COMMAND_TOP ? DEVICE_ARG_NONE : protocol_commands[command].device;
 }
 
 /* What an alerting system keys on: the daemon answered, but not all is as intended. */
-static bool needs_attention(const char *cmd, const cJSON *result) {
-        if (!strcmp(cmd, "verify"))     /* observing with changes pending is never "as intended" */
+static bool needs_attention(ProtocolCommandId cmd, const cJSON *result) {
+        switch (cmd) {
+        case PROTOCOL_VERIFY:   /* observing with changes pending is never "as intended" */
                 return num(result, "drifted") > 0 || (!strcmp(str(result, "mode"), "observe") &&
                                                       num(result, "pending") > 0);
-        if (!strcmp(cmd, "doctor"))
+        case PROTOCOL_DOCTOR:
                 return num(result, "affecting") > 0;
-        if (!strcmp(cmd, "status"))
+        case PROTOCOL_STATUS:
                 return cJSON_IsArray(get(result, "reload_errors")) || num(result, "policy_files_rejected") > 0;
-        return false;
+        default:
+                return false;
+        }
 }
 
-static int run_command(Ctl *c, const char *cmd, const char *arg) {
+static void print_result(ProtocolCommandId cmd, const char *arg, const cJSON *result) {
+        switch (cmd) {
+        case PROTOCOL_STATUS: print_status(result); break;
+        case PROTOCOL_DEVICES: print_devices(result); break;
+        case PROTOCOL_DEVICE: case PROTOCOL_EXPLAIN: print_device(result); break;
+        case PROTOCOL_POLICIES: case PROTOCOL_RELOAD: print_policies(result); break;
+        case PROTOCOL_VERIFY: print_verify(result); break;
+        case PROTOCOL_DOCTOR: print_doctor(result); break;
+        case PROTOCOL_METRICS: fputs(str(result, "text"), stdout); break;
+        default:
+                printf("%s%s%s: done\n", protocol_commands[cmd].name, arg ? " " : "", arg ? arg : "");
+        }
+}
+
+static int run_command(Ctl *c, ProtocolCommandId cmd, const char *arg) {
         cJSON *reply;
         const cJSON *result;
         int ret;
@@ -429,8 +440,8 @@ static int run_command(Ctl *c, const char *cmd, const char *arg) {
                 fprintf(stderr, "No reply from blkpolicyd.\n");
                 return EXIT_CONNECT;
         }
-        result = get(reply, "result");
-        ret = cJSON_IsTrue(get(reply, "ok")) ? 0 : EXIT_REPLY;
+        result = get(reply, PROTOCOL_KEY_RESULT);
+        ret = cJSON_IsTrue(get(reply, PROTOCOL_KEY_OK)) ? 0 : EXIT_REPLY;
         if (ret == 0 && needs_attention(cmd, result))
                 ret = EXIT_ATTENTION;
         if (c->json) {
@@ -438,27 +449,14 @@ static int run_command(Ctl *c, const char *cmd, const char *arg) {
                 puts(t);
                 free(t);
         } else if (ret == EXIT_REPLY) {
-                const cJSON *e = get(reply, "error"), *x;
+                const cJSON *e = get(reply, PROTOCOL_KEY_ERROR), *x;
                 /* name what the error is about: "no-such-device: sdx: ..." */
-                fprintf(stderr, "%s: %s%s%s\n", str(e, "code"), arg ? arg : "", arg ? ": " : "", str(e, "message"));
+                fprintf(stderr, "%s: %s%s%s\n", str(e, PROTOCOL_KEY_CODE), arg ? arg : "", arg ? ": " : "",
+                        str(e, PROTOCOL_KEY_MESSAGE));
                 cJSON_ArrayForEach(x, get(e, "errors"))
                         fprintf(stderr, "  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
-        } else if (!strcmp(cmd, "status"))
-                print_status(result);
-        else if (!strcmp(cmd, "devices"))
-                print_devices(result);
-        else if (!strcmp(cmd, "device") || !strcmp(cmd, "explain"))
-                print_device(result);
-        else if (!strcmp(cmd, "policies") || !strcmp(cmd, "reload"))
-                print_policies(result);
-        else if (!strcmp(cmd, "verify"))
-                print_verify(result);
-        else if (!strcmp(cmd, "doctor"))
-                print_doctor(result);
-        else if (!strcmp(cmd, "metrics"))
-                fputs(str(result, "text"), stdout);
-        else
-                printf("%s%s%s: done\n", cmd, arg ? " " : "", arg ? arg : "");
+        } else
+                print_result(cmd, arg, result);
         cJSON_Delete(reply);
         return ret;
 }
@@ -487,10 +485,9 @@ int main(int argc, char *argv[]) {
                 { "iterations", required_argument, NULL, 'n' },
                 {}
         };
-        Ctl c = { .socket_path = "/run/blkpolicyd/control.sock", .fd = -1 };
-        const CommandSpec *spec;
-        unsigned n_args;
-        int o, r;
+        Ctl c = { .socket_path = CONTROL_SOCKET_PATH, .fd = -1 };
+        unsigned n_args, min_args, max_args;
+        int o, r, cmd;
 
         /* GNU order: options anywhere, as in `blkpolicyctl status --json` */
         while ((o = getopt_long(argc, argv, "s:jhn:", opts, NULL)) >= 0)
@@ -509,20 +506,22 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "No command given. See 'blkpolicyctl --help'.\n");
                 return EXIT_USAGE;
         }
-        spec = command_find(argv[optind]);
-        if (!spec) {
+        cmd = command_from_string(argv[optind]);
+        if (cmd < 0) {
                 fprintf(stderr, "Unknown command '%s'. See 'blkpolicyctl --help'.\n", argv[optind]);
                 return EXIT_USAGE;
         }
         n_args = (unsigned) (argc - optind - 1);
-        if (n_args < spec->min_args) {
-                fprintf(stderr, "'%s' needs a device name.\n", spec->name);
+        min_args = command_device_arg(cmd) == DEVICE_ARG_REQUIRED;
+        max_args = command_device_arg(cmd) != DEVICE_ARG_NONE;
+        if (n_args < min_args) {
+                fprintf(stderr, "'%s' needs a device name.\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        if (n_args > spec->max_args) {
-                fprintf(stderr, "'%s' takes %s; extra argument%s:", spec->name,
-                        spec->max_args ? "one device name" : "no argument", n_args - spec->max_args == 1 ? "" : "s");
-                for (int i = optind + 1 + (int) spec->max_args; i < argc; i++)
+        if (n_args > max_args) {
+                fprintf(stderr, "'%s' takes %s; extra argument%s:", argv[optind],
+                        max_args ? "one device name" : "no argument", n_args - max_args == 1 ? "" : "s");
+                for (int i = optind + 1 + (int) max_args; i < argc; i++)
                         fprintf(stderr, " %s", argv[i]);
                 fputc('\n', stderr);
                 return EXIT_USAGE;
@@ -530,7 +529,7 @@ int main(int argc, char *argv[]) {
         r = ctl_connect(&c);
         if (r < 0)
                 return -r;
-        r = !strcmp(spec->name, "top") ? top(&c) : run_command(&c, spec->name, n_args ? argv[optind + 1] : NULL);
+        r = cmd == COMMAND_TOP ? top(&c) : run_command(&c, (ProtocolCommandId) cmd, n_args ? argv[optind + 1] : NULL);
         close(c.fd);
         return r;
 }

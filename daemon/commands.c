@@ -7,31 +7,27 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "protocol.h"
 #include "report.h"
 #include "util.h"
 
-typedef struct Command {
-        const char *name;
-        bool mutating;          /* root only */
-        bool needs_device;      /* "device" argument required (optional when false but allowed) */
-        cJSON *(*run)(Manager *m, const cJSON *req, Device *d);
-} Command;
+typedef cJSON *(*CommandRun)(Manager *m, const cJSON *req, Device *d);
 
 cJSON *reply_error(const char *code, const char *message) {
         cJSON *r = cJSON_CreateObject(), *e;
 
-        cJSON_AddBoolToObject(r, "ok", false);
-        e = cJSON_AddObjectToObject(r, "error");
-        cJSON_AddStringToObject(e, "code", code);
-        cJSON_AddStringToObject(e, "message", message);
+        cJSON_AddBoolToObject(r, PROTOCOL_KEY_OK, false);
+        e = cJSON_AddObjectToObject(r, PROTOCOL_KEY_ERROR);
+        cJSON_AddStringToObject(e, PROTOCOL_KEY_CODE, code);
+        cJSON_AddStringToObject(e, PROTOCOL_KEY_MESSAGE, message);
         return r;
 }
 
 static cJSON *reply_ok(cJSON *result) {
         cJSON *r = cJSON_CreateObject();
 
-        cJSON_AddBoolToObject(r, "ok", true);
-        cJSON_AddItemToObject(r, "result", result ?: cJSON_CreateNull());
+        cJSON_AddBoolToObject(r, PROTOCOL_KEY_OK, true);
+        cJSON_AddItemToObject(r, PROTOCOL_KEY_RESULT, result ?: cJSON_CreateNull());
         return r;
 }
 
@@ -165,7 +161,8 @@ static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unuse
                 return NULL;
         if (r < 0) {
                 cJSON *reply = reply_error("reload-failed", "the configuration file has errors; the running one stays");
-                cJSON_AddItemToObject(cJSON_GetObjectItem(reply, "error"), "errors", errors ?: cJSON_CreateArray());
+                cJSON_AddItemToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors",
+                                      errors ?: cJSON_CreateArray());
                 return reply;
         }
         cJSON_Delete(errors);
@@ -246,47 +243,45 @@ static cJSON *cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unus
         return reply_ok(o);
 }
 
-static const Command commands[] = {
-        { "status", false, false, cmd_status },
-        { "devices", false, false, cmd_devices },
-        { "device", false, true, cmd_device },
-        { "explain", false, true, cmd_explain },
-        { "policies", false, false, cmd_policies },
-        { "verify", false, false, cmd_verify },
-        { "doctor", false, false, cmd_doctor },
-        { "metrics", false, false, cmd_metrics },
-        { "reload", true, false, cmd_reload },
-        { "pause", true, false, cmd_pause },
-        { "resume", true, false, cmd_resume },
-        { "restore", true, false, cmd_restore },
-        { "handover", true, false, cmd_handover },
+/* The names, arguments and who may run what are protocol.h's, shared with
+ * blkpolicyctl; this is only what each one runs. */
+static const CommandRun command_runs[] = {
+        [PROTOCOL_STATUS] = cmd_status,
+        [PROTOCOL_DEVICES] = cmd_devices,
+        [PROTOCOL_DEVICE] = cmd_device,
+        [PROTOCOL_EXPLAIN] = cmd_explain,
+        [PROTOCOL_POLICIES] = cmd_policies,
+        [PROTOCOL_VERIFY] = cmd_verify,
+        [PROTOCOL_DOCTOR] = cmd_doctor,
+        [PROTOCOL_METRICS] = cmd_metrics,
+        [PROTOCOL_RELOAD] = cmd_reload,
+        [PROTOCOL_PAUSE] = cmd_pause,
+        [PROTOCOL_RESUME] = cmd_resume,
+        [PROTOCOL_RESTORE] = cmd_restore,
+        [PROTOCOL_HANDOVER] = cmd_handover,
 };
-
-static const Command *command_find(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                if (streq(commands[i].name, name))
-                        return &commands[i];
-        return NULL;
-}
+_Static_assert(ELEMENTSOF(command_runs) == _PROTOCOL_COMMAND_MAX, "every protocol command runs something");
 
 static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "command");
-        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(req, "device");
-        const Command *c;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_COMMAND);
+        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_DEVICE);
+        const ProtocolCommand *c;
         Device *d = NULL;
+        int id;
 
         if (!cJSON_IsObject(req))
                 return reply_error("invalid-request", "a request is a JSON object");
         if (!cJSON_IsString(name))
                 return reply_error("invalid-request", "\"command\" must be a string");
-        c = command_find(name->valuestring);
-        if (!c)
+        id = protocol_command_from_string(name->valuestring);
+        if (id < 0)
                 return reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
+        c = &protocol_commands[id];
         if (dev && !cJSON_IsString(dev))
                 return reply_error("invalid-argument", "\"device\" must be a string");
-        if (c->needs_device && !dev)
+        if (c->device == DEVICE_ARG_REQUIRED && !dev)
                 return reply_error("invalid-argument", "this command needs \"device\"");
-        if (c->mutating && peer->uid != 0) {
+        if (c->root_only && peer->uid != 0) {
                 log_warning("Control: %s denied to uid %u pid %d (root only)", c->name, (unsigned) peer->uid,
                             (int) peer->pid);
                 return reply_error("permission-denied", "this command is for root only");
@@ -296,10 +291,10 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
                 if (!d)
                         return reply_error("no-such-device", "no whole disk of that name is known");
         }
-        if (c->mutating)
+        if (c->root_only)
                 log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? d->name : "",
                          (unsigned) peer->uid, (int) peer->pid);
-        return c->run(m, req, d);
+        return command_runs[id](m, req, d);
 }
 
 cJSON *command_run(Manager *m, const Peer *peer, const char *line, size_t len) {

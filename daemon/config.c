@@ -34,7 +34,7 @@ int config_init_defaults(Config *c) {
                         .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15,
                         .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
-            set_string(&c->socket_path, "/run/blkpolicyd/control.sock") < 0 ||
+            set_string(&c->socket_path, CONTROL_SOCKET_PATH) < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_ADMIN) < 0)
                 return -ENOMEM;

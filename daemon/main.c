@@ -29,7 +29,7 @@ static void help(void) {
                "     --root=DIR           Where /etc, /usr/lib and /run are, to find other tools that\n"
                "                          set the same settings (default /, none with --sysfs-root)\n"
                "     --state-dir=DIR      Where original settings are recorded (default /run/blkpolicyd)\n"
-               "     --socket=PATH        Control socket (default /run/blkpolicyd/control.sock)\n"
+               "     --socket=PATH        Control socket (default %s)\n"
                "     --device=GLOB        Only consider whole disks whose kernel name matches; repeatable\n"
                "     --dry-run            Decide and report, write nothing\n"
                "     --once               One pass over all devices, print a JSON report, exit\n"
@@ -39,7 +39,7 @@ static void help(void) {
                "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
                "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",
-               program_invocation_short_name, CONFIG_PATH, POLICY_DIR_VENDOR, POLICY_DIR_ADMIN);
+               program_invocation_short_name, CONFIG_PATH, POLICY_DIR_VENDOR, POLICY_DIR_ADMIN, CONTROL_SOCKET_PATH);
 }
 
 enum {
