@@ -3,7 +3,8 @@
  * by default, --json for the raw reply. Exit codes: 0 ok, 1 error reply,
  * 2 usage, 3 cannot connect, 4 the daemon answered but something needs an
  * admin (verify: a setting differs; status: the last reload failed or a
- * policy file is rejected), for alerting. */
+ * policy file is rejected), for alerting, 5 the daemon did not answer in
+ * time. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +25,14 @@
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 3
 #define EXIT_ATTENTION 4        /* verify: drift; status: reload failed, policy file rejected */
+#define EXIT_TIMEOUT 5
+
+/* A daemon whose loop is stuck still accepts (the backlog) and reads the
+ * request (the socket buffer), so without a bound we would wait forever.
+ * Twice the unit's WatchdogSec=30s: under systemd, a loop stopped that
+ * long has been killed, and a reply that late will not come. Each connect,
+ * send and recv gets this long; top sleeps between them, not in them. */
+#define REPLY_TIMEOUT_SEC 60
 
 typedef struct Ctl {
         const char *socket_path;
@@ -33,6 +42,7 @@ typedef struct Ctl {
 } Ctl;
 
 static int ctl_connect(Ctl *c) {
+        const struct timeval timeout = { .tv_sec = REPLY_TIMEOUT_SEC };
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
         if (strlen(c->socket_path) >= sizeof(sa.sun_path)) {
@@ -41,9 +51,17 @@ static int ctl_connect(Ctl *c) {
         }
         memcpy(sa.sun_path, c->socket_path, strlen(c->socket_path) + 1);
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (c->fd < 0 || connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+        /* SO_SNDTIMEO bounds connect() too, on a full backlog */
+        if (c->fd < 0 || setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+            setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout)) < 0 ||
+            connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
                 int e = errno;
 
+                if (e == EAGAIN) {
+                        fprintf(stderr, "blkpolicyd did not accept the connection on %s within %d s.\n",
+                                c->socket_path, REPLY_TIMEOUT_SEC);
+                        return -EXIT_TIMEOUT;
+                }
                 if (e == ENOENT || e == ECONNREFUSED)
                         fprintf(stderr, "Cannot connect to %s: %s. Is blkpolicyd running? (systemctl status blkpolicyd)\n",
                                 c->socket_path, strerror(e));
@@ -57,24 +75,32 @@ static int ctl_connect(Ctl *c) {
         return 0;
 }
 
-static int send_line(int fd, const char *text) {
-        size_t len = strlen(text);
+static int send_all(int fd, const char *p, size_t len) {
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
-        for (size_t done = 0; done < len;) {
-                ssize_t n = send(fd, text + done, len - done, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
                 if (n < 0)
                         return -errno;
-                done += (size_t) n;
+                p += n;
+                len -= (size_t) n;
         }
-        return send(fd, "\n", 1, MSG_NOSIGNAL) == 1 ? 0 : -EIO;
+        return 0;
 }
 
-/* One request, one reply line. */
-static cJSON *ctl_call(Ctl *c, ProtocolCommandId command, const char *device) {
+static int send_line(int fd, const char *text) {
+        int r = send_all(fd, text, strlen(text));
+
+        return r < 0 ? r : send_all(fd, "\n", 1);
+}
+
+/* One request, one reply line. -ETIMEDOUT: the daemon took longer than
+ * REPLY_TIMEOUT_SEC to read the request or to answer. */
+static int ctl_call(Ctl *c, ProtocolCommandId command, const char *device, cJSON **ret) {
         cJSON *req = cJSON_CreateObject();
         char *text, *line = NULL;
         size_t size = 0, len = 0;
-        cJSON *reply = NULL;
         int r;
 
         cJSON_AddStringToObject(req, PROTOCOL_KEY_COMMAND, protocol_commands[command].name);
@@ -84,34 +110,53 @@ static cJSON *ctl_call(Ctl *c, ProtocolCommandId command, const char *device) {
         cJSON_Delete(req);
         r = text ? send_line(c->fd, text) : -ENOMEM;
         free(text);
+        if (r == -EAGAIN)
+                return -ETIMEDOUT;
         /* a daemon that refuses the connection (too-many-clients) writes
          * why and closes, maybe before we wrote: read the reason anyway */
         if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-                return NULL;
-        for (;;) {
-                char buf[65536];
+                return r;
+        for (r = -ECONNRESET;;) {
+                char buf[65536], *nl, *p;
                 ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
-                char *nl;
 
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        r = errno == EAGAIN ? -ETIMEDOUT : -errno;
                 if (n <= 0)
-                        break;
+                        break;          /* n == 0: closed before a whole line */
                 if (len + (size_t) n + 1 > size) {
                         size = (len + (size_t) n + 1) * 2;
-                        line = realloc(line, size);
-                        if (!line)
-                                return NULL;
+                        p = realloc(line, size);
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        line = p;
                 }
                 memcpy(line + len, buf, (size_t) n);
                 len += (size_t) n;
                 line[len] = 0;
                 nl = memchr(line, '\n', len);
                 if (nl) {
-                        reply = cJSON_ParseWithLength(line, (size_t) (nl - line));
+                        *ret = cJSON_ParseWithLength(line, (size_t) (nl - line));
+                        r = *ret ? 0 : -EBADMSG;
                         break;
                 }
         }
         free(line);
-        return reply;
+        return r;
+}
+
+/* What a failed call means for the exit status, said once on stderr. */
+static int call_failed(int error) {
+        if (error == -ETIMEDOUT) {
+                fprintf(stderr, "blkpolicyd did not answer within %d s.\n", REPLY_TIMEOUT_SEC);
+                return EXIT_TIMEOUT;
+        }
+        fprintf(stderr, "No reply from blkpolicyd: %s.\n", strerror(-error));
+        return EXIT_CONNECT;
 }
 
 static const char *str(const cJSON *o, const char *key) {
@@ -336,15 +381,18 @@ static void print_doctor(const cJSON *r) {
 
 static int top(Ctl *c) {
         for (unsigned i = 0; !c->iterations || i < c->iterations; i++) {
-                cJSON *st = ctl_call(c, PROTOCOL_STATUS, NULL), *devs = ctl_call(c, PROTOCOL_DEVICES, NULL), *d;
-                double interval = num(get(get(st, PROTOCOL_KEY_RESULT), "tick"), "interval_ms");
+                cJSON *st = NULL, *devs = NULL, *d;
+                double interval;
+                int r;
 
-                if (!st || !devs) {
+                r = ctl_call(c, PROTOCOL_STATUS, NULL, &st);
+                if (r >= 0)
+                        r = ctl_call(c, PROTOCOL_DEVICES, NULL, &devs);
+                if (r < 0) {
                         cJSON_Delete(st);
-                        cJSON_Delete(devs);
-                        fprintf(stderr, "The daemon went away.\n");
-                        return EXIT_CONNECT;
+                        return call_failed(r);
                 }
+                interval = num(get(get(st, PROTOCOL_KEY_RESULT), "tick"), "interval_ms");
                 if (isatty(STDOUT_FILENO))
                         fputs("\033[H\033[2J", stdout);
                 printf("%-12s %-12s %-10s %6s %10s %9s %7s %6s\n", "DEVICE", "SCHEDULER", "STATE", "UTIL%", "IOPS",
@@ -386,7 +434,7 @@ static void help(void) {
                "Options may come before or after the command. Exit status: 0 ok, 1 error reply,\n"
                "2 usage, 3 cannot connect, 4 verify found drift (or pending changes in observe\n"
                "mode), or status found a failed reload\n"
-               "or a rejected policy file.\n");
+               "or a rejected policy file, 5 no answer within %d s.\n", REPLY_TIMEOUT_SEC);
 }
 
 /* top is blkpolicyctl's own: status and devices, again every tick. The
@@ -431,15 +479,13 @@ static void print_result(ProtocolCommandId cmd, const char *arg, const cJSON *re
 }
 
 static int run_command(Ctl *c, ProtocolCommandId cmd, const char *arg) {
-        cJSON *reply;
+        cJSON *reply = NULL;
         const cJSON *result;
         int ret;
 
-        reply = ctl_call(c, cmd, arg);
-        if (!reply) {
-                fprintf(stderr, "No reply from blkpolicyd.\n");
-                return EXIT_CONNECT;
-        }
+        ret = ctl_call(c, cmd, arg, &reply);
+        if (ret < 0)
+                return call_failed(ret);
         result = get(reply, PROTOCOL_KEY_RESULT);
         ret = cJSON_IsTrue(get(reply, PROTOCOL_KEY_OK)) ? 0 : EXIT_REPLY;
         if (ret == 0 && needs_attention(cmd, result))
