@@ -64,10 +64,6 @@ bool discover_name_wanted(const Discover *d, const char *name) {
         return !d->globs || strv_fnmatch(d->globs, name);
 }
 
-static int strv_compare(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int enumerate_udev(Discover *d, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         struct udev_enumerate *e;
@@ -94,8 +90,7 @@ static int enumerate_udev(Discover *d, char ***ret) {
         udev_enumerate_unref(e);
         if (r < 0)
                 return r;
-        if (l)
-                qsort(l, strv_length(l), sizeof(char *), strv_compare);
+        strv_sort(l);
         *ret = l;
         l = NULL;
         return 0;

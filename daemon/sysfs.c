@@ -129,10 +129,6 @@ int queue_attr_write(const Roots *r, const char *dev, const char *attr, const ch
         return k < 0 ? k : sysfs_write(path, value);
 }
 
-static int strv_compare(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 int sysfs_list_disks(const Roots *r, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_closedir_ DIR *d = NULL;
@@ -146,8 +142,7 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
         while ((de = readdir(d)))
                 if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
                         return -ENOMEM;
-        if (l)
-                qsort(l, strv_length(l), sizeof(char *), strv_compare);
+        strv_sort(l);
         *ret = l;
         l = NULL;
         return 0;

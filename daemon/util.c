@@ -63,6 +63,15 @@ bool strv_equal(char *const *a, char *const *b) {
         return true;
 }
 
+static int strv_compare(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+void strv_sort(char **l) {
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), strv_compare);
+}
+
 bool strv_fnmatch(char *const *patterns, const char *s) {
         if (!patterns)
                 return false;

@@ -105,6 +105,7 @@ int strv_push(char ***l, const char *s);      /* copies s */
 size_t strv_length(char *const *l);
 bool strv_contains(char *const *l, const char *s);
 bool strv_equal(char *const *a, char *const *b);      /* NULL equals empty */
+void strv_sort(char **l);      /* by strcmp(); NULL is fine */
 bool strv_fnmatch(char *const *patterns, const char *s);
 int strv_split(const char *s, char ***ret);   /* whitespace separated */
 static inline void strv_freep(char ***l) {
