@@ -73,13 +73,9 @@ struct ControlServer {
         unsigned n_clients;
 };
 
-static uint64_t now_usec(void) {
-        return clock_usec(CLOCK_MONOTONIC);
-}
-
 /* True if a line may be logged now; *suppressed is how many were not. */
 static bool log_limit(LogLimit *l, unsigned *suppressed) {
-        uint64_t now = now_usec();
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
 
         if (l->begin && now - l->begin < LOG_LIMIT_USEC) {
                 l->suppressed++;
@@ -116,7 +112,7 @@ static void client_free(Client *c) {
 static void client_touch(Client *c) {
         uint64_t usec = (uint64_t) c->server->manager->config.client_timeout_ms * 1000;
 
-        c->last_activity = now_usec();
+        c->last_activity = clock_usec(CLOCK_MONOTONIC);
         (void) sd_event_source_set_time_relative(c->timeout, usec);
         (void) sd_event_source_set_enabled(c->timeout, SD_EVENT_ONESHOT);
 }

@@ -14,10 +14,6 @@
 #include "record.h"
 #include "util.h"
 
-static uint64_t now_usec(void) {
-        return clock_usec(CLOCK_MONOTONIC);
-}
-
 static uint64_t cpu_nsec(void) {
         struct timespec ts;
 
@@ -175,7 +171,7 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
 
 void manager_tick(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
-        uint64_t start = now_usec(), cpu_start = cpu_nsec();
+        uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
         int r;
 
         m->tick++;
@@ -197,13 +193,13 @@ void manager_tick(Manager *m, uint64_t now) {
                 if (r < 0)
                         log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
         }
-        m->tick_cost_usec_total += now_usec() - start;
+        m->tick_cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
         m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = now_usec();
+        uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
 
         manager_tick(m, now);
         /* keep the cadence, but never try to catch up on missed ticks */
