@@ -602,7 +602,3 @@ ControlServer *control_server_free(ControlServer *s) {
         free(s);
         return NULL;
 }
-
-unsigned control_server_clients(const ControlServer *s) {
-        return s ? s->n_clients : 0;
-}

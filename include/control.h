@@ -24,7 +24,6 @@ typedef struct Peer {
 /* Binds (or takes the socket systemd passed) and starts serving. */
 int control_server_new(Manager *m, const char *path, ControlServer **ret);
 ControlServer *control_server_free(ControlServer *s);
-unsigned control_server_clients(const ControlServer *s);
 
 /* commands.c: one request in, one reply out (never NULL unless -ENOMEM).
  * Pure of I/O on the socket; may change the Manager (reload, pause...). */
