@@ -49,6 +49,17 @@ int zoned_from_string(const char *s) {
         return -EINVAL;
 }
 
+/* indexed by Tristate + 1 */
+static const char *const tristate_names[] = { "unknown", "no", "yes" };
+
+const char *tristate_to_string(Tristate t) {
+        return tristate_names[t + 1];
+}
+
+Tristate tristate_from_string(const char *s) {
+        return streq(s, "yes") ? TRISTATE_YES : streq(s, "no") ? TRISTATE_NO : TRISTATE_UNKNOWN;
+}
+
 void device_facts_done(DeviceFacts *f) {
         if (!f)
                 return;

@@ -52,7 +52,6 @@ static int record_open_file(const char *path, FILE **ret) {
 }
 
 int record_open(const char *path, const KernelCaps *caps, unsigned tick_ms, Recorder **ret) {
-        static const char *const tri[] = { "unknown", "no", "yes" };
         Recorder *r = calloc(1, sizeof(Recorder));
         int k;
 
@@ -65,7 +64,7 @@ int record_open(const char *path, const KernelCaps *caps, unsigned tick_ms, Reco
         }
         setvbuf(r->f, NULL, _IOLBF, 0);
         fprintf(r->f, "{\"blkpolicyd_recording\": 1, \"kernel\": \"%s\", \"dispatch_direct\": \"%s\", \"tick_ms\": %u}\n",
-                caps->release, tri[caps->dispatch_direct + 1], tick_ms);
+                caps->release, tristate_to_string(caps->dispatch_direct), tick_ms);
         *ret = r;
         return 0;
 }
@@ -120,8 +119,7 @@ int record_parse_header(const cJSON *j, KernelCaps *caps) {
         if (!cJSON_IsString(k) || strscpy(caps->release, sizeof(caps->release), k->valuestring) < 0)
                 return -EBADMSG;
         if (cJSON_IsString(dd))
-                caps->dispatch_direct = streq(dd->valuestring, "yes") ? TRISTATE_YES :
-                                        streq(dd->valuestring, "no") ? TRISTATE_NO : TRISTATE_UNKNOWN;
+                caps->dispatch_direct = tristate_from_string(dd->valuestring);
         return kernel_version_parse(caps->release, caps->version) < 0 ? -EBADMSG : 0;
 }
 

@@ -107,11 +107,10 @@ cJSON *report_device(const ReportDevice *d) {
 }
 
 cJSON *report_kernel(const KernelCaps *caps) {
-        static const char *const tri[] = { "unknown", "no", "yes" };
         cJSON *o = cJSON_CreateObject();
 
         cJSON_AddStringToObject(o, "release", caps->release);
-        cJSON_AddStringToObject(o, "dispatch_direct", tri[caps->dispatch_direct + 1]);
+        cJSON_AddStringToObject(o, "dispatch_direct", tristate_to_string(caps->dispatch_direct));
         return o;
 }
 

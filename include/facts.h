@@ -101,6 +101,11 @@ typedef enum Tristate {
         TRISTATE_YES = 1,
 } Tristate;
 
+/* "unknown", "no", "yes": as the report, status and recordings spell it.
+ * Any other string reads as unknown. */
+const char *tristate_to_string(Tristate t);
+Tristate tristate_from_string(const char *s);
+
 typedef struct KernelCaps {
         char release[64];
         unsigned version[3];    /* major, minor, patch of release */
