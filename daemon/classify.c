@@ -41,8 +41,8 @@ static unsigned count_poll_queues(const Roots *r, const char *name, unsigned hw_
         for (unsigned i = 0; i < hw_queues; i++) {
                 char path[PATH_MAX], type[32];
 
-                snprintf(path, sizeof(path), "%s/block/%s/hctx%u/type", r->debugfs, name, i);
-                if (sysfs_read(path, type, sizeof(type)) == 0 && streq(type, "poll"))
+                if (hctx_path(path, sizeof(path), r, name, i, "type") == 0 &&
+                    sysfs_read(path, type, sizeof(type)) == 0 && streq(type, "poll"))
                         n++;
         }
         return n;

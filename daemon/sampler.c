@@ -31,10 +31,11 @@ static double read_dispatch_busy(Manager *m, Device *d) {
 
         for (unsigned i = 0; i < n; i++) {
                 char path[PATH_MAX], buf[16];
+                int r;
 
-                snprintf(path, sizeof(path), "%s/block/%s/hctx%u/dispatch_busy", m->roots.debugfs, d->name, i);
-                int r = sysfs_read(path, buf, sizeof(buf));
-
+                r = hctx_path(path, sizeof(path), &m->roots, d->name, i, "dispatch_busy");
+                if (r == 0)
+                        r = sysfs_read(path, buf, sizeof(buf));
                 if (r < 0) {
                         if (!d->dynamic->busy_unreadable)
                                 log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "

@@ -100,14 +100,29 @@ int sysfs_read_link_name(const char *path, char *buf, size_t size) {
         return strscpy(buf, size, base ? base + 1 : target);
 }
 
+/* Device names come from the kernel or from uevents: refuse anything that
+ * could walk out of the tree. */
+static bool dev_name_valid(const char *dev) {
+        return *dev && !strchr(dev, '/') && !streq(dev, ".") && !streq(dev, "..");
+}
+
 int block_path(char *buf, size_t size, const Roots *r, const char *dev, const char *rel) {
         int n;
 
-        /* device names come from the kernel or from uevents: refuse anything
-         * that could walk out of the tree */
-        if (!*dev || strchr(dev, '/') || streq(dev, ".") || streq(dev, ".."))
+        if (!dev_name_valid(dev))
                 return -EINVAL;
         n = snprintf(buf, size, "%s/block/%s%s%s", r->sysfs, dev, *rel ? "/" : "", rel);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+int hctx_path(char *buf, size_t size, const Roots *r, const char *dev, unsigned hctx, const char *attr) {
+        int n;
+
+        if (!dev_name_valid(dev)) {
+                buf[0] = 0;     /* the sampler logs the path it could not read */
+                return -EINVAL;
+        }
+        n = snprintf(buf, size, "%s/block/%s/hctx%u/%s", r->debugfs, dev, hctx, attr);
         return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 

@@ -38,6 +38,8 @@ int sysfs_read_link_name(const char *path, char *buf, size_t size);
 
 /* "<sysfs>/block/<dev>/<rel>" */
 int block_path(char *buf, size_t size, const Roots *r, const char *dev, const char *rel);
+/* debugfs's view of one hardware queue: <debugfs>/block/<dev>/hctx<N>/<attr> */
+int hctx_path(char *buf, size_t size, const Roots *r, const char *dev, unsigned hctx, const char *attr);
 int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size);
 int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value);
 
