@@ -238,7 +238,9 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices)")
-    work = tempfile.mkdtemp(prefix="blkpolicyd-scale-")
+    # on tmpfs, as /run (the default state dir) is under systemd: the
+    # records' fsyncs on this VM's ext4 would be measured, not the daemon
+    work = tempfile.mkdtemp(prefix="blkpolicyd-scale-", dir="/dev/shm")
     dyn_dir = os.path.join(work, "dynamic")
     react_dir = os.path.join(work, "reaction")
     os.mkdir(dyn_dir)
