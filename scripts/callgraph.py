@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The file-level call graph among daemon/*.c, from the built objects.
+
+    scripts/callgraph.py BUILD
+
+For each object under BUILD/daemon/*.p/ it reads, with nm, the global
+symbols the object defines (functions and data) and the ones it leaves
+undefined. File A uses file B when A's object needs a symbol B's object
+defines. It prints one line per file ("a.c -> b.c, c.c"), then the strongly
+connected components, and exits 1 if any of them holds more than one file:
+files that call each other in a loop cannot be read, tested or layered one
+at a time.
+
+The objects are what the compiler kept, so static inline helpers in headers
+and code compiled out by #if are not edges. Only objects of a daemon/*.c in
+the source tree count: a generated source would have no file there. fault.c
+and fake-kernel.c are empty unless -Dfault_injection=true; in such a build
+(the one CI lints) they are part of the graph like any other file.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+DEFINED = set("TDBRGSCVW")  # text, data, bss, read-only, small, common, weak
+
+
+def symbols(obj):
+    """(defined globals, undefined) of one object."""
+    out = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True, text=True, check=True).stdout
+    defined = {f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] in DEFINED}
+    out = subprocess.run(["nm", "--undefined-only", "-g", obj], capture_output=True, text=True, check=True).stdout
+    undefined = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    return defined, undefined
+
+
+def objects(build, srcdir):
+    """{source name: object path}, and the objects that are not ours."""
+    found, ignored = {}, []
+    for obj in sorted(glob.glob(os.path.join(build, "daemon", "*.p", "*.o"))):
+        src = os.path.basename(obj)[: -len(".o")]
+        if src.endswith(".c") and os.path.exists(os.path.join(srcdir, "daemon", src)):
+            found[src] = obj  # an object per library: the same source twice is the same code
+        else:
+            ignored.append(obj)
+    return found, ignored
+
+
+def sccs(graph):
+    """Tarjan's strongly connected components, iteratively."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+
+    def visit(root):
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        n = stack.pop()
+                        on.discard(n)
+                        comp.append(n)
+                        if n == node:
+                            break
+                    out.append(sorted(comp))
+            elif nxt not in index:
+                index[nxt] = low[nxt] = counter[0]
+                counter[0] += 1
+                stack.append(nxt)
+                on.add(nxt)
+                work.append((nxt, iter(sorted(graph[nxt]))))
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: callgraph.py BUILD")
+    srcdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    found, ignored = objects(sys.argv[1], srcdir)
+    if not found:
+        sys.exit(f"callgraph: no daemon objects under {sys.argv[1]}/daemon/*.p/")
+    syms = {src: symbols(obj) for src, obj in found.items()}
+    owner = {}
+    for src, (defined, _) in syms.items():
+        for sym in defined:
+            owner.setdefault(sym, src)
+    graph = {src: {owner[s] for s in undefined if s in owner} - {src} for src, (_, undefined) in syms.items()}
+
+    for src in sorted(graph):
+        print(f"{src} -> {', '.join(sorted(graph[src]))}")
+    for obj in ignored:
+        print(f"ignored: {obj} (no daemon/ source)")
+    cycles = [c for c in sccs(graph) if len(c) > 1]
+    for comp in cycles:
+        print(f"cycle: {' '.join(comp)}")
+        for src in comp:  # what to move or invert to break it
+            for dst in sorted(graph[src] & set(comp)):
+                used = sorted(s for s in syms[src][1] if owner.get(s) == dst)
+                print(f"  {src} -> {dst}: {' '.join(used)}")
+    print(f"callgraph: {len(graph)} files, {len(cycles)} cycles")
+    return 1 if cycles else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
