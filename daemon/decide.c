@@ -48,7 +48,7 @@ static bool property_matches(char *const *props, const char *cond) {
         return false;
 }
 
-bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
+bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
         const PolicyMatch *m = &p->match;
         const char *why = NULL;
 
@@ -169,7 +169,7 @@ void decide(const DecideInput *in, Plan *plan) {
         for (size_t i = 0; in->policies && i < in->policies->n_policies; i++) {
                 const Policy *p = in->policies->policies[i];
 
-                if (!policy_matches(p, f, in->caps, NULL))
+                if (!decide_policy_matches(p, f, in->caps, NULL))
                         continue;
                 if (plan->n_matched < MATCHED_MAX)
                         plan->matched[plan->n_matched++] = p->name;

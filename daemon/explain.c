@@ -33,7 +33,7 @@ static cJSON *explain_policies(Manager *m, Device *d) {
         for (size_t i = 0; i < m->policies->n_policies; i++) {
                 const Policy *p = m->policies->policies[i];
                 const char *why = NULL;
-                bool match = policy_matches(p, f, &m->caps, &why);
+                bool match = decide_policy_matches(p, f, &m->caps, &why);
                 cJSON *o = cJSON_CreateObject();
 
                 cJSON_AddStringToObject(o, "name", p->name);

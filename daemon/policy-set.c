@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A PolicySet: the policy files of the drop-in directories, masked and
  * sorted, each parsed by policy.c, with the errors of the rejected ones. */
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "policy.h"
@@ -21,32 +20,6 @@ PolicySet *policy_set_free(PolicySet *s) {
         strv_free(s->property_keys);
         free(s);
         return NULL;
-}
-
-int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const char *fmt, ...) {
-        PolicyError *n;
-        char *msg;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        n = realloc(set->errors, sizeof(PolicyError) * (set->n_errors + 1));
-        if (!n) {
-                free(msg);
-                return -ENOMEM;
-        }
-        set->errors = n;
-        n[set->n_errors] = (PolicyError) { .path = strdup(path), .line = line, .message = msg };
-        if (!n[set->n_errors].path) {
-                free(msg);
-                return -ENOMEM;
-        }
-        set->n_errors++;
-        return 0;
 }
 
 /* One file name and every file of that name, in increasing priority. */
@@ -104,7 +77,7 @@ static int collect_dir(const char *dir, Candidate **c, size_t *n, PolicySet *set
         if (!d) {
                 if (errno == ENOENT)
                         return 0;
-                return policy_set_add_error(set, dir, 0, "cannot read directory: %s", strerror(errno)) < 0 ? -ENOMEM : 0;
+                return policy_error_add(set, dir, 0, "cannot read directory: %s", strerror(errno)) < 0 ? -ENOMEM : 0;
         }
         while ((de = readdir(d)))
                 if (name_is_policy(de->d_name) && candidates_put(c, n, dir, de->d_name) < 0)

@@ -95,5 +95,7 @@ static inline Plan *plan_buffer_copy(PlanBuffer *b, const Plan *src) {
 /* ret->items and ret->matched must have room for TUNABLES_MAX and
  * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
+/* Whether p's [Match] takes f; if not, *why_not says which condition failed. */
+bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not);
 /* The item of tunable, NULL when the plan has none (a plan has one at most). */
 const PlanItem *plan_find(const Plan *p, unsigned tunable);

@@ -106,8 +106,8 @@ typedef struct PolicySet {
 
 Policy *policy_free(Policy *p);
 PolicySet *policy_set_free(PolicySet *s);
-/* Appends "path:line: message" to the set's errors; -ENOMEM only. */
-int policy_set_add_error(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
+/* policy-error.c: appends "path:line: message" to the set's errors; -ENOMEM only. */
+int policy_error_add(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
 /* Parses one file. Errors are appended to *set's error list with file:line;
@@ -124,9 +124,6 @@ int policy_set_load(char *const *dirs, PolicySet **ret);
 const Policy *policy_set_find(const PolicySet *s, const char *name);
 /* "8 policies loaded, 1 file rejected, 13 errors" */
 int policy_set_summary(const PolicySet *s, char *buf, size_t size);
-
-bool policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps,
-                    const char **why_not);
 
 int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
 int sched_choice_format(const SchedChoice *c, char *buf, size_t size);

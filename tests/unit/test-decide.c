@@ -292,7 +292,7 @@ TEST(modular_schedulers_are_tried_before_they_are_loaded) {
 
 static bool matches(const Policy *p, const DeviceFacts *f, const KernelCaps *k, const char *why) {
         const char *w = NULL;
-        bool r = policy_matches(p, f, k, &w);
+        bool r = decide_policy_matches(p, f, k, &w);
 
         if (why && (!w || !streq(w, why)))
                 fprintf(stderr, "  expected to fail on %s, failed on %s\n", why, w ?: "nothing");
