@@ -7,7 +7,6 @@
 
 #include "facts.h"
 #include "fake-kernel.h"
-#include "sysfs.h"
 #include "util.h"
 
 #if ENABLE_FAULT_INJECTION
@@ -98,13 +97,13 @@ static int switch_elevator(const char *queue, const char *to) {
         return streq(to, "none") ? 0 : create_iosched(queue, to);
 }
 
-static int write_scheduler(const char *path, const char *value) {
+static int write_scheduler(const char *path, const char *value, FakeKernelRead read_attr) {
         char raw[256], list[256] = "", queue[PATH_MAX];
         SchedulerList l;
         size_t n = 0;
         int k;
 
-        k = sysfs_read(path, raw, sizeof(raw));
+        k = read_attr(path, raw, sizeof(raw));
         if (k < 0)
                 return k;
         if (scheduler_list_parse(raw, &l) < 0 || !scheduler_list_has(&l, value))
@@ -140,7 +139,7 @@ static void reset_async_depth(const char *nr_requests, long long depth) {
         (void) write_file(path, value);
 }
 
-int fake_kernel_write(const char *path, const char *value) {
+int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr) {
         long long v;
 
         if (!getenv("BLKPOLICYD_FAKE_KERNEL"))
@@ -148,7 +147,7 @@ int fake_kernel_write(const char *path, const char *value) {
         if (access(path, F_OK) < 0)
                 return -errno;
         if (endswith(path, "/queue/scheduler"))
-                return write_scheduler(path, value);
+                return write_scheduler(path, value, read_attr);
         if (parse_ll(value, -1, LLONG_MAX, &v) < 0)
                 return -EINVAL;
         if (endswith(path, "/queue/nr_requests"))

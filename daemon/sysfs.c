@@ -43,7 +43,7 @@ int sysfs_write(const char *path, const char *value) {
 
         if (fault < 0)
                 return fault;
-        fault = fake_kernel_write(path, value);
+        fault = fake_kernel_write(path, value, sysfs_read);
         if (fault <= 0)
                 return fault;
         fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);

@@ -21,14 +21,21 @@
 
 #include "blkpolicyd-paths.h"
 
+#include <stddef.h>
+
+/* sysfs_read(), passed in by sysfs.c: the fake kernel sits below it, and
+ * reads the fixture's scheduler list as the daemon does (faults included). */
+typedef int (*FakeKernelRead)(const char *path, char *buf, size_t size);
+
 #if ENABLE_FAULT_INJECTION
 /* Returns 1 when the fake kernel is not on (do the real write), else 0 or
  * the -errno the kernel would give. */
-int fake_kernel_write(const char *path, const char *value);
+int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr);
 #else
-static inline int fake_kernel_write(const char *path, const char *value) {
+static inline int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr) {
         (void) path;
         (void) value;
+        (void) read_attr;
         return 1;
 }
 #endif
