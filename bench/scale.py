@@ -169,7 +169,7 @@ def measure_n(n, loops, work, policy_dir, args):
         out = os.path.join(work, "cg.daemon")
         conf_dir = [os.path.join(TOP, "policies"), policy_dir]
         d = Daemon(work, conf_dir, tick_ms=10,
-                   wrapper=callgrind([], "manager_tick", out))
+                   wrapper=callgrind([], "sampler_tick", out))
         t0 = d.call("status")["tick"]["count"]
         time.sleep(5)
         ticks = d.call("status")["tick"]["count"] - t0

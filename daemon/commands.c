@@ -2,8 +2,11 @@
 /* The control protocol's requests: parse, authorise, run, reply. */
 #include "blkpolicyd-paths.h"
 #include "applier.h"
+#include "commands.h"
 #include "conflicts-report.h"
-#include "control.h"
+#include "device.h"
+#include "drift.h"
+#include "explain.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
@@ -12,16 +15,6 @@
 #include "util.h"
 
 typedef cJSON *(*CommandRun)(Manager *m, const cJSON *req, Device *d);
-
-cJSON *reply_error(const char *code, const char *message) {
-        cJSON *r = cJSON_CreateObject(), *e;
-
-        cJSON_AddBoolToObject(r, PROTOCOL_KEY_OK, false);
-        e = cJSON_AddObjectToObject(r, PROTOCOL_KEY_ERROR);
-        cJSON_AddStringToObject(e, PROTOCOL_KEY_CODE, code);
-        cJSON_AddStringToObject(e, PROTOCOL_KEY_MESSAGE, message);
-        return r;
-}
 
 static cJSON *reply_ok(cJSON *result) {
         cJSON *r = cJSON_CreateObject();
@@ -32,7 +25,7 @@ static cJSON *reply_ok(cJSON *result) {
 }
 
 /* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
-bool utf8_is_valid(const char *str, size_t len) {
+static bool utf8_is_valid(const char *str, size_t len) {
         const unsigned char *s = (const unsigned char *) str, *end = s + len;
 
         while (s < end) {
@@ -123,16 +116,16 @@ static cJSON *cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unus
         int n = device_table_sorted(&m->devices, &sorted);
 
         for (int i = 0; i < n; i++)
-                cJSON_AddItemToArray(a, manager_report_device(m, sorted[i]));
+                cJSON_AddItemToArray(a, explain_device_report(m, sorted[i]));
         return n < 0 ? NULL : reply_ok(a);
 }
 
 static cJSON *cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
-        return reply_ok(manager_report_device(m, d));
+        return reply_ok(explain_device_report(m, d));
 }
 
 static cJSON *cmd_explain(Manager *m, const cJSON *req _unused_, Device *d) {
-        return reply_ok(manager_explain(m, d));
+        return reply_ok(explain_device(m, d));
 }
 
 static cJSON *cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
@@ -160,7 +153,7 @@ static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unuse
         if (r == -ENOMEM)
                 return NULL;
         if (r < 0) {
-                cJSON *reply = reply_error("reload-failed", "the configuration file has errors; the running one stays");
+                cJSON *reply = control_reply_error("reload-failed", "the configuration file has errors; the running one stays");
                 cJSON_AddItemToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors",
                                       errors ?: cJSON_CreateArray());
                 return reply;
@@ -174,7 +167,7 @@ static cJSON *cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unuse
 }
 
 static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        cJSON *o = manager_verify(m);
+        cJSON *o = drift_verify(m);
 
         manager_conflicts_annotate_verify(m, o);
         return reply_ok(o);
@@ -270,26 +263,26 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
         int id;
 
         if (!cJSON_IsObject(req))
-                return reply_error("invalid-request", "a request is a JSON object");
+                return control_reply_error("invalid-request", "a request is a JSON object");
         if (!cJSON_IsString(name))
-                return reply_error("invalid-request", "\"command\" must be a string");
+                return control_reply_error("invalid-request", "\"command\" must be a string");
         id = protocol_command_from_string(name->valuestring);
         if (id < 0)
-                return reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
+                return control_reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
         c = &protocol_commands[id];
         if (dev && !cJSON_IsString(dev))
-                return reply_error("invalid-argument", "\"device\" must be a string");
+                return control_reply_error("invalid-argument", "\"device\" must be a string");
         if (c->device == DEVICE_ARG_REQUIRED && !dev)
-                return reply_error("invalid-argument", "this command needs \"device\"");
+                return control_reply_error("invalid-argument", "this command needs \"device\"");
         if (c->root_only && peer->uid != 0) {
                 log_warning("Control: %s denied to uid %u pid %d (root only)", c->name, (unsigned) peer->uid,
                             (int) peer->pid);
-                return reply_error("permission-denied", "this command is for root only");
+                return control_reply_error("permission-denied", "this command is for root only");
         }
         if (dev) {
                 d = device_table_find_name(&m->devices, dev->valuestring);
                 if (!d)
-                        return reply_error("no-such-device", "no whole disk of that name is known");
+                        return control_reply_error("no-such-device", "no whole disk of that name is known");
         }
         if (c->root_only)
                 log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? d->name : "",
@@ -297,16 +290,16 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
         return command_runs[id](m, req, d);
 }
 
-cJSON *command_run(Manager *m, const Peer *peer, const char *line, size_t len) {
+cJSON *commands_run(Manager *m, const Peer *peer, const char *line, size_t len) {
         cJSON *req, *reply;
 
         if (len > 0 && line[len - 1] == '\r')
                 len--;
         if (!utf8_is_valid(line, len))
-                return reply_error("invalid-utf8", "requests are UTF-8");
+                return control_reply_error("invalid-utf8", "requests are UTF-8");
         req = cJSON_ParseWithLength(line, len);
         if (!req)
-                return reply_error("malformed-json", "the line is not one JSON object");
+                return control_reply_error("malformed-json", "the line is not one JSON object");
         reply = command_execute(m, peer, req);
         cJSON_Delete(req);
         return reply;

@@ -26,6 +26,7 @@
 #include "control.h"
 #include "log.h"
 #include "manager.h"
+#include "protocol.h"
 #include "util.h"
 
 typedef struct Client Client;
@@ -58,6 +59,7 @@ typedef struct LogLimit {
 
 struct ControlServer {
         Manager *manager;
+        ControlHandler handler;
         int fd;
         int reserve_fd;         /* /dev/null, given up to accept() at EMFILE */
         bool owns_path;         /* bound by us (not socket activation): unlink at exit */
@@ -174,11 +176,11 @@ static int client_process(Client *c) {
                         c->closing = true;
                         log_warning("Control client pid %d uid %u sent a request over %zu bytes, closing",
                                     (int) c->peer.pid, (unsigned) c->peer.uid, CONTROL_REQUEST_MAX);
-                        return client_queue_reply(c, reply_error("request-too-large",
-                                                                 "a request is one line of at most 65536 bytes"));
+                        return client_queue_reply(c, control_reply_error("request-too-large",
+                                                                         "a request is one line of at most 65536 bytes"));
                 }
                 len = (size_t) (nl - c->in);
-                r = client_queue_reply(c, command_run(c->server->manager, &c->peer, c->in, len));
+                r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c->in, len));
                 memmove(c->in, nl + 1, c->in_len - len - 1);
                 c->in_len -= len + 1;
                 if (r < 0)
@@ -272,10 +274,20 @@ static unsigned clients_of_uid(const ControlServer *s, uid_t uid) {
         return n;
 }
 
+cJSON *control_reply_error(const char *code, const char *message) {
+        cJSON *r = cJSON_CreateObject(), *e;
+
+        cJSON_AddBoolToObject(r, PROTOCOL_KEY_OK, false);
+        e = cJSON_AddObjectToObject(r, PROTOCOL_KEY_ERROR);
+        cJSON_AddStringToObject(e, PROTOCOL_KEY_CODE, code);
+        cJSON_AddStringToObject(e, PROTOCOL_KEY_MESSAGE, message);
+        return r;
+}
+
 /* Best effort: one error line the client can read as the reply to its
  * request, then the connection is closed. */
 static void refuse(int fd, const char *code, const char *message) {
-        cJSON *reply = reply_error(code, message);
+        cJSON *reply = control_reply_error(code, message);
         char *text = reply ? cJSON_PrintUnformatted(reply) : NULL;
         struct iovec iov[2] = { { .iov_base = text, .iov_len = text ? strlen(text) : 0 },
                                 { .iov_base = (char *) "\n", .iov_len = 1 } };
@@ -551,13 +563,14 @@ static int bind_socket(ControlServer *s, const char *path) {
         return 0;
 }
 
-int control_server_new(Manager *m, const char *path, ControlServer **ret) {
+int control_server_new(Manager *m, const char *path, ControlHandler handler, ControlServer **ret) {
         ControlServer *s = calloc(1, sizeof(ControlServer));
         int n, r;
 
         if (!s)
                 return log_oom();
         s->manager = m;
+        s->handler = handler;
         s->fd = -1;
         s->reserve_fd = -1;
         s->backoff_usec = ACCEPT_BACKOFF_MIN_USEC;

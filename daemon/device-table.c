@@ -89,39 +89,9 @@ int device_table_sorted(const DeviceTable *t, Device ***ret) {
         return (int) n;
 }
 
+/* The devices are the caller's to free (device_free()): the table only
+ * links them, and device.c is above it. */
 void device_table_done(DeviceTable *t) {
-        DEVICE_TABLE_FOREACH(d, t)
-                device_free(d);
         free(t->buckets);
         *t = (DeviceTable) {};
-}
-
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
-        if (!y)
-                return NULL;
-        dyn_state_done(&y->state);
-        free(y->history);
-        free(y->flip);
-        free(y);
-        return NULL;
-}
-
-void device_clear_hold(Device *d) {
-        d->paused = false;
-        d->override_note = mfree(d->override_note);
-}
-
-Device *device_free(Device *d) {
-        if (!d)
-                return NULL;
-        sd_event_source_disable_unref(d->retry_source);
-        intern_unref(&d->manager->facts, d->facts);
-        strv_free(d->properties);
-        intern_unref(&d->manager->plans, d->plan);
-        device_dynamic_free(d->dynamic);
-        device_record_done(&d->record);
-        free(d->override_note);
-        free(d->error);
-        free(d);
-        return NULL;
 }

@@ -8,9 +8,10 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
-#include "apply.h"
 #include "applier.h"
+#include "apply.h"
 #include "classify.h"
+#include "device.h"
 #include "log.h"
 #include "manager.h"
 #include "record.h"
@@ -341,8 +342,7 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
 static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 
 /* A job is back from the applier, on the loop. */
-void device_apply_done(ApplyJob *j, void *userdata) {
-        Manager *m = userdata;
+bool device_apply_done(Manager *m, ApplyJob *j) {
         Device *d = device_table_get(&m->devices, j->devnum);
         dev_t devnum = j->devnum;
         DeviceIdentity id;
@@ -352,7 +352,7 @@ void device_apply_done(ApplyJob *j, void *userdata) {
         m->writes.write_errors += j->stats.write_errors;
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 apply_job_free(j);      /* its device was forgotten meanwhile */
-                return;
+                return false;
         }
         d->job = false;
         id = d->record.id;              /* the identity of now (diskseq may have moved) */
@@ -363,7 +363,7 @@ void device_apply_done(ApplyJob *j, void *userdata) {
         if (j->restore) {
                 device_restore_done(m, d, j);
                 apply_job_free(j);
-                return;
+                return false;
         }
         device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
@@ -376,9 +376,7 @@ void device_apply_done(ApplyJob *j, void *userdata) {
                 d->reprocess = d->reprocess_take_over = false;
                 device_process_full(m, d, take_over);
         }
-        if (manager_redecide(m) < 0)
-                sd_event_exit(m->event, -ENOMEM);
-        manager_check_ready(m);
+        return true;
 }
 
 static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
@@ -459,7 +457,7 @@ static void device_learn_caps(Manager *m, const Device *d) {
                 m->redecide = true;
 }
 
-int manager_process_all(Manager *m) {
+int device_process_all(Manager *m) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
@@ -475,7 +473,7 @@ int manager_process_all(Manager *m) {
 
 /* Policies that name other udev properties: read what each device keeps
  * again, before deciding with them. */
-int manager_refresh_properties(Manager *m) {
+int device_refresh_properties(Manager *m) {
         DEVICE_TABLE_FOREACH(d, &m->devices) {
                 char **props = NULL;
                 int r = discover_properties(m->discover, d->name, m->policies->property_keys, &props);
@@ -488,14 +486,6 @@ int manager_refresh_properties(Manager *m) {
         return 0;
 }
 
-/* New kernel capabilities change decisions: take them all again, once. */
-int manager_redecide(Manager *m) {
-        if (!m->redecide)
-                return 0;
-        m->redecide = false;
-        return manager_process_all(m);
-}
-
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
@@ -505,6 +495,47 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         view->queue_id = d->record.id.queue_id;
         view->properties = d->properties;
         return view;
+}
+
+ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
+        return (ReportDevice) { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
+                                .dyn = d->dynamic ? &d->dynamic->state : NULL,
+                                .signals = d->signals.valid ? &d->signals : NULL };
+}
+
+bool device_is_held(const Manager *m, const Device *d) {
+        return m->paused_all || d->paused || device_overridden(d);
+}
+
+/* Paused or overridden: resume ends both. */
+void device_clear_hold(Device *d) {
+        d->paused = false;
+        d->override_note = mfree(d->override_note);
+}
+
+DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
+        if (!y)
+                return NULL;
+        dyn_state_done(&y->state);
+        free(y->history);
+        free(y->flip);
+        free(y);
+        return NULL;
+}
+
+Device *device_free(Device *d) {
+        if (!d)
+                return NULL;
+        sd_event_source_disable_unref(d->retry_source);
+        intern_unref(&d->manager->facts, d->facts);
+        strv_free(d->properties);
+        intern_unref(&d->manager->plans, d->plan);
+        device_dynamic_free(d->dynamic);
+        device_record_done(&d->record);
+        free(d->override_note);
+        free(d->error);
+        free(d);
+        return NULL;
 }
 
 /* Takes the properties of *f (also on failure), shares the rest. */
@@ -594,7 +625,7 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
 /* Classifies a disk that appeared or changed and finds (or makes) its
  * Device by dev_t: O(1). Returns NULL for partitions, vanished devices and
  * per-device errors (logged); *error is set only for -ENOMEM. */
-Device *manager_refresh(Manager *m, const char *name, int *error) {
+Device *device_refresh(Manager *m, const char *name, int *error) {
         DeviceFacts f = {};
         Device *d;
         int r;

@@ -5,13 +5,11 @@
  * an admin), or with on_drift=reapply put back. */
 #include "apply.h"
 #include "conflicts-report.h"
+#include "device.h"
+#include "drift.h"
 #include "log.h"
 #include "manager.h"
 #include "util.h"
-
-bool device_is_held(const Manager *m, const Device *d) {
-        return m->paused_all || d->paused || device_overridden(d);
-}
 
 /* The first managed setting whose live value differs from the target. */
 static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size_t size) {
@@ -72,7 +70,7 @@ static cJSON *device_pending_json(const Device *d) {
         return a;
 }
 
-cJSON *manager_verify(Manager *m) {
+cJSON *drift_verify(Manager *m) {
         _cleanup_free_ Device **sorted = NULL;
         cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "devices");
         int n = device_table_sorted(&m->devices, &sorted), drifted = 0, pending = 0;
@@ -131,7 +129,7 @@ static void device_check_drift(Manager *m, Device *d) {
                    d->override_note, d->name);
 }
 
-void manager_check_drift(Manager *m, unsigned n) {
+void drift_check(Manager *m, unsigned n) {
         DeviceTable *t = &m->devices;
         unsigned checked = 0;
 

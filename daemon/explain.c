@@ -3,17 +3,13 @@
  * plus what only a running daemon knows (pause, override, flip history),
  * and "explain": every policy considered and why it matched or not. */
 #include "conflicts-report.h"
+#include "device.h"
+#include "explain.h"
 #include "manager.h"
 #include "report.h"
 #include "util.h"
 
-ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        return (ReportDevice) { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
-                                .dyn = d->dynamic ? &d->dynamic->state : NULL,
-                                .signals = d->signals.valid ? &d->signals : NULL };
-}
-
-cJSON *manager_report_device(Manager *m, Device *d) {
+cJSON *explain_device_report(Manager *m, Device *d) {
         DeviceFacts view;
         ReportDevice rd = device_report_input(d, &view);
         cJSON *o = report_device(&rd);
@@ -66,8 +62,8 @@ static cJSON *explain_history(const Device *d) {
         return a;
 }
 
-cJSON *manager_explain(Manager *m, Device *d) {
-        cJSON *o = manager_report_device(m, d), *dyn;
+cJSON *explain_device(Manager *m, Device *d) {
+        cJSON *o = explain_device_report(m, d), *dyn;
 
         cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
         cJSON_AddItemToObject(o, "conflicts", manager_device_conflicts_json(m, d));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "blkpolicyd-paths.h"
+#include "commands.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
@@ -294,7 +295,7 @@ static int run(int argc, char *argv[]) {
                 if (r >= 0)
                         r = manager_print_report(m);
         } else {
-                r = manager_run(m);
+                r = manager_run(m, commands_run);
                 /* node_exporter would serve a file left behind as if the daemon
                  * still ran; a daemon that never ticked wrote none (and may
                  * have failed because another one runs, with the same dir) */

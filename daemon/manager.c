@@ -7,19 +7,30 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
-#include "apply.h"
 #include "applier.h"
+#include "apply.h"
 #include "classify.h"
 #include "conflicts-report.h"
 #include "control.h"
+#include "device.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
 #include "record.h"
 #include "report.h"
+#include "sampler.h"
 #include "shared.h"
 #include "util.h"
 
+/* New kernel capabilities change decisions: take them all again, once.
+ * device.c only notes the news (m->redecide): deciding every device is
+ * the manager's, after the event that brought it. */
+static int manager_redecide(Manager *m) {
+        if (!m->redecide)
+                return 0;
+        m->redecide = false;
+        return device_process_all(m);
+}
 
 static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
         Manager *m = userdata;
@@ -30,7 +41,7 @@ static void on_device(void *userdata, const char *name, dev_t devnum, UeventActi
         case UEVENT_ADD:
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
-                d = manager_refresh(m, name, &r);
+                d = device_refresh(m, name, &r);
                 if (r == -ENOMEM) {
                         log_oom();
                         sd_event_exit(m->event, r);
@@ -63,7 +74,7 @@ static int manager_scan_devices(Manager *m) {
         /* classify everything first: one device running mq-deadline tells
          * what the kernel can do before any decision is taken */
         for (char **name = names; name && *name; name++) {
-                Device *d = manager_refresh(m, *name, &r);
+                Device *d = device_refresh(m, *name, &r);
                 if (r == -ENOMEM)
                         return log_oom();
                 /* listed is there, even if it could not be classified this time */
@@ -74,7 +85,7 @@ static int manager_scan_devices(Manager *m) {
         DEVICE_TABLE_FOREACH(d, &m->devices)
                 if (!d->seen)
                         device_removed(m, d);
-        r = manager_process_all(m);
+        r = device_process_all(m);
         if (r < 0)
                 return r;
         return manager_redecide(m);
@@ -137,7 +148,7 @@ int manager_restore_all(Manager *m) {
         return (int) m->restore_left;
 }
 
-void manager_check_ready(Manager *m) {
+static void manager_check_ready(Manager *m) {
         if (!m->ready_pending || !applier_idle(m->applier))
                 return;
         m->ready_pending = false;
@@ -148,14 +159,6 @@ void manager_check_ready(Manager *m) {
         /* the first pass is done: which disks blkpolicyd manages is known */
         manager_log_conflicts(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
-}
-
-bool manager_writes(const Manager *m) {
-        return !m->options->dry_run && !m->config.observe;
-}
-
-bool manager_restores(const Manager *m) {
-        return !m->options->dry_run;
 }
 
 /* mode=observe writes no policy value, and puts back what an earlier run
@@ -170,10 +173,6 @@ static int manager_observe(Manager *m) {
         if (left > 0)
                 log_warning("mode=observe: %u value(s) an earlier run changed could not be put back", left);
         return 0;
-}
-
-uint64_t manager_uptime_usec(const Manager *m) {
-        return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }
 
 void manager_pause(Manager *m, Device *d, bool pause) {
@@ -273,8 +272,8 @@ int manager_reload(Manager *m, cJSON **errors) {
                 log_set_max_level(m->config.log_level);
         /* every plan points into the old set: decide them all before freeing it;
          * apply writes only what the new decisions change */
-        r = strv_equal(old->property_keys, set->property_keys) ? 0 : manager_refresh_properties(m);
-        k = manager_process_all(m);
+        r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
+        k = device_process_all(m);
         r = r < 0 ? r : k;
         /* the reload is done when what it changed is applied: then READY=1,
          * then the reply (and `systemctl reload` returns) */
@@ -349,6 +348,18 @@ static unsigned apply_parallelism(const Manager *m) {
         return APPLY_PARALLELISM;
 }
 
+/* The applier's callback: device.c takes its device's pass back; what a
+ * pass may start for every device (redecide, READY=1) is the manager's. */
+static void on_apply_done(ApplyJob *j, void *userdata) {
+        Manager *m = userdata;
+
+        if (!device_apply_done(m, j))
+                return;
+        if (manager_redecide(m) < 0)
+                sd_event_exit(m->event, -ENOMEM);
+        manager_check_ready(m);
+}
+
 static void manager_freep(Manager **m) {
         manager_free(*m);
 }
@@ -382,7 +393,7 @@ int manager_new(const Options *o, Manager **ret) {
         r = discover_new(&m->roots, o->device_globs, &m->discover);
         if (r < 0)
                 return log_oom();
-        r = applier_new(&m->roots, &m->state, apply_parallelism(m), device_apply_done, m, &m->applier);
+        r = applier_new(&m->roots, &m->state, apply_parallelism(m), on_apply_done, m, &m->applier);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the applier: %m");
         *ret = m;
@@ -396,6 +407,8 @@ Manager *manager_free(Manager *m) {
         control_server_free(m->control);
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
+        DEVICE_TABLE_FOREACH(d, &m->devices)
+                device_free(d);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
         intern_table_done(&m->facts);
@@ -412,7 +425,7 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-static int manager_setup_loop(Manager *m) {
+static int manager_setup_loop(Manager *m, ControlHandler handler) {
         DiscoverCallbacks cb = { .device = on_device, .overflow = on_overflow, .userdata = m };
         sigset_t mask;
         int r;
@@ -445,7 +458,7 @@ static int manager_setup_loop(Manager *m) {
         r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
-        r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, &m->control);
+        r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, handler, &m->control);
         if (r == -EADDRINUSE || r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -453,11 +466,11 @@ static int manager_setup_loop(Manager *m) {
         return 0;
 }
 
-int manager_run(Manager *m) {
+int manager_run(Manager *m, ControlHandler handler) {
         int r;
 
         m->start_usec = clock_usec(CLOCK_MONOTONIC);
-        r = manager_setup_loop(m);
+        r = manager_setup_loop(m, handler);
         if (r < 0)
                 return r;
         if (m->options->record_path) {
@@ -469,7 +482,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return r;
         (void) manager_observe(m);
-        r = manager_start_ticks(m);
+        r = sampler_start(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
         /* READY=1 once the first pass is done, from the loop: a storm of

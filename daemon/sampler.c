@@ -8,10 +8,13 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "device.h"
+#include "drift.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
 #include "record.h"
+#include "sampler.h"
 #include "util.h"
 
 static uint64_t cpu_nsec(void) {
@@ -170,7 +173,7 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
         return r;
 }
 
-void manager_tick(Manager *m, uint64_t now) {
+void sampler_tick(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
         uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
         int r;
@@ -188,7 +191,7 @@ void manager_tick(Manager *m, uint64_t now) {
         m->diskstats_error = 0;
         m->last_sample_usec = now;
         if (m->config.drift_checks_per_tick)
-                manager_check_drift(m, m->config.drift_checks_per_tick);
+                drift_check(m, m->config.drift_checks_per_tick);
         if (m->config.metrics_textfile_dir && m->tick % m->config.metrics_every_ticks == 0) {
                 r = metrics_write_textfile(m, m->config.metrics_textfile_dir);
                 if (r < 0)
@@ -202,12 +205,12 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
 
-        manager_tick(m, now);
+        sampler_tick(m, now);
         /* keep the cadence, but never try to catch up on missed ticks */
         return sd_event_source_set_time(s, next > now ? next : now + (uint64_t) m->config.tick_interval_ms * 1000);
 }
 
-int manager_start_ticks(Manager *m) {
+int sampler_start(Manager *m) {
         uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
         int r;
 

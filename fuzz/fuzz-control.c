@@ -5,7 +5,7 @@
  * every other request runs for real. */
 #include <stdlib.h>
 
-#include "control.h"
+#include "commands.h"
 #include "fuzz.h"
 #include "log.h"
 #include "manager.h"
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (!manager)
                 LLVMFuzzerInitialize(NULL, NULL);
-        reply = command_run(manager, &peer, (const char *) data, size);
+        reply = commands_run(manager, &peer, (const char *) data, size);
         if (!reply)
                 abort();        /* only -ENOMEM may give no reply */
         cJSON_Delete(reply);

@@ -21,13 +21,14 @@ typedef struct Peer {
         gid_t gid;
 } Peer;
 
+/* One request line in, one reply out (never NULL unless -ENOMEM):
+ * commands_run(). The server only carries lines; what they do is the
+ * caller's, since the commands drive the Manager that owns the server. */
+typedef cJSON *(*ControlHandler)(Manager *m, const Peer *peer, const char *line, size_t len);
+
 /* Binds (or takes the socket systemd passed) and starts serving. */
-int control_server_new(Manager *m, const char *path, ControlServer **ret);
+int control_server_new(Manager *m, const char *path, ControlHandler handler, ControlServer **ret);
 ControlServer *control_server_free(ControlServer *s);
 
-/* commands.c: one request in, one reply out (never NULL unless -ENOMEM).
- * Pure of I/O on the socket; may change the Manager (reload, pause...). */
-cJSON *command_run(Manager *m, const Peer *peer, const char *line, size_t len);
-cJSON *reply_error(const char *code, const char *message);
-
-bool utf8_is_valid(const char *s, size_t len);
+/* {"ok": false, "error": {"code": code, "message": message}} */
+cJSON *control_reply_error(const char *code, const char *message);

@@ -12,6 +12,7 @@
 
 #include "apply.h"
 #include "config.h"
+#include "control.h"
 #include "discover.h"
 #include "dynamic.h"
 #include "facts.h"
@@ -21,6 +22,7 @@
 #include "report.h"
 #include "state-file.h"
 #include "sysfs.h"
+#include "util.h"
 
 typedef struct Options {
         const char *config_path;
@@ -153,12 +155,20 @@ struct Manager {
         uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
 };
 
-uint64_t manager_uptime_usec(const Manager *m);
+/* Inline: device.c, drift.c and commands.c ask these of the Manager, which
+ * is above them; a call into manager.c would make a loop of files. */
+static inline uint64_t manager_uptime_usec(const Manager *m) {
+        return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
+}
 /* Policy values are written: neither --dry-run nor mode=observe. */
-bool manager_writes(const Manager *m);
+static inline bool manager_writes(const Manager *m) {
+        return !m->options->dry_run && !m->config.observe;
+}
 /* What blkpolicyd changed may be put back: not --dry-run (which writes
  * nothing at all). mode=observe puts back what an earlier run changed. */
-bool manager_restores(const Manager *m);
+static inline bool manager_restores(const Manager *m) {
+        return !m->options->dry_run;
+}
 /* Re-reads config and policies, by the rule of the start: policy files
  * with errors are skipped (they mask nothing) and listed in the set's
  * errors. A config with errors leaves the running config and policies in
@@ -166,51 +176,6 @@ bool manager_restores(const Manager *m);
 int manager_reload(Manager *m, cJSON **errors);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
 void manager_pause(Manager *m, Device *d, bool pause);
-cJSON *manager_report_device(Manager *m, Device *d);
-/* What report.c reads of a device (explain.c); view: storage for
- * device_facts(), as long as the result is used. */
-ReportDevice device_report_input(const Device *d, DeviceFacts *view);
-cJSON *manager_explain(Manager *m, Device *d);
-/* drift.c: what is live in sysfs against what blkpolicyd intends */
-cJSON *manager_verify(Manager *m);
-/* Reads back the managed settings of the next n devices (round robin, so a
- * tick costs a bounded number of file reads whatever the device count). */
-void manager_check_drift(Manager *m, unsigned n);
-bool device_is_held(const Manager *m, const Device *d);
-
-/* sampler.c: one tick, one pass over /proc/diskstats for every device */
-int manager_start_ticks(Manager *m);
-void manager_tick(Manager *m, uint64_t now_usec);
-/* device.c: one device's life */
-/* Classifies a disk that appeared or changed and finds (or makes) its Device
- * by dev_t. NULL for partitions, vanished devices and per-device errors
- * (logged); *error is set only for -ENOMEM. */
-Device *manager_refresh(Manager *m, const char *name, int *error);
-/* decide + apply; may forget d if it vanished */
-void device_process(Manager *m, Device *d);
-/* decide and apply again, writing over what the admin changed (resume,
- * drift with on_drift=reapply) */
-void device_process_again(Manager *m, Device *d);
-/* Puts back what blkpolicyd changed on d (nothing wanted), in the
- * applier; the values left changed are counted in m->restore_left. */
-int device_restore(Manager *m, Device *d);
-/* The applier's callback: a device's pass is back. */
-void device_apply_done(struct ApplyJob *j, void *userdata);
-/* READY=1 when the first pass over every device is done. */
-void manager_check_ready(Manager *m);
-/* A remove event: forget d unless its queue is still there (a stale event
- * for a disk that came back under the same number is not this disk's). */
-void device_removed(Manager *m, Device *d);
-/* decide and apply again for a device whose dynamic state flipped */
-void device_flip(Manager *m, Device *d, const DynDecision *dec);
-void device_forget(Manager *m, Device *d, bool drop_state);
-int manager_process_all(Manager *m);
-int manager_refresh_properties(Manager *m);
-/* d's whole facts, in *view: the shared ones with its name, number,
- * diskseq and properties (borrowed: not for device_facts_done()). */
-const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
-/* New kernel capabilities change decisions: take them all again, once. */
-int manager_redecide(Manager *m);
 
 /* device-table.c: O(1) lookup by major:minor */
 Device *device_table_get(const DeviceTable *t, dev_t devnum);
@@ -227,19 +192,17 @@ void device_table_done(DeviceTable *t);
                      d = _n, _n = d ? d->hash_next : NULL)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
-Device *device_free(Device *d);
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
 static inline bool device_overridden(const Device *d) {
         return d->override_note;
 }
-/* resume: neither paused nor overridden any more */
-void device_clear_hold(Device *d);
 
 int manager_new(const Options *o, Manager **ret);
 Manager *manager_free(Manager *m);
 /* Discover all disks, classify them, then decide and apply for each. */
 int manager_scan(Manager *m);
-int manager_run(Manager *m);
+/* The loop, until SIGTERM; handler serves the control socket (commands.c's
+ * commands_run(), which is above the manager: it pauses, reloads...). */
+int manager_run(Manager *m, ControlHandler handler);
 /* The state dir, for the modes that change or restore devices. */
 int manager_open_state_dir(Manager *m);
 /* restore.c, --restore: every record in the state dir put back. */

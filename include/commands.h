@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The control protocol's requests: parse, authorise, run, reply. */
+
+#include "control.h"
+
+/* The ControlHandler of the daemon: one request in, one reply out (never
+ * NULL unless -ENOMEM). Pure of I/O on the socket; may change the Manager
+ * (reload, pause...). */
+cJSON *commands_run(Manager *m, const Peer *peer, const char *line, size_t len);

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* sampler.c: one tick, one pass over /proc/diskstats for every device. */
+
+#include "manager.h"
+
+int sampler_start(Manager *m);
+void sampler_tick(Manager *m, uint64_t now_usec);
