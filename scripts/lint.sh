@@ -7,6 +7,10 @@
 #     command check leaks for real. cJSON_ArrayForEach is defined for it.
 #   clang-tidy: .clang-tidy (clang-analyzer-* and bugprone-*, minus the checks
 #     listed there with the reason), over build/compile_commands.json.
+#   callgraph: scripts/callgraph.py over the built daemon objects; files of
+#     daemon/ that call each other in a loop fail (the graph and the symbols
+#     of each loop are printed). Needs a built tree: the test command builds
+#     before it lints.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -26,6 +30,12 @@ if [ -z "$out" ]; then
         echo "ok - clang-tidy"; passed=$((passed + 1))
 else
         echo "not ok - clang-tidy"; echo "$out"; failed=$((failed + 1))
+fi
+out=$(scripts/callgraph.py "$build" 2>&1)
+if [ $? -eq 0 ]; then
+        echo "ok - callgraph"; passed=$((passed + 1))
+else
+        echo "not ok - callgraph"; echo "$out"; failed=$((failed + 1))
 fi
 echo "lint: $passed passed, $failed failed"
 [ $failed -eq 0 ]
