@@ -106,7 +106,7 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
                 cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
         else
                 cJSON_AddNullToObject(o, "reload_errors");
-        cJSON_AddItemToObject(o, "conflicts", manager_conflicts_json(m));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_report_json(m));
         return reply_ok(o);
 }
 
@@ -163,13 +163,13 @@ static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unuse
 }
 
 static cJSON *cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        return reply_ok(manager_doctor(m));
+        return reply_ok(conflicts_report_doctor(m));
 }
 
 static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         cJSON *o = drift_verify(m);
 
-        manager_conflicts_annotate_verify(m, o);
+        conflicts_report_annotate_verify(m, o);
         return reply_ok(o);
 }
 

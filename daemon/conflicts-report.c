@@ -148,7 +148,7 @@ static int scan(Manager *m, ConflictSet *set) {
         return r;
 }
 
-cJSON *manager_conflicts_json(Manager *m) {
+cJSON *conflicts_report_json(Manager *m) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         unsigned affecting;
 
@@ -157,7 +157,7 @@ cJSON *manager_conflicts_json(Manager *m) {
         return conflicts_build(m, &set, &affecting);
 }
 
-cJSON *manager_device_conflicts_json(Manager *m, Device *d) {
+cJSON *conflicts_report_device_json(Manager *m, Device *d) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         DeviceRead dr = { &m->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
@@ -187,7 +187,7 @@ cJSON *manager_device_conflicts_json(Manager *m, Device *d) {
         return a;
 }
 
-cJSON *manager_doctor(Manager *m) {
+cJSON *conflicts_report_doctor(Manager *m) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         cJSON *o = cJSON_CreateObject(), *w;
         unsigned affecting = 0;
@@ -206,7 +206,7 @@ cJSON *manager_doctor(Manager *m) {
         return o;
 }
 
-void manager_conflicts_metrics(Manager *m, FILE *f) {
+void conflicts_report_metrics(Manager *m, FILE *f) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         _cleanup_free_ Device **sorted = NULL;
         unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
@@ -269,7 +269,7 @@ static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorte
         return text;
 }
 
-void manager_log_conflicts(Manager *m) {
+void conflicts_report_log(Manager *m) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         _cleanup_free_ Device **sorted = NULL;
         int n;
@@ -295,7 +295,7 @@ void manager_log_conflicts(Manager *m) {
         }
 }
 
-char *manager_conflict_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
+char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         DeviceRead dr = { &m->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
@@ -307,7 +307,7 @@ char *manager_conflict_drift_note(Manager *m, const Device *d, unsigned tunable,
         return c ? conflict_describe(c) : NULL;
 }
 
-void manager_conflicts_annotate_verify(Manager *m, cJSON *verify) {
+void conflicts_report_annotate_verify(Manager *m, cJSON *verify) {
         _cleanup_(conflict_set_done) ConflictSet set = {};
         cJSON *dev, *x;
         bool scanned = false;

@@ -110,7 +110,7 @@ static void device_check_drift(Manager *m, Device *d) {
         if (!it)
                 return;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
-        who = manager_conflict_drift_note(m, d, it->tunable, live);
+        who = conflicts_report_drift_note(m, d, it->tunable, live);
         if (m->config.drift_reapply) {
                 log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", d->name,
                            tunables[it->tunable].attr, live, who ? ", likely by " : "", who ?: "", it->target);

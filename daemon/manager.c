@@ -157,7 +157,7 @@ static void manager_check_ready(Manager *m) {
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
                  discover_monitor_kind(m->discover));
         /* the first pass is done: which disks blkpolicyd manages is known */
-        manager_log_conflicts(m);
+        conflicts_report_log(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
@@ -284,7 +284,7 @@ int manager_reload(Manager *m, cJSON **errors) {
         policy_set_free(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
-        manager_log_conflicts(m);
+        conflicts_report_log(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
         return r;
 }

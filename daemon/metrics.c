@@ -123,7 +123,7 @@ int metrics_build(Manager *m, char **ret) {
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
         write_device_metrics(&b, devs, n);
-        manager_conflicts_metrics(m, b.f);
+        conflicts_report_metrics(m, b.f);
         if (fclose(b.f) != 0) {
                 free(b.text);
                 return -ENOMEM;

@@ -13,20 +13,20 @@
 #include "manager.h"
 
 /* status: every writer found, with the devices it applies to. */
-cJSON *manager_conflicts_json(Manager *m);
+cJSON *conflicts_report_json(Manager *m);
 /* explain: the writers that apply to d (or may). */
-cJSON *manager_device_conflicts_json(Manager *m, Device *d);
+cJSON *conflicts_report_device_json(Manager *m, Device *d);
 /* doctor: conflicts, per device, warnings, and "affecting": how many
  * writers set a setting blkpolicyd manages on a managed device. */
-cJSON *manager_doctor(Manager *m);
+cJSON *conflicts_report_doctor(Manager *m);
 /* metrics: blkpolicyd_conflicts{source=...} and blkpolicyd_device_conflicts{device=...}. */
-void manager_conflicts_metrics(Manager *m, FILE *f);
+void conflicts_report_metrics(Manager *m, FILE *f);
 /* At start and reload: one line per writer, with what to do. */
-void manager_log_conflicts(Manager *m);
+void conflicts_report_log(Manager *m);
 /* verify: each drift entry gets "writer", the likely writer of the live
- * value (as manager_conflict_drift_note()), or null. */
-void manager_conflicts_annotate_verify(Manager *m, cJSON *verify);
+ * value (as conflicts_report_drift_note()), or null. */
+void conflicts_report_annotate_verify(Manager *m, cJSON *verify);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
  * when none is known (or on ENOMEM). Caller frees. */
-char *manager_conflict_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live);
+char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live);
