@@ -53,7 +53,7 @@ static size_t job_size(const char *dev) {
  * of them between the devices' long-lived allocations, and the holes they
  * left kept 450 KiB of heap at 1000 devices (fragments malloc_trim cannot
  * give back). A job's pass costs a scheduler write; an mmap is nothing. */
-ApplyJob *apply_job_new(const char *dev) {
+ApplyJob *applier_job_new(const char *dev) {
         ApplyJob *j = mmap(NULL, job_size(dev), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
         if (j == MAP_FAILED)
@@ -62,7 +62,7 @@ ApplyJob *apply_job_new(const char *dev) {
         return j;
 }
 
-ApplyJob *apply_job_free(ApplyJob *j) {
+ApplyJob *applier_job_free(ApplyJob *j) {
         if (!j)
                 return NULL;
         device_record_done(&j->record);
@@ -299,7 +299,7 @@ unsigned applier_cancel(Applier *a, dev_t devnum) {
         while (dropped) {
                 ApplyJob *next = dropped->next;
 
-                apply_job_free(dropped);
+                applier_job_free(dropped);
                 dropped = next;
         }
         return n;
@@ -386,12 +386,12 @@ Applier *applier_free(Applier *a) {
         pthread_mutex_unlock(&a->lock);
         reap_workers(a);
         while (a->pending)
-                apply_job_free(pop_pending(a));
+                applier_job_free(pop_pending(a));
         while (a->finished) {
                 ApplyJob *j = a->finished;
 
                 a->finished = j->next;
-                apply_job_free(j);
+                applier_job_free(j);
         }
         sd_event_source_disable_unref(a->source);
         if (a->efd >= 0)

@@ -200,7 +200,7 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
 
 /* The job for the applier: copies of the plan and the record. */
 static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
-        ApplyJob *j = apply_job_new(d->name);
+        ApplyJob *j = applier_job_new(d->name);
 
         if (!j)
                 return -ENOMEM;
@@ -213,7 +213,7 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         if (plan)
                 j->plan = plan_buffer_copy(&j->plan_copy, plan);
         if (device_record_copy(&d->record, &j->record) < 0) {
-                apply_job_free(j);
+                applier_job_free(j);
                 return -ENOMEM;
         }
         d->job = true;
@@ -351,7 +351,7 @@ bool device_apply_done(Manager *m, ApplyJob *j) {
         m->writes.other_writes += j->stats.other_writes;
         m->writes.write_errors += j->stats.write_errors;
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
-                apply_job_free(j);      /* its device was forgotten meanwhile */
+                applier_job_free(j);    /* its device was forgotten meanwhile */
                 return false;
         }
         d->job = false;
@@ -362,13 +362,13 @@ bool device_apply_done(Manager *m, ApplyJob *j) {
         j->record = (DeviceRecord) {};
         if (j->restore) {
                 device_restore_done(m, d, j);
-                apply_job_free(j);
+                applier_job_free(j);
                 return false;
         }
         device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
         device_finish(m, d, j->plan, j->result);
-        apply_job_free(j);
+        applier_job_free(j);
         d = device_table_get(&m->devices, devnum);      /* device_finish may forget it */
         if (d && d->reprocess && !d->job) {
                 bool take_over = d->reprocess_take_over;

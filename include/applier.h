@@ -57,8 +57,8 @@ int applier_attach_event(Applier *a, sd_event *e);
 
 /* job->dev, devnum, queue_id, plan, record filled by the caller, who gives
  * it up. */
-ApplyJob *apply_job_new(const char *dev);
-ApplyJob *apply_job_free(ApplyJob *j);
+ApplyJob *applier_job_new(const char *dev);
+ApplyJob *applier_job_free(ApplyJob *j);
 void applier_submit(Applier *a, ApplyJob *j);
 /* Drops the jobs not started yet for devnum (the device is gone); a
  * running one comes back as usual. Returns how many were dropped. */
