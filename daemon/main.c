@@ -14,6 +14,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "replay.h"
+#include "restore.h"
 #include "util.h"
 
 static void help(void) {
@@ -289,7 +290,7 @@ static int run(int argc, char *argv[]) {
         else if ((r = manager_open_state_dir(m)) < 0)
                 goto out;
         else if (o.restore)
-                r = manager_restore_records(m);
+                r = restore_records(m);
         else if (o.once) {
                 r = manager_scan(m);
                 if (r >= 0)

@@ -9,6 +9,7 @@
 #include "apply.h"
 #include "log.h"
 #include "manager.h"
+#include "restore.h"
 #include "util.h"
 
 /* The disk's name now, and whether its queue is the recorded one. */
@@ -81,7 +82,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         return (m->options->dry_run ? 0 : (int) rec.n_attrs) + torn;
 }
 
-int manager_restore_records(Manager *m) {
+int restore_records(Manager *m) {
         _cleanup_free_ unsigned (*records)[2] = NULL;
         size_t n;
         int r, left = 0;
