@@ -353,10 +353,11 @@ static unsigned apply_parallelism(const Manager *m) {
 static void on_apply_done(ApplyJob *j, void *userdata) {
         Manager *m = userdata;
 
-        if (!device_apply_done(m, j))
-                return;
-        if (manager_redecide(m) < 0)
+        if (device_apply_done(m, j) && manager_redecide(m) < 0)
                 sd_event_exit(m->event, -ENOMEM);
+        /* also after the pass of a disk removed meanwhile: it may have
+         * been the last of the first pass, and READY=1 must not wait for
+         * an event that may never come */
         manager_check_ready(m);
 }
 
