@@ -32,6 +32,8 @@ static int manager_redecide(Manager *m) {
         return device_process_all(m);
 }
 
+static void manager_check_ready(Manager *m);
+
 static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
         Manager *m = userdata;
         Device *d;
@@ -56,6 +58,8 @@ static void on_device(void *userdata, const char *name, dev_t devnum, UeventActi
                 d = device_table_get(&m->devices, devnum);
                 if (d)
                         device_removed(m, d);
+                /* its queued pass may have been the last of the first one */
+                manager_check_ready(m);
                 break;
         default:
                 break;

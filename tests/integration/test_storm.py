@@ -8,7 +8,9 @@ in parallel, one pass per device at a time.
     no record is left;
   - a disk removed while its pass waits in the queue (one writer, the
     first disk's scheduler write held 2 s by fault injection): the queued
-    pass is dropped, the daemon stays consistent, nothing is left of it."""
+    pass is dropped, the daemon stays consistent, nothing is left of it;
+  - the start-up pass's only disk removed while its write is held:
+    READY=1 comes all the same (it waited for the next event)."""
 import os
 import shutil
 import signal
@@ -86,6 +88,29 @@ try:
     rc = daemon.stop()
     res.check("... and the stop puts back the other, exit 0", rc == 0 and snapshot(held) == default,
               (rc, snapshot(held)))
+
+    # 3. the first pass's last disk removed while its write is held: READY=1 still comes
+    loops.remove(held)          # the lone disk is the whole first pass
+    lone = loops.add()
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\ndrift_checks_per_tick = 0\napply_parallelism = 1\n")
+    daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
+                                       "--device", GLOB, "--socket", sock],
+                    env={"BLKPOLICYD_FAULTS": "write:*/loop2[89]*/queue/scheduler:DELAY=2000:1"}, append_log=True)
+
+    def threads():
+        with open(f"/proc/{daemon.proc.pid}/status") as f:
+            return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+    wait_for(lambda: threads() >= 2, 10, "the writer to take the first pass")
+    loops.remove(lone)
+    try:
+        daemon.wait_for("READY=1", timeout=10)
+        ready = True
+    except Exception:
+        ready = False
+    res.check("the first pass's only disk removed while its write is held: READY=1 all the same", ready,
+              daemon.text()[-2000:])
 finally:
     if daemon:
         daemon.cleanup()
