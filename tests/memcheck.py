@@ -65,26 +65,51 @@ try:
                           *roots("conflicts"), "--root", os.path.join(fixtures, "conflicts", "root"),
                           "--state-dir", os.path.join(work, "state"), "--socket", sock],
                          stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not os.path.exists(sock) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for req in ['{"command": "status"}', '{"command": "devices"}', '{"command": "explain", "device": "vda"}',
-                '{"command": "policies"}', '{"command": "verify"}', '{"command": "metrics"}', '{"command": "doctor"}',
-                '{"command": "pause", "device": "vda"}', '{"command": "resume"}', '{"command": "reload"}',
-                '{"command": "nope"}', '{bad json', '{"command": "device", "device": "sdz"}']:
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(60)
-        s.connect(sock)
+
+    def request(req):
+        """One request; the socket file exists at bind(), a moment before
+        listen(): a refused connection is retried until the deadline."""
+        deadline = time.monotonic() + 120
+        while True:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(60)
+            try:
+                s.connect(sock)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                s.close()
+                if time.monotonic() > deadline or d.poll() is not None:
+                    raise
+                time.sleep(0.05)
         s.sendall(req.encode() + b"\n")
         buf = b""
         while not buf.endswith(b"\n"):
-            buf += s.recv(1 << 20)
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
         s.close()
-        json.loads(buf)
-    with open(os.path.join(pol, "99-broken.policy"), "w") as f:
-        f.write("[Queue]\nnr_requests = x\n")
-    d.send_signal(signal.SIGHUP)       # a reload that fails, then SIGTERM
-    time.sleep(1)
+        return json.loads(buf)
+
+    try:
+        for req in ['{"command": "status"}', '{"command": "devices"}', '{"command": "explain", "device": "vda"}',
+                    '{"command": "policies"}', '{"command": "verify"}', '{"command": "metrics"}',
+                    '{"command": "doctor"}', '{"command": "pause", "device": "vda"}', '{"command": "resume"}',
+                    '{"command": "reload"}', '{"command": "nope"}', '{bad json',
+                    '{"command": "device", "device": "sdz"}']:
+            request(req)
+        with open(os.path.join(pol, "99-broken.policy"), "w") as f:
+            f.write("[Queue]\nnr_requests = x\n")
+        d.send_signal(signal.SIGHUP)       # a reload that rejects a file, then SIGTERM
+        deadline = time.monotonic() + 120
+        while request('{"command": "status"}')["result"]["policy_files_rejected"] < 1:
+            if time.monotonic() > deadline:
+                raise AssertionError("the reload after SIGHUP never showed the rejected file")
+            time.sleep(0.05)
+    except BaseException:
+        d.kill()            # never leave valgrind running behind a failed request
+        d.communicate()
+        raise
     d.send_signal(signal.SIGTERM)
     _, err = d.communicate(timeout=120)
     res.check("daemon serving every request, a failed reload and SIGTERM: clean", d.returncode == 0,
