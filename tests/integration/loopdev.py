@@ -68,6 +68,7 @@ class LoopDevices:
     def __init__(self, base):
         self.base = base
         self.indexes = []
+        self.free_hint = base
         self.attached = set()
         self.tmp = tempfile.mkdtemp(prefix="blkpolicyd-loop-", dir="/dev/shm")
         atexit.register(self.remove_all)
@@ -77,10 +78,11 @@ class LoopDevices:
     def add(self):
         """LOOP_CTL_ADD at the first free index from base: an 'add' uevent."""
         fd = os.open("/dev/loop-control", os.O_RDWR)
-        # from the last index made on: 10,000 devices must not scan 10,000² names
-        start = self.indexes[-1] + 1 if self.indexes else self.base
         try:
-            for i in [*range(start, self.base + 20000), *range(self.base, start)]:
+            # from the lowest index that may be free: still the first free one
+            # from base (tests match index ranges), without 10,000 adds
+            # scanning 10,000² names
+            for i in range(self.free_hint, self.base + 20000):
                 if os.path.exists(f"/sys/block/loop{i}"):
                     continue
                 try:
@@ -88,6 +90,7 @@ class LoopDevices:
                 except OSError:
                     continue
                 self.indexes.append(i)
+                self.free_hint = i + 1
                 return f"loop{i}"
         finally:
             os.close(fd)
@@ -121,6 +124,7 @@ class LoopDevices:
             os.close(fd)
         if i in self.indexes:
             self.indexes.remove(i)
+        self.free_hint = min(self.free_hint, i)
 
     def remove_many(self, names, threads=16):
         """LOOP_CTL_REMOVE is ~35 ms each: 10,000 one after the other take 6 min."""
