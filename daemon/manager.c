@@ -20,6 +20,7 @@
 #include "report.h"
 #include "sampler.h"
 #include "shared.h"
+#include "state-v1.h"
 #include "util.h"
 
 /* New kernel capabilities change decisions: take them all again, once.
@@ -332,7 +333,8 @@ int manager_open_state_dir(Manager *m) {
                 return log_error_errno(r, "Another blkpolicyd (a daemon, --once or --restore) is using %s", path);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the state directory %s: %m", path);
-        return 0;
+        /* before any record is read: what an older version left goes back too */
+        return manager_restores(m) ? state_import_v1(&m->state, &m->roots) : 0;
 }
 
 /* Elevator switches on several disks at once hit a double free at boot

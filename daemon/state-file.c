@@ -290,3 +290,48 @@ int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
         *n = count;
         return 0;
 }
+
+int state_read_named(const StateDir *d, const char *name, char **ret, size_t *size) {
+        _cleanup_close_ int fd = -1;
+
+        fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADMSG : -errno;
+        return read_small_file(fd, ret, size);
+}
+
+int state_remove_named(const StateDir *d, const char *name) {
+        if (unlinkat(d->fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return fsync(d->fd) < 0 ? -errno : 0;
+}
+
+/* Names that are neither records of today ("M:m", "M:m.torn") nor
+ * temporaries (".M:m.tmp"): a device's name, as the first format had. */
+int state_list_named(const StateDir *d, char ***ret) {
+        _cleanup_closedir_ DIR *dir = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        struct dirent *de;
+        int fd;
+
+        *ret = NULL;
+        if (d->fd < 0)
+                return 0;
+        fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+                (void) close(fd);
+                return -errno;
+        }
+        while ((de = readdir(dir))) {
+                if (de->d_name[0] == '.' || strchr(de->d_name, ':'))
+                        continue;
+                if (strv_push(&l, de->d_name) < 0)
+                        return -ENOMEM;
+        }
+        *ret = l;
+        l = NULL;
+        return 0;
+}

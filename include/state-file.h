@@ -42,3 +42,8 @@ int state_remove(const StateDir *d, unsigned major, unsigned minor);
 int state_set_aside(const StateDir *d, unsigned major, unsigned minor);
 /* The major:minor of every record, for --restore. */
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n);
+/* Files of the first format, named by device (see state-v1.c): whole
+ * content of one, its removal, and the names of all of them (strv). */
+int state_read_named(const StateDir *d, const char *name, char **ret, size_t *size);
+int state_remove_named(const StateDir *d, const char *name);
+int state_list_named(const StateDir *d, char ***ret);

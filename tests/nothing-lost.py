@@ -11,7 +11,8 @@ asserting the exact values the disks hold after the daemon is gone:
   policy dir; drift then stop; a restore that fails keeps its record; an
   unreadable record writes nothing; a hostile state dir; --once undone by
   --restore; a record left by an earlier disk at the same number; a
-  [Dynamic] flip to busy settings and back, on load faked in diskstats.
+  [Dynamic] flip to busy settings and back, on load faked in diskstats; a
+  record of the first format (an upgrade after a crash) taken over.
 
 tests/integration/test_nothing_lost.py runs the same on real loop devices."""
 import os
@@ -419,6 +420,36 @@ try:
     finally:
         load["on"] = None
         feeder.join()
+
+    # A record of the first format (blkpolicyd up to f21ed78: originals
+    # only, named by device) left by a daemon killed under that version: an
+    # upgrade takes it over, and the stop puts the originals back.
+    reset()
+    r = run("--once")
+    res.check("first format: the disks are changed as that daemon left them", r.returncode == 0 and applied(),
+              r.stderr[-2000:])
+    shutil.rmtree(os.path.join(state, "devices"))
+    os.mkdir(os.path.join(state, "devices"), 0o700)
+    for dev, attrs in ORIGINAL.items():
+        write(os.path.join(state, "devices", dev),
+              "# blkpolicyd originals v1\n" + "".join(f"{a}={v}\n" for a, v in sorted(attrs.items())).rstrip("\n"))
+    write(os.path.join(state, "devices", "loop9"), "# blkpolicyd originals v1\nscheduler=bfq")   # a disk gone
+    d = daemon()
+    rc = d.stop()
+    ok, now = all_original()
+    res.check("first format taken over at start: the stop puts back every original, iosched/ after the "
+              "switch back", rc == 0 and ok, (now, d.text()[-3000:]))
+    res.check("... and no record of either format is left", os.listdir(os.path.join(state, "devices")) == [],
+              os.listdir(os.path.join(state, "devices")))
+    reset()
+    run("--once")
+    shutil.rmtree(os.path.join(state, "devices"))
+    os.mkdir(os.path.join(state, "devices"), 0o700)
+    write(os.path.join(state, "devices", "loop0"), "# blkpolicyd originals v1\n" +
+          "".join(f"{a}={v}\n" for a, v in sorted(ORIGINAL["loop0"].items())))
+    r = run("--restore")
+    res.check("first format: blkpolicyd --restore puts loop0 back too",
+              r.returncode == 0 and snapshot("loop0") == ORIGINAL["loop0"], (snapshot("loop0"), r.stderr[-2000:]))
 finally:
     for d in RUNNING:
         d.cleanup()
