@@ -250,25 +250,34 @@ int state_remove(const StateDir *d, unsigned major, unsigned minor) {
         return 0;
 }
 
+/* A listing of the records' dir, through its fd (its own: readdir moves it). */
+static int open_listing(const StateDir *d, DIR **ret) {
+        int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        *ret = fdopendir(fd);
+        if (!*ret) {
+                (void) close(fd);
+                return -errno;
+        }
+        return 0;
+}
+
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
         _cleanup_closedir_ DIR *dir = NULL;
         unsigned (*l)[2] = NULL;
         struct dirent *de;
         size_t count = 0;
-        int fd;
+        int r;
 
         *ret = NULL;
         *n = 0;
         if (d->fd < 0)
                 return 0;
-        fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        dir = fdopendir(fd);
-        if (!dir) {
-                (void) close(fd);
-                return -errno;
-        }
+        r = open_listing(d, &dir);
+        if (r < 0)
+                return r;
         while ((de = readdir(dir))) {
                 unsigned major, minor;
                 char end;
@@ -312,19 +321,14 @@ int state_list_named(const StateDir *d, char ***ret) {
         _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_strv_free_ char **l = NULL;
         struct dirent *de;
-        int fd;
+        int r;
 
         *ret = NULL;
         if (d->fd < 0)
                 return 0;
-        fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        dir = fdopendir(fd);
-        if (!dir) {
-                (void) close(fd);
-                return -errno;
-        }
+        r = open_listing(d, &dir);
+        if (r < 0)
+                return r;
         while ((de = readdir(dir))) {
                 if (de->d_name[0] == '.' || strchr(de->d_name, ':'))
                         continue;
