@@ -250,18 +250,22 @@ int state_remove(const StateDir *d, unsigned major, unsigned minor) {
         return 0;
 }
 
-/* A listing of the records' dir, through its fd (its own: readdir moves it). */
-static int open_listing(const StateDir *d, DIR **ret) {
+/* A listing of the records' dir, through an fd of its own (readdir
+ * moves it). NULL with errno set on failure. */
+static DIR *open_listing(const StateDir *d) {
         int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *dir;
 
         if (fd < 0)
-                return -errno;
-        *ret = fdopendir(fd);
-        if (!*ret) {
+                return NULL;
+        dir = fdopendir(fd);
+        if (!dir) {
+                int saved = errno;
+
                 (void) close(fd);
-                return -errno;
+                errno = saved;
         }
-        return 0;
+        return dir;
 }
 
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
@@ -269,15 +273,14 @@ int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
         unsigned (*l)[2] = NULL;
         struct dirent *de;
         size_t count = 0;
-        int r;
 
         *ret = NULL;
         *n = 0;
         if (d->fd < 0)
                 return 0;
-        r = open_listing(d, &dir);
-        if (r < 0)
-                return r;
+        dir = open_listing(d);
+        if (!dir)
+                return -errno;
         while ((de = readdir(dir))) {
                 unsigned major, minor;
                 char end;
@@ -321,14 +324,13 @@ int state_list_named(const StateDir *d, char ***ret) {
         _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_strv_free_ char **l = NULL;
         struct dirent *de;
-        int r;
 
         *ret = NULL;
         if (d->fd < 0)
                 return 0;
-        r = open_listing(d, &dir);
-        if (r < 0)
-                return r;
+        dir = open_listing(d);
+        if (!dir)
+                return -errno;
         while ((de = readdir(dir))) {
                 if (de->d_name[0] == '.' || strchr(de->d_name, ':'))
                         continue;
