@@ -59,6 +59,7 @@ typedef struct Pass {
         unsigned next_choice;                   /* scheduler fallbacks tried so far */
         bool retry;
         bool saved_once;                        /* the record is on disk as it is in memory */
+        bool adopted;                           /* new media: the first round took the admin's values */
 } Pass;
 
 static PlanItem *pass_item(Pass *p, unsigned t) {
@@ -297,9 +298,12 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
 
 static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
-                              .take_over = p->req->take_over, .new_media = p->req->new_media };
+                              .take_over = p->req->take_over, .new_media = p->req->new_media && !p->adopted };
         Reconciled rec;
         int k;
+
+        /* what the admin sets while this pass runs is an override of the new medium */
+        p->adopted = true;
 
         k = reconcile(&in, &rec);
         if (k < 0)

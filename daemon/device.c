@@ -183,7 +183,8 @@ static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes,
                 device_set_error(d, out->record_error, "cannot save the state record, nothing written");
         else if (out->restore_failed)
                 device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
-        if (out->overridden >= 0 && writes && !take_over && !device_overridden(d))
+        /* a pass from before new media saw the old medium's admin: no override of the new one */
+        if (out->overridden >= 0 && writes && !take_over && !device_overridden(d) && !d->new_media)
                 device_note_override(d, out);
 }
 
@@ -558,7 +559,16 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
  * another queue at the same number belonged to a disk that is gone. */
 static int device_load_record(Manager *m, Device *d) {
         DeviceRecord found = {};
-        int r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found);
+        int r;
+
+        if (strv_contains(m->v1_pending, d->name)) {
+                /* its originals are in a file not taken over yet */
+                d->record_unreadable = true;
+                device_set_error(d, -EBADMSG, "its state record of the first format is not taken over, nothing "
+                                              "is written");
+                return 0;
+        }
+        r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found);
 
         if (r == -ENOENT)
                 return 0;

@@ -334,7 +334,7 @@ int manager_open_state_dir(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot open the state directory %s: %m", path);
         /* before any record is read: what an older version left goes back too */
-        return manager_restores(m) ? state_import_v1(&m->state, &m->roots) : 0;
+        return manager_restores(m) ? state_import_v1(&m->state, &m->roots, &m->v1_pending) : 0;
 }
 
 /* Elevator switches on several disks at once hit a double free at boot
@@ -427,6 +427,7 @@ Manager *manager_free(Manager *m) {
         policy_set_free(m->policies);
         config_done(&m->config);
         state_dir_close(&m->state);
+        strv_free(m->v1_pending);
         sd_event_unref(m->event);
         free(m);
         return NULL;

@@ -10,11 +10,14 @@
  * blkpolicyd's. After a switch away from the original scheduler, what the
  * switch reset (nr_requests, the old scheduler's iosched/) is marked as
  * reset by it: it goes back once the scheduler is back, as a record of
- * today says. */
+ * today says. A file that cannot be taken over now stays, and its disk is
+ * not written to (the caller holds it) until it can. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "apply.h"
 #include "log.h"
@@ -26,6 +29,19 @@
 
 #define V1_HEADER "# blkpolicyd originals v1\n"
 
+static char *strip(char *s) {
+        char *end;
+
+        while (*s == ' ' || *s == '\t' || *s == '\r')
+                s++;
+        end = s + strlen(s);
+        while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+                *--end = 0;
+        return s;
+}
+
+/* -EBADMSG for anything the first format's own loader did not accept: the
+ * file is then kept, not half taken over. */
 static int parse_v1(const char *text, size_t size, DeviceRecord *r) {
         _cleanup_free_ char *copy = strndup(text, size);
         char *save = NULL;
@@ -36,14 +52,17 @@ static int parse_v1(const char *text, size_t size, DeviceRecord *r) {
                 return -EBADMSG;
         for (char *line = strtok_r(copy + strlen(V1_HEADER), "\n", &save); line;
              line = strtok_r(NULL, "\n", &save)) {
-                char *eq = strchr(line, '=');
+                char *eq = strchr(line, '='), *value;
                 int t;
 
                 if (!eq)
-                        continue;
+                        return -EBADMSG;
                 *eq = 0;
-                t = tunable_find_attr(line);
-                if (t >= 0 && eq[1] && device_record_found(r, (unsigned) t, eq + 1) < 0)
+                t = tunable_find_attr(strip(line));
+                value = strip(eq + 1);
+                if (t < 0 || !state_value_valid(value))
+                        return -EBADMSG;
+                if (device_record_found(r, (unsigned) t, value) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -69,12 +88,30 @@ static int read_identity(const Roots *roots, const char *dev, DeviceIdentity *id
         return 0;
 }
 
+/* A file older than this boot speaks of disks that are gone: every queue
+ * setting starts from the kernel's at boot. */
+static bool written_before_boot(const StateDir *d, const Roots *roots, const char *name) {
+        char path[PATH_MAX], line[128];
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long long btime = 0;
+        struct stat st;
+
+        if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        snprintf(path, sizeof(path), "%s/stat", roots->proc);
+        f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "btime %llu", &btime) == 1)
+                        break;
+        return btime > 0 && (unsigned long long) st.st_mtime < btime;
+}
+
 static bool reset_by_the_switch(unsigned t) {
         return tunables[t].scheduler || streq(tunables[t].attr, "nr_requests") || tunable_reset_by_nr_requests(t);
 }
 
 /* found → found + written, from what the disk holds now. -EAGAIN: a value
- * could not be read; the file stays for the next start. */
+ * could not be read now; the file stays for the next start. */
 static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r) {
         const AttrRecord *s = device_record_get(r, TUNABLE_SCHEDULER);
         char live[VALUE_MAX];
@@ -84,20 +121,22 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r) {
         if (s) {
                 k = attr_read_current(roots, dev, TUNABLE_SCHEDULER, live, sizeof(live));
                 if (k < 0)
-                        return k == -ENOENT ? -ENODEV : -EAGAIN;
+                        return -EAGAIN; /* ENOENT too: the disk is there (its dev was read), being added */
                 switched = !streq(live, s->found);
         }
         for (unsigned i = r->n_attrs; i-- > 0;) {
                 unsigned t = r->attrs[i].tunable;
-                const char *written;
+                const char *written = NULL;
 
                 if (t != TUNABLE_SCHEDULER && switched && reset_by_the_switch(t))
                         written = WRITTEN_UNKNOWN;
                 else {
                         k = attr_read_current(roots, dev, t, live, sizeof(live));
-                        if (k < 0)
+                        if (k < 0 && k != -ENOENT)
                                 return -EAGAIN;
-                        written = streq(live, r->attrs[i].found) ? NULL : live;
+                        /* absent (another scheduler's, unsupported): nothing to put back */
+                        if (k == 0 && !streq(live, r->attrs[i].found))
+                                written = live;
                 }
                 k = written ? device_record_written(r, t, written) : device_record_drop(r, t);
                 if (k < 0)
@@ -106,49 +145,79 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r) {
         return 0;
 }
 
-static int import_one(const StateDir *d, const Roots *roots, const char *dev) {
-        _cleanup_(device_record_done) DeviceRecord r = {};
-        _cleanup_free_ char *text = NULL;
+/* A record of today for the same disk: it was made after the first
+ * format's daemon changed things, so its found values are not the
+ * originals where the old file has one. The old found wins; what
+ * today's daemon wrote or was writing stays its own. */
+static int merge_newer(DeviceRecord *r, const DeviceRecord *newer) {
+        for (unsigned i = 0; i < newer->n_attrs; i++) {
+                const AttrRecord *a = &newer->attrs[i];
+
+                if (device_record_found(r, a->tunable, a->found) < 0 ||
+                    (a->written && device_record_written(r, a->tunable, a->written) < 0) ||
+                    (a->intent && device_record_intent(r, a->tunable, a->intent) < 0))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int take_over(const StateDir *d, const Roots *roots, const char *dev, DeviceRecord *r) {
         DeviceRecord newer = {};
-        size_t size;
         int k;
 
-        k = state_read_named(d, dev, &text, &size);
-        if (k < 0)
-                return k;
-        k = parse_v1(text, size, &r);
-        if (k < 0)
-                return k;
-        k = read_identity(roots, dev, &r.id);
+        k = read_identity(roots, dev, &r->id);
         if (k == -ENOENT || k == -ENODEV) {
                 log_info("%s: a state record of the first format for a disk that is gone, dropping it", dev);
                 return state_remove_named(d, dev);
         }
         if (k < 0)
                 return k;
-        if (state_load(d, r.id.major, r.id.minor, &newer) >= 0) {
+        k = state_load(d, r->id.major, r->id.minor, &newer);
+        if (k < 0 && k != -ENOENT)
+                return k;       /* today's record unreadable: touch neither */
+        if (k >= 0 && !device_identity_same(&newer.id, &r->id)) {
                 device_record_done(&newer);
-                log_info("%s: a state record of the first format beside one of today, dropping the older", dev);
-                return state_remove_named(d, dev);
+                return -EBADMSG;
         }
-        k = mark_written(roots, dev, &r);
-        if (k == -ENODEV)
-                return state_remove_named(d, dev);
+        k = mark_written(roots, dev, r);
+        if (k == 0 && newer.n_attrs > 0)
+                k = merge_newer(r, &newer);
+        device_record_done(&newer);
         if (k < 0)
                 return k;
-        if (!device_record_empty(&r)) {
-                k = state_save(d, &r, dev);
+        if (!device_record_empty(r)) {
+                k = state_save(d, r, dev);
                 if (k < 0)
                         return k;
         }
-        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev, r.n_attrs);
+        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev, r->n_attrs);
         return state_remove_named(d, dev);
 }
 
-int state_import_v1(const StateDir *d, const Roots *roots) {
-        _cleanup_strv_free_ char **names = NULL;
+static int import_one(const StateDir *d, const Roots *roots, const char *dev) {
+        _cleanup_(device_record_done) DeviceRecord r = {};
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int k;
+
+        if (written_before_boot(d, roots, dev)) {
+                log_info("%s: a state record of the first format from before this boot, dropping it", dev);
+                return state_remove_named(d, dev);
+        }
+        k = state_read_named(d, dev, &text, &size);
+        if (k < 0)
+                return k;
+        k = parse_v1(text, size, &r);
+        if (k < 0)
+                return k;
+        return take_over(d, roots, dev, &r);
+}
+
+int state_import_v1(const StateDir *d, const Roots *roots, char ***pending) {
+        _cleanup_strv_free_ char **names = NULL, **left = NULL;
         int r = state_list_named(d, &names);
 
+        *pending = NULL;
         if (r < 0)
                 return log_warning_errno(r, "Cannot list the state dir for records of the first format, "
                                             "ignoring: %m");
@@ -157,11 +226,18 @@ int state_import_v1(const StateDir *d, const Roots *roots) {
 
                 if (k == -ENOMEM)
                         return log_oom();
+                if (k >= 0)
+                        continue;
                 if (k == -EBADMSG)
-                        log_warning("%s/devices/%s is not a state record, ignoring it", d->path, *n);
-                else if (k < 0)
-                        log_warning_errno(k, "%s: cannot take over its state record of the first format, "
-                                             "keeping it for the next start: %m", *n);
+                        log_warning("%s/devices/%s: not a state record blkpolicyd can take over; nothing is written "
+                                    "to %s until it is moved away", d->path, *n, *n);
+                else
+                        log_warning_errno(k, "%s: cannot take over its state record of the first format, writing "
+                                             "nothing to it until the next start: %m", *n);
+                if (strv_push(&left, *n) < 0)
+                        return log_oom();
         }
+        *pending = left;
+        left = NULL;
         return 0;
 }

@@ -148,7 +148,7 @@ bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b) {
 }
 
 /* A value as sysfs shows it: no space, no control character, not empty. */
-static bool value_valid(const char *v) {
+bool state_value_valid(const char *v) {
         if (!*v || strlen(v) >= STATE_VALUE_MAX)
                 return false;
         for (; *v; v++)
@@ -164,7 +164,7 @@ static int parse_header(char *line, DeviceRecord *r) {
         int n = -1;
 
         if (sscanf(line, "device %31s %u:%u queue=%" SCNu64 " diskseq=%" SCNu64 "%n", name, &major, &minor, &queue,
-                   &seq, &n) != 5 || n < 0 || line[n] != 0 || !value_valid(name))
+                   &seq, &n) != 5 || n < 0 || line[n] != 0 || !state_value_valid(name))
                 return -EBADMSG;
         r->id = (DeviceIdentity) { .major = major, .minor = minor, .queue_id = queue, .diskseq = seq };
         r->name = strdup(name);
@@ -186,8 +186,8 @@ static int parse_attr(char *line, DeviceRecord *r) {
         if (!attr || !found || !written || !intent || strtok_r(NULL, " ", &save))
                 return -EBADMSG;
         t = tunable_find_attr(attr);
-        if (t < 0 || !value_valid(found) || streq(found, "-") || streq(found, WRITTEN_UNKNOWN) ||
-            !value_valid(written) || !value_valid(intent) || device_record_get(r, (unsigned) t))
+        if (t < 0 || !state_value_valid(found) || streq(found, "-") || streq(found, WRITTEN_UNKNOWN) ||
+            !state_value_valid(written) || !state_value_valid(intent) || device_record_get(r, (unsigned) t))
                 return -EBADMSG;
         k = device_record_found(r, (unsigned) t, found);
         if (k >= 0)

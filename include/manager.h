@@ -127,6 +127,7 @@ struct Manager {
         InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
+        char **v1_pending;              /* disks with a record of the first format not taken over: held */
         struct Applier *applier;        /* apply passes off the loop */
         unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */

@@ -5,6 +5,7 @@
 #include "sysfs.h"
 
 /* Turns the records of the first format in the state dir into records of
- * today, and removes them; what cannot be read stays for the next start.
- * Returns 0, or -ENOMEM. */
-int state_import_v1(const StateDir *d, const Roots *roots);
+ * today, and removes them. The names of those that stay (unreadable now,
+ * or not taken over) come back in *pending: nothing may be written to
+ * those disks, or their originals would be lost. Returns 0, or -ENOMEM. */
+int state_import_v1(const StateDir *d, const Roots *roots, char ***pending);

@@ -76,6 +76,9 @@ bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
 
 #define STATE_VALUE_MAX 32
 
+/* A value as sysfs shows it: no space, no control character, not empty. */
+bool state_value_valid(const char *v);
+
 /* The text form, one file per device:
  *
  *   # blkpolicyd state v2

@@ -450,6 +450,49 @@ try:
     r = run("--restore")
     res.check("first format: blkpolicyd --restore puts loop0 back too",
               r.returncode == 0 and snapshot("loop0") == ORIGINAL["loop0"], (snapshot("loop0"), r.stderr[-2000:]))
+
+    def v1_case(left, text, *extra, faults=""):
+        """loop0 as a first-format daemon left it, its file holding text."""
+        reset()
+        shutil.rmtree(policies)
+        os.mkdir(policies)
+        for attr, value in left.items():
+            if attr == "scheduler":
+                write(qfile("loop0", "scheduler"), " ".join(f"[{x}]" if x == value else x
+                                                            for x in ("none", "mq-deadline", "kyber", "bfq")))
+                shutil.rmtree(qfile("loop0", "iosched"), ignore_errors=True)
+            else:
+                write(qfile("loop0", attr), value)
+        os.makedirs(os.path.join(state, "devices"), 0o700, exist_ok=True)
+        with open(os.path.join(state, "devices", "loop0"), "w") as f:
+            f.write("# blkpolicyd originals v1\n" + text)
+        return run(*extra, faults=faults) if extra else None
+
+    left = {"scheduler": "none", "read_ahead_kb": "4096", "nr_requests": "256"}
+    r = v1_case(left, "read_ahead_kb=128 \nnr_requests=64\r\n", "--restore")
+    res.check("first format: blanks and CRLF as its loader took them", r.returncode == 0 and
+              (live("loop0", "read_ahead_kb"), live("loop0", "nr_requests")) == ("128", "64"), r.stderr[-1500:])
+    r = v1_case(left, "iosched/fifo_batch=7\nread_ahead_kb=128\n", "--restore")
+    res.check("first format: an attribute the disk does not have now does not block the rest",
+              r.returncode == 0 and live("loop0", "read_ahead_kb") == "128", r.stderr[-1500:])
+    r = v1_case(left, "scheduler=none\nread_ahead_kb=128\n", "--restore", faults="read:*/loop0/queue/scheduler:ENOENT:1")
+    res.check("first format: ENOENT from a disk being added keeps the file, and --restore says so",
+              r.returncode != 0 and os.path.exists(os.path.join(state, "devices", "loop0")), r.stderr[-1500:])
+    r = run("--restore")
+    res.check("... and the next --restore puts it back", r.returncode == 0 and live("loop0", "read_ahead_kb") == "128",
+              r.stderr[-1500:])
+    v1_case(left, "read_ahead_kb=128\n")
+    write(os.path.join(root, "proc", "stat"), f"cpu  1 2 3 4\nbtime {int(time.time()) + 3600}")
+    r = run("--restore")
+    res.check("first format from before this boot (every setting reset since): dropped, nothing written",
+              r.returncode == 0 and live("loop0", "read_ahead_kb") == "4096"
+              and not os.path.exists(os.path.join(state, "devices", "loop0")), r.stderr[-1500:])
+    v1_case(left, "read_ahead_kb=128\nbogus_attr=1\n")
+    policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nread_ahead_kb = 8192\n")
+    r = run("--once")
+    res.check("first format not taken over (a line it cannot read): nothing written to that disk, the file kept",
+              live("loop0", "read_ahead_kb") == "4096" and os.path.exists(os.path.join(state, "devices", "loop0")),
+              (live("loop0", "read_ahead_kb"), r.stderr[-1500:]))
 finally:
     for d in RUNNING:
         d.cleanup()
