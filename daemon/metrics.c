@@ -45,6 +45,16 @@ static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.fl
 static double v_paused(const Device *d) { return d->paused; }
 static double v_overridden(const Device *d) { return device_overridden(d); }
 
+/* mode=observe (or a held device): the settings a write would change, as
+ * verify lists them; 0 once the policy is in force */
+static double v_pending(const Device *d) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < d->plan->n_items; i++)
+                n += d->plan->items[i].result == RESULT_PLANNED;
+        return n;
+}
+
 /* No per-device load here: a gauge of the last tick is a random sample at
  * a 15 s scrape, and node_exporter's diskstats collector already exports
  * the counters these came from (node_disk_*_total): join on `device`. */
@@ -57,6 +67,8 @@ static const struct {
         { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost },
         { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused },
         { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden },
+        { "blkpolicyd_device_pending_changes", "gauge",
+          "Settings a write would change, not made (mode=observe, paused, overridden)", v_pending },
 };
 
 static void write_device_metrics(Buf *b, Device **devs, int n) {
@@ -96,6 +108,8 @@ int metrics_build(Manager *m, char **ret) {
         fputs("blkpolicyd_build_info{version=\"", b.f);
         label(&b, PACKAGE_VERSION);
         fputs("\"} 1\n", b.f);
+        help(&b, "blkpolicyd_enforcing", "gauge", "1 when policies are written (mode=enforce), 0 when only observed");
+        fprintf(b.f, "blkpolicyd_enforcing %d\n", manager_writes(m) ? 1 : 0);
         help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
         fprintf(b.f, "blkpolicyd_devices %zu\n", m->devices.n_devices);
         help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");

@@ -108,6 +108,26 @@ pending_shown() {
         tr -d ' \n\t' < /run/verify.json | grep -q '"name":"vdb".*"pending":\[{"attr":"scheduler","intended":"none"' &&
         ! blkpolicyctl verify    # exit 4: pending changes are not as intended
 }
+pending_in_metrics() {
+        blkpolicyctl metrics > /run/metrics.txt &&
+        grep -q '^blkpolicyd_enforcing 0$' /run/metrics.txt &&
+        grep -q '^blkpolicyd_device_pending_changes{device="vdb"} 1$' /run/metrics.txt
+}
+# another writer of the same settings: a udev rule in /etc and an active
+# tuned profile (files only: tuned is not installed), named by doctor with
+# exit 4; removed again before anything can trigger the rule
+doctor_names_writers() {
+        printf 'ACTION=="add|change", KERNEL=="vdb", ATTR{queue/scheduler}="mq-deadline"\n' \
+                > /etc/udev/rules.d/60-blkpd-test.rules
+        mkdir -p /etc/tuned/profiles/blkpd-test
+        printf '[disk]\ndevices=vdc\nelevator=kyber\n' > /etc/tuned/profiles/blkpd-test/tuned.conf
+        echo blkpd-test > /etc/tuned/active_profile
+        blkpolicyctl doctor > /run/doctor.txt
+        rc=$?
+        rm -rf /etc/udev/rules.d/60-blkpd-test.rules /etc/tuned
+        cat /run/doctor.txt
+        [ $rc = 4 ] && grep -q '60-blkpd-test.rules' /run/doctor.txt && grep -q 'blkpd-test/tuned.conf' /run/doctor.txt
+}
 enforce_by_dropin() {
         mkdir -p /etc/blkpolicyd/blkpolicyd.conf.d &&
         printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
@@ -140,9 +160,11 @@ check "... with no capabilities but CAP_CHOWN and CAP_NET_ADMIN" only_two_caps
 check "installed observing: status says mode observe" observing
 check "... nothing written: vdb still runs the kernel's mq-deadline" runs vdb mq-deadline
 check "... and verify shows vdb's pending change to none" pending_shown
+check "... and the metrics say so: enforcing 0, one pending change on vdb" pending_in_metrics
 check "one drop-in with mode = enforce and a reload: applied" enforce_by_dropin
 check "the single-queue virtio disk vdb was set to none, under ProtectSystem=strict" runs vdb none
 check "vdc got bfq, which the kernel loaded on the write (an admin's policy)" bfq_loaded
+check "doctor names a udev rule and a tuned profile that write the same settings, exit 4" doctor_names_writers
 check "blkpolicyctl reaches the control socket" blkpolicyctl status
 check "it follows udevd's monitor, not raw uevents" udev_monitor
 check "a null_blk made after boot" nullb
