@@ -298,7 +298,8 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
 
 static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
-                              .take_over = p->req->take_over, .new_media = p->req->new_media && !p->adopted };
+                              .take_over = p->req->take_over, .new_media = p->req->new_media && !p->adopted,
+                              .media_live = p->req->media_live };
         Reconciled rec;
         int k;
 

@@ -110,8 +110,51 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         return 0;
 }
 
+/* What the disk held when its new medium was seen, until its pass takes
+ * it: only those values are the admin's from before the change. */
+typedef struct MediaSnapshot {
+        dev_t devnum;
+        LiveValue live[TUNABLES_MAX];
+} MediaSnapshot;
+
+static MediaSnapshot *media_find(Manager *m, dev_t devnum) {
+        for (size_t i = 0; i < m->n_media; i++)
+                if (m->media[i].devnum == devnum)
+                        return &m->media[i];
+        return NULL;
+}
+
+static void media_drop(Manager *m, dev_t devnum) {
+        MediaSnapshot *s = media_find(m, devnum);
+
+        if (s)
+                *s = m->media[--m->n_media];
+}
+
+/* A failure leaves no snapshot: the pass then adopts whatever it finds,
+ * as before snapshots. */
+static void media_snapshot(Manager *m, const Device *d) {
+        MediaSnapshot *s = media_find(m, d->devnum);
+
+        if (!s) {
+                MediaSnapshot *grown = reallocarray(m->media, m->n_media + 1, sizeof(MediaSnapshot));
+
+                if (!grown)
+                        return;
+                m->media = grown;
+                s = &m->media[m->n_media++];
+        }
+        s->devnum = d->devnum;
+        for (unsigned t = 0; t < n_tunables; t++) {
+                int k = attr_read_current(&m->roots, d->name, t, s->live[t].value, sizeof(s->live[t].value));
+
+                s->live[t].state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
+        }
+}
+
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
+        media_drop(m, d->devnum);
         /* its queue is gone, and with it every value it had: the record is moot */
         if (drop_state && manager_restores(m))
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
@@ -209,6 +252,15 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
         j->new_media = d->new_media;
+        if (d->new_media) {
+                const MediaSnapshot *s = media_find(m, d->devnum);
+
+                if (s) {
+                        memcpy(j->media_live, s->live, sizeof(j->media_live));
+                        j->has_media_live = true;
+                }
+                media_drop(m, d->devnum);
+        }
         d->new_media = false;
         j->restore = restore;
         if (plan)
@@ -683,6 +735,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                                 log_info("%s: new media, the override ends", name);
                         d->override_note = mfree(d->override_note);
                         d->new_media = true;
+                        media_snapshot(m, d);
                 }
                 if (device_set_facts(m, d, &f) < 0) {
                         *error = -ENOMEM;

@@ -423,6 +423,7 @@ Manager *manager_free(Manager *m) {
         record_close(m->record);
         free(m->diskstats);
         free(m->flips);
+        free(m->media);
         discover_free(m->discover);
         policy_set_free(m->policies);
         config_done(&m->config);

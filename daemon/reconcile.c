@@ -181,6 +181,11 @@ static void drop_admins(Reconciled *out, unsigned t) {
                         (void) device_record_drop(&out->record, i);
 }
 
+static bool seen_at_the_change(const ReconcileInput *in, unsigned t) {
+        return !in->media_live ||
+               (in->media_live[t].state == LIVE_OK && streq(in->media_live[t].value, in->live[t].value));
+}
+
 static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned t, const char *want) {
         const AttrRecord *a = device_record_get(&out->record, t);
         const char *live = in->live[t].value;
@@ -196,7 +201,7 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
                 }
                 return device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
         }
-        if (attr_owner(a, live) == OWNER_ADMIN && in->new_media)
+        if (attr_owner(a, live) == OWNER_ADMIN && in->new_media && seen_at_the_change(in, t))
                 drop_admins(out, t);    /* theirs, found again below: put back at the end */
         else if (attr_owner(a, live) == OWNER_ADMIN && !in->take_over) {
                 out->overridden[t] = true;

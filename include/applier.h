@@ -32,6 +32,8 @@ typedef struct ApplyJob {
         uint64_t queue_id;              /* the device's identity when submitted */
         bool take_over;
         bool new_media;
+        bool has_media_live;
+        LiveValue media_live[TUNABLES_MAX];     /* new_media: the values when the change was seen */
         bool restore;                   /* nothing wanted: put back (stop, restore) */
         Plan *plan;                     /* NULL for a restore, else into plan_copy */
         PlanBuffer plan_copy;

@@ -27,6 +27,7 @@ typedef struct ApplyRequest {
         const StateDir *state;  /* NULL: plan only (dry run, held device) */
         bool take_over;         /* resume, on_drift=reapply: write over the admin's changes */
         bool new_media;         /* the admin's values are the found ones of a new medium */
+        const LiveValue *media_live;    /* as seen when the new medium came, or NULL */
         ApplyStats *stats;      /* may be NULL */
 } ApplyRequest;
 

@@ -127,6 +127,8 @@ struct Manager {
         InternTable plans;              /* of plan_intern_type */
         ApplyStats writes;
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
+        struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */
+        size_t n_media;
         char **v1_pending;              /* disks with a record of the first format not taken over: held */
         struct Applier *applier;        /* apply passes off the loop */
         unsigned restore_left;          /* values a stop could not put back */

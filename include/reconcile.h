@@ -69,6 +69,9 @@ typedef struct ReconcileInput {
         bool take_over;                 /* write over what the admin changed */
         bool new_media;                 /* a new medium is a new device: what the admin set
                                          * becomes the found value, put back at the end */
+        const LiveValue *media_live;    /* [n_tunables] or NULL: with new_media, only what still
+                                         * holds the value seen when the change came is adopted;
+                                         * a later change is the admin's on the new medium */
 } ReconcileInput;
 
 typedef struct Reconciled {

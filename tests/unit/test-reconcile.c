@@ -18,6 +18,7 @@ typedef struct Case {
         LiveValue live[TUNABLES_MAX];
         bool take_over;
         bool new_media;
+        const LiveValue *media_live;
 } Case;
 
 static void live(Case *c, const char *attr, const char *value) {
@@ -36,7 +37,7 @@ static void intended(Case *c, const char *attr, const char *intent) {
 
 static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
-                              .new_media = c->new_media };
+                              .new_media = c->new_media, .media_live = c->media_live };
 
         CHECK(reconcile(&in, out) == 0);
 }
@@ -199,6 +200,33 @@ TEST(new_media_adopts_the_admins_values_as_found) {
         run(&c, &r);
         CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
         CHECK_STR(r.steps[0].value, "kyber");
+        done(&c, &r);
+}
+
+/* Only what the disk held when the change was seen is adopted: an admin's
+ * change after it (during the pass, or before a second change event's
+ * pass) is theirs on the new medium, left alone. */
+TEST(new_media_adopts_only_what_was_seen_at_the_change) {
+        Case c = {};
+        LiveValue seen[TUNABLES_MAX] = {};
+        Reconciled r;
+
+        recorded(&c, "read_ahead_kb", "128", "4096");
+        recorded(&c, "scheduler", "none", "mq-deadline");
+        c.wanted[T("read_ahead_kb")] = "4096";
+        c.wanted[TUNABLE_SCHEDULER] = "mq-deadline";
+        live(&c, "read_ahead_kb", "512");
+        live(&c, "scheduler", "kyber");
+        live(&c, "nr_requests", "64");
+        seen[T("read_ahead_kb")] = (LiveValue) { .state = LIVE_OK, .value = "512" };
+        seen[TUNABLE_SCHEDULER] = (LiveValue) { .state = LIVE_OK, .value = "mq-deadline" };
+        c.new_media = true;
+        c.media_live = seen;
+        run(&c, &r);
+        CHECK(r.overridden[TUNABLE_SCHEDULER]);         /* kyber came after the change */
+        CHECK(!r.overridden[T("read_ahead_kb")]);        /* 512 was there at the change */
+        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb"));
+        CHECK_STR(found_of(&r, "read_ahead_kb"), "512");
         done(&c, &r);
 }
 
