@@ -23,11 +23,9 @@ blkpolicyd, fixture = sys.argv[1:3]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faketree  # noqa: E402
-from loopdev import SKIP, Results, control_call  # noqa: E402
+from loopdev import Results, control_call, require_fault_injection  # noqa: E402
 
-if not faketree.fake_kernel_built(blkpolicyd):
-    print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
-    sys.exit(SKIP)
+require_fault_injection(blkpolicyd)
 
 res = Results()
 work = tempfile.mkdtemp(prefix="blkpolicyd-applier-")

@@ -22,12 +22,11 @@ import time
 
 blkpolicyd, blkpolicyctl, fixture, top = sys.argv[1:5]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import SKIP, Daemon, Results  # noqa: E402
+from loopdev import Daemon, Results, fault_injection_built  # noqa: E402
 
 res = Results()
 check = res.check
-fake_kernel = "+fault-injection" in subprocess.run([blkpolicyd, "--version"], capture_output=True,
-                                                    text=True).stdout
+fake_kernel = fault_injection_built(blkpolicyd)
 work = tempfile.mkdtemp(prefix="blkpolicyd-cli-")
 root = os.path.join(work, "root")
 policies = os.path.join(work, "policies")

@@ -19,15 +19,13 @@ import time
 blkpolicyd, blkpolicyctl, fixture, top = sys.argv[1:5]
 golden_dir = os.path.join(top, "tests", "golden")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import Results, control_call  # noqa: E402
+from loopdev import Results, control_call, require_fault_injection  # noqa: E402
 
 res = Results()
 check = res.check
 UPDATE = os.environ.get("BLKPOLICYD_UPDATE_GOLDEN") == "1"
 
-if "+fault-injection" not in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout:
-    print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
-    sys.exit(77)
+require_fault_injection(blkpolicyd)
 
 work = tempfile.mkdtemp(prefix="blkpolicyd-conflicts-")
 machine = os.path.join(work, "machine")

@@ -10,10 +10,6 @@ import subprocess
 DISKS = ("loop0", "loop1")
 
 
-def fake_kernel_built(blkpolicyd):
-    return "+fault-injection" in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout
-
-
 def make(fixture, root):
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(fixture, root, symlinks=True)

@@ -29,11 +29,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "int
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faketree  # noqa: E402
 from faketree import DISKS  # noqa: E402
-from loopdev import SKIP, Daemon, Results  # noqa: E402
+from loopdev import Daemon, Results, require_fault_injection  # noqa: E402
 
-if not faketree.fake_kernel_built(blkpolicyd):
-    print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
-    sys.exit(SKIP)
+require_fault_injection(blkpolicyd)
 
 res = Results()
 work = tempfile.mkdtemp(prefix="blkpolicyd-nothing-lost-")

@@ -30,7 +30,7 @@ import urllib.request
 
 blkpolicyd, fixture, top = sys.argv[1:4]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import SKIP, Daemon, Results  # noqa: E402
+from loopdev import SKIP, Daemon, Results, require_fault_injection  # noqa: E402
 
 PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
@@ -46,10 +46,8 @@ if not (PROMETHEUS and NODE_EXPORTER and PROMTOOL):
         sys.exit(1)
     print(f"SKIP: {why}")
     sys.exit(SKIP)
+require_fault_injection(blkpolicyd)
 version = subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout.split()
-if "+fault-injection" not in version:
-    print("SKIP: the fake kernel is in test builds only (-Dfault_injection=true)")
-    sys.exit(SKIP)
 
 res = Results()
 check = res.check

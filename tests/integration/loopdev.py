@@ -18,6 +18,23 @@ LOOP_CTL_REMOVE = 0x4C81
 SKIP = 77
 
 
+def fault_injection_built(blkpolicyd):
+    """Test builds (-Dfault_injection=true) have the fake kernel and BLKPOLICYD_FAULTS."""
+    return "+fault-injection" in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout
+
+
+def require_fault_injection(blkpolicyd):
+    """Skip on a build without it; CI builds with it, so there a skip is a failure."""
+    if fault_injection_built(blkpolicyd):
+        return
+    why = "needs a test build (-Dfault_injection=true): the fake kernel and BLKPOLICYD_FAULTS"
+    if os.environ.get("CI") == "true":
+        print(f"FAIL: {why}, and CI=true requires every test to run")
+        sys.exit(1)
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
 def require_root():
     """Skip without root outside CI; in CI (CI=true) missing root is a failure."""
     if os.geteuid() == 0 and os.path.exists("/dev/loop-control"):

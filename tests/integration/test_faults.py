@@ -13,14 +13,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import (SKIP, LoopDevices, Results, control_call, require_root, scheduler, set_attr, sysfs,  # noqa: E402
+from loopdev import (require_fault_injection, LoopDevices, Results, control_call, require_root, scheduler, set_attr, sysfs,  # noqa: E402
                      wait_for)
 
 require_root()
 blkpolicyd = sys.argv[1]
-if "+fault-injection" not in subprocess.run([blkpolicyd, "--version"], capture_output=True, text=True).stdout:
-    print("SKIP: built without -Dfault_injection=true")
-    sys.exit(SKIP)
+require_fault_injection(blkpolicyd)
 loops = LoopDevices(base=1900)
 res = Results()
 work = tempfile.mkdtemp(prefix="blkpolicyd-faults-")
