@@ -140,33 +140,45 @@ static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affe
         return a;
 }
 
-static int scan(Manager *m, ConflictSet *set) {
-        int r = conflicts_scan(&m->roots, set);
+/* The files are a few dozen, but status is asked every second by `top`,
+ * the metrics are written from the tick and every drift is annotated: all
+ * of them share one scan, at most CONFLICTS_MAX_AGE_USEC old, so a rule
+ * the admin fixes still disappears without a reload. doctor, start and
+ * reload look afresh. NULL when the scan failed (logged). */
+#define CONFLICTS_MAX_AGE_USEC ((uint64_t) 5000000)
 
-        if (r < 0)
+static const ConflictSet *scanned(Manager *m, bool afresh) {
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
+        int r;
+
+        if (!afresh && m->conflicts_usec && now - m->conflicts_usec < CONFLICTS_MAX_AGE_USEC)
+                return &m->conflicts;
+        conflict_set_done(&m->conflicts);
+        m->conflicts_usec = 0;
+        r = conflicts_scan(&m->roots, &m->conflicts);
+        if (r < 0) {
                 log_warning_errno(r, "Cannot look for other writers of the settings: %m");
-        return r;
+                return NULL;
+        }
+        m->conflicts_usec = now;
+        return &m->conflicts;
 }
 
 cJSON *conflicts_report_json(Manager *m) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, false);
         unsigned affecting;
 
-        if (scan(m, &set) < 0)
-                return cJSON_CreateArray();
-        return conflicts_build(m, &set, &affecting);
+        return set ? conflicts_build(m, set, &affecting) : cJSON_CreateArray();
 }
 
 cJSON *conflicts_report_device_json(Manager *m, Device *d) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, false);
         DeviceRead dr = { &m->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         cJSON *a = cJSON_CreateArray();
 
-        if (scan(m, &set) < 0)
-                return a;
-        for (size_t i = 0; i < set.n_items; i++) {
-                const Conflict *c = &set.items[i];
+        for (size_t i = 0; set && i < set->n_items; i++) {
+                const Conflict *c = &set->items[i];
                 const RuleToken *why;
                 ConflictMatch k = conflict_matches(c, &cd, &why);
                 const PlanItem *it = managed_item(d, c);
@@ -188,34 +200,34 @@ cJSON *conflicts_report_device_json(Manager *m, Device *d) {
 }
 
 cJSON *conflicts_report_doctor(Manager *m) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, true);
         cJSON *o = cJSON_CreateObject(), *w;
         unsigned affecting = 0;
 
-        if (scan(m, &set) < 0) {
+        if (!set) {
                 cJSON_AddArrayToObject(o, "conflicts");
                 cJSON_AddNumberToObject(o, "affecting", 0);
                 cJSON_AddStringToObject(o, "error", "the scan for other writers failed (see the log)");
                 return o;
         }
-        cJSON_AddItemToObject(o, "conflicts", conflicts_build(m, &set, &affecting));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_build(m, set, &affecting));
         cJSON_AddNumberToObject(o, "affecting", affecting);
         w = cJSON_AddArrayToObject(o, "warnings");
-        for (char **s = set.warnings; s && *s; s++)
+        for (char **s = set->warnings; s && *s; s++)
                 cJSON_AddItemToArray(w, cJSON_CreateString(*s));
         return o;
 }
 
 void conflicts_report_metrics(Manager *m, FILE *f) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, false);
         _cleanup_free_ Device **sorted = NULL;
         unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
         int n;
 
-        if (scan(m, &set) < 0)
+        if (!set)
                 return;
-        for (size_t i = 0; i < set.n_items; i++)
-                per_source[set.items[i].source]++;
+        for (size_t i = 0; i < set->n_items; i++)
+                per_source[set->items[i].source]++;
         fputs("# HELP blkpolicyd_conflicts Other writers found of settings blkpolicyd manages (udev rules, tuned, "
               "the GCE guest agent, elevator=)\n# TYPE blkpolicyd_conflicts gauge\n", f);
         for (int s = 0; s < _CONFLICT_SOURCE_MAX; s++)
@@ -230,9 +242,9 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
 
                 if (!sorted[i]->plan->managed)
                         continue;
-                for (size_t k = 0; k < set.n_items; k++)
-                        count += conflict_affects(&set.items[k], sorted[i],
-                                                  conflict_matches(&set.items[k], &cd, NULL));
+                for (size_t k = 0; k < set->n_items; k++)
+                        count += conflict_affects(&set->items[k], sorted[i],
+                                                  conflict_matches(&set->items[k], &cd, NULL));
                 /* kernel names need no escaping: [A-Za-z0-9_.!-] */
                 fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", sorted[i]->name, count);
         }
@@ -270,17 +282,17 @@ static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorte
 }
 
 void conflicts_report_log(Manager *m) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, true);
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
-        if (scan(m, &set) < 0)
+        if (!set)
                 return;
-        for (char **s = set.warnings; s && *s; s++)
+        for (char **s = set->warnings; s && *s; s++)
                 log_notice("Conflicts: %s", *s);
         n = device_table_sorted(&m->devices, &sorted);
-        for (size_t i = 0; i < set.n_items; i++) {
-                const Conflict *c = &set.items[i];
+        for (size_t i = 0; i < set->n_items; i++) {
+                const Conflict *c = &set->items[i];
                 _cleanup_free_ char *what = conflict_describe(c), *on = NULL;
                 bool affects;
 
@@ -296,21 +308,19 @@ void conflicts_report_log(Manager *m) {
 }
 
 char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
+        const ConflictSet *set = scanned(m, false);
         DeviceRead dr = { &m->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         const Conflict *c;
 
-        if (conflicts_scan(&m->roots, &set) < 0)
+        if (!set)
                 return NULL;
-        c = conflicts_attribute(&set, &cd, tunable, live);
+        c = conflicts_attribute(set, &cd, tunable, live);
         return c ? conflict_describe(c) : NULL;
 }
 
 void conflicts_report_annotate_verify(Manager *m, cJSON *verify) {
-        _cleanup_(conflict_set_done) ConflictSet set = {};
         cJSON *dev, *x;
-        bool scanned = false;
 
         cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(verify, "devices")) {
                 const cJSON *name = cJSON_GetObjectItemCaseSensitive(dev, "name");
@@ -320,19 +330,9 @@ void conflicts_report_annotate_verify(Manager *m, cJSON *verify) {
                         const cJSON *attr = cJSON_GetObjectItemCaseSensitive(x, "attr");
                         const cJSON *live = cJSON_GetObjectItemCaseSensitive(x, "live");
                         int t = cJSON_IsString(attr) ? tunable_find_attr(attr->valuestring) : -ENOENT;
-                        _cleanup_free_ char *who = NULL;
-                        const Conflict *c = NULL;
+                        _cleanup_free_ char *who = d && t >= 0 && cJSON_IsString(live) ?
+                                conflicts_report_drift_note(m, d, (unsigned) t, live->valuestring) : NULL;
 
-                        /* scanned once, and only when something drifted */
-                        if (!scanned && d && t >= 0)
-                                scanned = conflicts_scan(&m->roots, &set) >= 0;
-                        if (scanned && d && t >= 0 && cJSON_IsString(live)) {
-                                DeviceRead dr = { &m->roots, d };
-                                ConflictDevice cd = conflict_device(d, &dr);
-
-                                c = conflicts_attribute(&set, &cd, (unsigned) t, live->valuestring);
-                        }
-                        who = c ? conflict_describe(c) : NULL;
                         if (who)
                                 cJSON_AddStringToObject(x, "writer", who);
                         else

@@ -428,6 +428,7 @@ Manager *manager_free(Manager *m) {
         policy_set_free(m->policies);
         config_done(&m->config);
         state_dir_close(&m->state);
+        conflict_set_done(&m->conflicts);
         strv_free(m->v1_pending);
         sd_event_unref(m->event);
         free(m);
