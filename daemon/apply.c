@@ -46,6 +46,16 @@ static bool is_gone(const ApplyRequest *req, int error) {
         return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !device_present(req->roots, req->dev);
 }
 
+/* The name may stand for another disk by now (removed and added again
+ * while this pass waited or ran): what it holds is not the record's, and
+ * nothing may be read as its original or written to it. */
+static bool same_queue(const ApplyRequest *req) {
+        uint64_t queue_id;
+
+        return !req->record->id.queue_id || queue_inode(req->roots, req->dev, &queue_id) < 0 ||
+               queue_id == req->record->id.queue_id;
+}
+
 /* One pass's working state. */
 typedef struct Pass {
         const ApplyRequest *req;
@@ -87,6 +97,8 @@ static int read_live(Pass *p) {
         const char *sched;
         int k;
 
+        if (!same_queue(p->req))
+                return -ENODEV;
         k = read_one(p, TUNABLE_SCHEDULER);
         if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
                 return k;
@@ -173,6 +185,8 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         char now[VALUE_MAX] = "";
         int k, w;
 
+        if (!same_queue(p->req))
+                return -ENODEV;
         count_write(p, s->tunable);
         k = w = queue_attr_write(p->req->roots, p->req->dev, tunables[s->tunable].attr, s->value);
         if (is_gone(p->req, k))

@@ -140,8 +140,7 @@ int classify_device(const Roots *r, const char *name, DeviceFacts *f) {
                 return -EBADMSG;
         if (block_path(path, sizeof(path), r, name, "partition") == 0 && sysfs_exists(path))
                 return -ENOTBLK;
-        if (block_path(path, sizeof(path), r, name, "queue") == 0)
-                (void) sysfs_inode(path, &f->queue_id);
+        (void) queue_inode(r, name, &f->queue_id);
         if (read_block_attr(r, name, "diskseq", buf, sizeof(buf)) == 0)
                 (void) sscanf(buf, "%" SCNu64, &f->diskseq);
         if (read_block_attr(r, name, "hidden", buf, sizeof(buf)) == 0)

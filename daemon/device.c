@@ -756,11 +756,9 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
 
 
 void device_removed(Manager *m, Device *d) {
-        char path[PATH_MAX];
         uint64_t queue_id = 0;
 
-        if (block_path(path, sizeof(path), &m->roots, d->name, "queue") == 0 &&
-            sysfs_inode(path, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
+        if (queue_inode(&m->roots, d->name, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
                 log_debug("%s: a remove event, but its queue is still there: an old event, ignoring", d->name);
                 return;
         }

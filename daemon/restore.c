@@ -23,10 +23,7 @@ static int record_device(const Roots *roots, const DeviceIdentity *id, char *nam
         r = sysfs_read_link_name(path, name, size);
         if (r < 0)
                 return r == -ENOENT ? -ENODEV : r;
-        r = block_path(path, sizeof(path), roots, name, "queue");
-        if (r < 0)
-                return r;
-        r = sysfs_inode(path, &queue_id);
+        r = queue_inode(roots, name, &queue_id);
         if (r < 0)
                 return r == -ENOENT ? -ENODEV : r;
         now = (DeviceIdentity) { .major = id->major, .minor = id->minor, .queue_id = queue_id };

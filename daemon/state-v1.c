@@ -83,8 +83,7 @@ static int read_identity(const Roots *roots, const char *dev, DeviceIdentity *id
                 return -EBADMSG;
         if (block_path(path, sizeof(path), roots, dev, "diskseq") == 0 && sysfs_read(path, buf, sizeof(buf)) == 0)
                 (void) sscanf(buf, "%" SCNu64, &id->diskseq);
-        if (block_path(path, sizeof(path), roots, dev, "queue") == 0)
-                (void) sysfs_inode(path, &id->queue_id);
+        (void) queue_inode(roots, dev, &id->queue_id);
         return 0;
 }
 

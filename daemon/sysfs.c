@@ -87,6 +87,13 @@ int sysfs_inode(const char *path, uint64_t *ret) {
         return 0;
 }
 
+int queue_inode(const Roots *r, const char *dev, uint64_t *ret) {
+        char path[PATH_MAX];
+        int k = block_path(path, sizeof(path), r, dev, "queue");
+
+        return k < 0 ? k : sysfs_inode(path, ret);
+}
+
 int sysfs_read_link_name(const char *path, char *buf, size_t size) {
         char target[PATH_MAX];
         ssize_t n;

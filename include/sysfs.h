@@ -33,6 +33,9 @@ int sysfs_open_read(const char *path);
 bool sysfs_exists(const char *path);
 /* The inode number of path (not following a last symlink). */
 int sysfs_inode(const char *path, uint64_t *ret);
+/* The inode of <sysfs>/block/<dev>/queue: which registered queue the name
+ * stands for now (a disk removed and added again has another). */
+int queue_inode(const Roots *r, const char *dev, uint64_t *ret);
 /* Basename of a symlink's target. */
 int sysfs_read_link_name(const char *path, char *buf, size_t size);
 

@@ -20,7 +20,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopdev import (require_fault_injection, Daemon, LoopDevices, Results, control_call, record_path, require_root,  # noqa: E402
-                     scheduler, sysfs, wait_for)
+                     scheduler, set_attr, sysfs, wait_for)
 
 require_root()
 blkpolicyd = sys.argv[1]
@@ -99,8 +99,8 @@ try:
 
     def threads():
         with open(f"/proc/{daemon.proc.pid}/status") as f:
-            return int(next(line for line in f if line.startswith("Threads:")).split()[1])
-    wait_for(lambda: threads() >= 2, 10, "the writer to take the first pass")
+            return int(next(line for line in f if line.startswith("Threads:")).split()[1]) >= 2
+    wait_for(threads, 10, "the writer to take the first pass")
     loops.remove(lone)
     try:
         daemon.wait_for("READY=1", timeout=10)
@@ -109,6 +109,25 @@ try:
         ready = False
     res.check("the first pass's only disk removed while its write is held: READY=1 all the same", ready,
               daemon.text()[-2000:])
+    daemon.stop()
+
+    # 4. a disk removed and added again under the same name while its pass
+    # holds (its record save held 2 s): the pass must not write to the new
+    # disk, whose original then stays what goes back at stop
+    twin = loops.add()
+    daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
+                                       "--device", GLOB, "--socket", sock],
+                    env={"BLKPOLICYD_FAULTS": "save:*:DELAY=2000:1"}, append_log=True)
+    wait_for(threads, 10, "the writer to take the first pass")
+    loops.remove(twin)
+    again = loops.add()         # the first free index: the same name, another queue
+    set_attr(again, "read_ahead_kb", "256")    # its admin's original, before blkpolicyd sees it
+    daemon.wait_for("READY=1", timeout=30)
+    wait_for(lambda: scheduler(again) == "mq-deadline", 10, f"{again} to be set as a new disk")
+    rc = daemon.stop()
+    res.check("a disk replaced under its name while its pass held: the new one gets back exactly its own "
+              "originals at stop", again == twin and rc == 0 and snapshot(again) == (default[0], "256"),
+              (again, twin, rc, snapshot(again), daemon.text()[-2000:]))
 finally:
     if daemon:
         daemon.cleanup()
