@@ -330,25 +330,6 @@ bool applier_idle(Applier *a) {
         return idle;
 }
 
-unsigned applier_queued(Applier *a) {
-        unsigned n = 0;
-
-        pthread_mutex_lock(&a->lock);
-        for (ApplyJob *j = a->pending; j; j = j->next)
-                n++;
-        pthread_mutex_unlock(&a->lock);
-        return n;
-}
-
-unsigned applier_running(Applier *a) {
-        unsigned n;
-
-        pthread_mutex_lock(&a->lock);
-        n = a->n_running;
-        pthread_mutex_unlock(&a->lock);
-        return n;
-}
-
 int applier_new(const Roots *roots, const StateDir *state, unsigned parallelism, ApplierDone done, void *userdata,
                 Applier **ret) {
         Applier *a = calloc(1, sizeof(Applier));

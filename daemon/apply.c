@@ -69,7 +69,6 @@ typedef struct Pass {
         unsigned next_choice;                   /* scheduler fallbacks tried so far */
         bool retry;
         bool saved_once;                        /* the record is on disk as it is in memory */
-        bool adopted;                           /* new media: the first round took the admin's values */
 } Pass;
 
 static PlanItem *pass_item(Pass *p, unsigned t) {
@@ -310,15 +309,14 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
         return 0;
 }
 
-static int run_round(Pass *p, ApplyOutcome *out, bool *settled) {
+/* new media adopts the admin's values in round 0 only: what they set while
+ * the pass runs is an override of the new medium */
+static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
-                              .take_over = p->req->take_over, .new_media = p->req->new_media && !p->adopted,
+                              .take_over = p->req->take_over, .new_media = p->req->new_media && round == 0,
                               .media_live = p->req->media_live };
         Reconciled rec;
         int k;
-
-        /* what the admin sets while this pass runs is an override of the new medium */
-        p->adopted = true;
 
         k = reconcile(&in, &rec);
         if (k < 0)
@@ -367,7 +365,7 @@ int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
                         return k;
                 if (round == ROUNDS_MAX)        /* bounded: the last round only settles the record */
                         memset(p.skip, true, sizeof(p.skip));
-                k = run_round(&p, out, &settled);
+                k = run_round(&p, round, out, &settled);
                 if (k < 0)
                         return k;
                 settled |= round == ROUNDS_MAX;

@@ -149,21 +149,6 @@ int metrics_build(Manager *m, char **ret) {
 #define TEXTFILE "blkpolicyd.prom"
 #define TEXTFILE_TMP ".blkpolicyd.prom.tmp"
 
-static int write_all(int fd, const char *text) {
-        for (size_t n = strlen(text); n > 0;) {
-                ssize_t k = write(fd, text, n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                text += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 /* The textfile dir may be writable by others (node_exporter's often is):
  * everything is relative to the dir's fd, the temp file is created with
  * O_EXCL|O_NOFOLLOW so a planted symlink or file makes this write fail

@@ -92,10 +92,6 @@ void state_dir_close(StateDir *d) {
         d->path = mfree(d->path);
 }
 
-bool state_dir_is_open(const StateDir *d) {
-        return d->fd >= 0;
-}
-
 static void record_name(char *buf, size_t size, unsigned major, unsigned minor) {
         snprintf(buf, size, "%u:%u", major, minor);
 }
@@ -163,22 +159,6 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
                 return -EBADMSG;        /* a record under another device's name */
         }
         return r;
-}
-
-static int write_all(int fd, const char *text) {
-        size_t len = strlen(text);
-
-        while (len > 0) {
-                ssize_t k = write(fd, text, len);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                text += k;
-                len -= (size_t) k;
-        }
-        return 0;
 }
 
 /* A temporary of our own name: a stale one from a crash is ours (nobody

@@ -29,17 +29,6 @@
 
 #define V1_HEADER "# blkpolicyd originals v1\n"
 
-static char *strip(char *s) {
-        char *end;
-
-        while (*s == ' ' || *s == '\t' || *s == '\r')
-                s++;
-        end = s + strlen(s);
-        while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-                *--end = 0;
-        return s;
-}
-
 /* -EBADMSG for anything the first format's own loader did not accept: the
  * file is then kept, not half taken over. */
 static int parse_v1(const char *text, size_t size, DeviceRecord *r) {
@@ -58,8 +47,8 @@ static int parse_v1(const char *text, size_t size, DeviceRecord *r) {
                 if (!eq)
                         return -EBADMSG;
                 *eq = 0;
-                t = tunable_find_attr(strip(line));
-                value = strip(eq + 1);
+                t = tunable_find_attr(strstrip(line));
+                value = strstrip(eq + 1);
                 if (t < 0 || !state_value_valid(value))
                         return -EBADMSG;
                 if (device_record_found(r, (unsigned) t, value) < 0)

@@ -192,3 +192,19 @@ int fopen_regular(const char *path, FILE **ret) {
         *ret = f;
         return 0;
 }
+
+int write_all(int fd, const char *text) {
+        size_t len = strlen(text);
+
+        while (len > 0) {
+                ssize_t k = write(fd, text, len);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                text += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}

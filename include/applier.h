@@ -69,6 +69,3 @@ unsigned applier_cancel(Applier *a, dev_t devnum);
  * (including any the callbacks submit meanwhile). */
 void applier_drain(Applier *a);
 bool applier_idle(Applier *a);
-/* Jobs waiting and running, for status. */
-unsigned applier_queued(Applier *a);
-unsigned applier_running(Applier *a);

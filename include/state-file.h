@@ -29,7 +29,6 @@ typedef struct StateDir {
  * -EBUSY when another writer holds it. */
 int state_dir_open(const char *path, bool create, StateDir *ret);
 void state_dir_close(StateDir *d);
-bool state_dir_is_open(const StateDir *d);
 
 /* Returns the count of skipped lines (0 for a clean file), -ENOENT when
  * there is no record, -EBADMSG for a file that is not one. */

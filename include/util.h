@@ -119,6 +119,8 @@ int parse_boolean(const char *s);
 int parse_ll(const char *s, long long min, long long max, long long *ret);
 /* Strips leading and trailing white space in place; returns s. */
 char *strstrip(char *s);
+/* All of text to fd, again after EINTR and short writes. */
+int write_all(int fd, const char *text);
 /* An INI line read for inih: cuts an inline comment, a '#' or ';' after
  * white space ("scheduler = none   # the device schedules"), as inih itself
  * does for ';'. A line that is a comment as a whole is left to inih. */
