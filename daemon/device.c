@@ -312,6 +312,13 @@ static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 device_learn_caps(m, d);
 }
 
+/* mode=observe puts back what an earlier run in enforce mode changed, on
+ * every disk it decides: at start, at reload and when a disk appears. */
+static bool device_observes_with_record(const Manager *m, const Device *d) {
+        return !manager_writes(m) && manager_restores(m) && !device_is_held(m, d) && !d->record_unreadable &&
+               !d->job && !device_record_empty(&d->record);
+}
+
 static bool device_writes(const Manager *m, const Device *d) {
         return manager_writes(m) && !device_is_held(m, d) && !d->record_unreadable;
 }
@@ -360,6 +367,10 @@ static void device_process_full(Manager *m, Device *d, bool take_over) {
                         r = device_plan_only(m, d, plan);
         }
         device_finish(m, d, plan, r);
+        if (r == 0 && device_observes_with_record(m, d) && device_restore(m, d) < 0) {
+                log_oom();
+                sd_event_exit(m->event, -ENOMEM);
+        }
 }
 
 void device_process(Manager *m, Device *d) {

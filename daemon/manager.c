@@ -166,20 +166,6 @@ static void manager_check_ready(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
-/* mode=observe writes no policy value, and puts back what an earlier run
- * in enforce mode changed: the same files give the same devices the same
- * values at start and at reload. */
-static int manager_observe(Manager *m) {
-        unsigned left;
-
-        if (!m->config.observe || !manager_restores(m))
-                return 0;
-        left = (unsigned) manager_restore_all(m);
-        if (left > 0)
-                log_warning("mode=observe: %u value(s) an earlier run changed could not be put back", left);
-        return 0;
-}
-
 void manager_pause(Manager *m, Device *d, bool pause) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
@@ -285,7 +271,6 @@ int manager_reload(Manager *m, cJSON **errors) {
         applier_drain(m->applier);
         if (!swap.observe && m->config.observe)
                 log_notice("mode=observe: putting back what blkpolicyd changed; changes are reported, not made");
-        (void) manager_observe(m);
         policy_set_free(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
@@ -491,7 +476,6 @@ int manager_run(Manager *m, ControlHandler handler) {
         r = manager_scan(m);
         if (r < 0)
                 return r;
-        (void) manager_observe(m);
         r = sampler_start(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");

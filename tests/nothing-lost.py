@@ -419,6 +419,29 @@ try:
         load["on"] = None
         feeder.join()
 
+    # mode=observe writes no policy value and puts back what an earlier run
+    # in enforce mode changed: at start, and at the reload that turns it on
+    reset()
+    r = run("--once")
+    res.check("observe: an enforce run changed the disks first", r.returncode == 0 and applied(), r.stderr[-1500:])
+    write(conf, "[Daemon]\ntick_interval_ms = 50\nmode = observe\n")
+    d = daemon()
+    ok, now = all_original()
+    res.check("observe at start: READY=1 comes with every original back", ok, now)
+    d.stop()
+    reset()
+    d = daemon()
+    res.check("observe by reload: enforced first", applied(), snapshot("loop0"))
+    write(conf, "[Daemon]\ntick_interval_ms = 50\nmode = observe\n")
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 20
+    while not all_original()[0] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ok, now = all_original()
+    res.check("... the reload to mode=observe puts every original back, the daemon still running",
+              ok and d.proc.poll() is None, now)
+    d.stop()
+
     # A record of the first format (blkpolicyd up to f21ed78: originals
     # only, named by device) left by a daemon killed under that version: an
     # upgrade takes it over, and the stop puts the originals back.
