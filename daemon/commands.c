@@ -62,11 +62,11 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         cJSON *o = cJSON_CreateObject(), *t, *e;
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
-        DEVICE_TABLE_FOREACH(x, &m->devices) {
-                managed += x->plan->managed;
-                paused += x->paused || m->paused_all;
+        DEVICE_FOREACH(x, m) {
+                managed += device_plan(x)->managed;
+                paused += device_is_paused(m, x);
                 overridden += device_overridden(x);
-                busy += x->plan->busy;
+                busy += device_plan(x)->busy;
         }
         cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
         cJSON_AddNumberToObject(o, "uptime_s", (double) manager_uptime_usec(m) / 1e6);
@@ -113,7 +113,7 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
 static cJSON *cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         _cleanup_free_ Device **sorted = NULL;
         cJSON *a = cJSON_CreateArray();
-        int n = device_table_sorted(&m->devices, &sorted);
+        int n = devices_sorted(m, &sorted);
 
         for (int i = 0; i < n; i++)
                 cJSON_AddItemToArray(a, explain_device_report(m, sorted[i]));
@@ -174,12 +174,14 @@ static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unuse
 }
 
 static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
-        manager_pause(m, d, true);
+        if (manager_pause(m, d, true) < 0)
+                return NULL;
         return reply_ok(NULL);
 }
 
 static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
-        manager_pause(m, d, false);
+        if (manager_pause(m, d, false) < 0)
+                return NULL;
         /* the reply says it is done: what resume writes has landed */
         applier_drain(m->applier);
         return reply_ok(NULL);
@@ -205,10 +207,13 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
-        manager_pause(m, d, true);
+        if (manager_pause(m, d, true) < 0) {
+                cJSON_Delete(o);
+                return NULL;
+        }
         /* passes in flight land first; then the restores run in the applier */
         applier_drain(m->applier);
-        n = d ? 1 : device_table_sorted(&m->devices, &sorted);
+        n = d ? 1 : devices_sorted(m, &sorted);
         for (int i = 0; i < n; i++)
                 if (device_restore(m, d ?: sorted[i]) < 0) {
                         cJSON_Delete(o);
@@ -218,8 +223,8 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         for (int i = 0; i < n; i++) {
                 Device *x = d ?: sorted[i];
 
-                if (!device_record_empty(&x->record))
-                        cJSON_AddItemToArray(left, cJSON_CreateString(x->name));
+                if (!device_record_empty(device_record(x)))
+                        cJSON_AddItemToArray(left, cJSON_CreateString(device_name(x)));
         }
         return reply_ok(o);
 }
@@ -280,12 +285,12 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
                 return control_reply_error("permission-denied", "this command is for root only");
         }
         if (dev) {
-                d = device_table_find_name(&m->devices, dev->valuestring);
+                d = device_find_name(m, dev->valuestring);
                 if (!d)
                         return control_reply_error("no-such-device", "no whole disk of that name is known");
         }
         if (c->root_only)
-                log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? d->name : "",
+                log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? device_name(d) : "",
                          (unsigned) peer->uid, (int) peer->pid);
         return command_runs[id](m, req, d);
 }

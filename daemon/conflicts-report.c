@@ -9,6 +9,7 @@
 
 #include "conflicts-report.h"
 #include "conflicts.h"
+#include "device.h"
 #include "log.h"
 #include "tunables.h"
 #include "util.h"
@@ -26,7 +27,7 @@ static int device_read_attr(void *userdata, const char *attr, char *buf, size_t 
 
         if (strstr(attr, "..") || attr[0] == '/')
                 return -EINVAL;
-        r = block_path(path, sizeof(path), dr->roots, dr->device->name, attr);
+        r = block_path(path, sizeof(path), dr->roots, device_name(dr->device), attr);
         return r < 0 ? r : sysfs_read(path, buf, size);
 }
 
@@ -39,8 +40,8 @@ static int device_read_env(void *userdata, const char *key, char *buf, size_t si
         char path[PATH_MAX], line[512];
         size_t klen = strlen(key);
 
-        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", root, major(dr->device->devnum),
-                 minor(dr->device->devnum));
+        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", root, major(device_devnum(dr->device)),
+                 minor(device_devnum(dr->device)));
         if (fopen_regular(path, &f) < 0)
                 return -EIO;    /* no database: the condition stays unknown */
         while (fgets(line, sizeof(line), f))
@@ -52,7 +53,10 @@ static int device_read_env(void *userdata, const char *key, char *buf, size_t si
 }
 
 static ConflictDevice conflict_device(const Device *d, DeviceRead *dr) {
-        return (ConflictDevice) { .name = d->name, .blk_mq = d->facts->hw_queues > 0, .read_attr = device_read_attr,
+        DeviceFacts view;
+
+        return (ConflictDevice) { .name = device_name(d), .blk_mq = device_facts(d, &view)->hw_queues > 0,
+                                  .read_attr = device_read_attr,
                                   .read_env = device_read_env, .userdata = dr };
 }
 
@@ -62,7 +66,7 @@ static const char *match_to_string(ConflictMatch m) {
 
 /* blkpolicyd's item for the conflict's setting on d, if it manages it there. */
 static const PlanItem *managed_item(const Device *d, const Conflict *c) {
-        return d->plan->managed ? plan_find(d->plan, c->tunable) : NULL;
+        return device_plan(d)->managed ? plan_find(device_plan(d), c->tunable) : NULL;
 }
 
 static bool conflict_affects(const Conflict *c, const Device *d, ConflictMatch m) {
@@ -113,7 +117,7 @@ static cJSON *conflict_devices_json(Manager *m, const Conflict *c, Device **sort
                 if (k == CONFLICT_MATCH_NO)
                         continue;
                 e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "name", sorted[i]->name);
+                cJSON_AddStringToObject(e, "name", device_name(sorted[i]));
                 cJSON_AddStringToObject(e, "match", match_to_string(k));
                 cJSON_AddBoolToObject(e, "managed", it != NULL);
                 if (it)
@@ -127,7 +131,7 @@ static cJSON *conflict_devices_json(Manager *m, const Conflict *c, Device **sort
 
 static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affecting) {
         _cleanup_free_ Device **sorted = NULL;
-        int n = device_table_sorted(&m->devices, &sorted);
+        int n = devices_sorted(m, &sorted);
         cJSON *a = cJSON_CreateArray();
 
         *affecting = 0;
@@ -234,19 +238,19 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
         fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
               "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
-        n = device_table_sorted(&m->devices, &sorted);
+        n = devices_sorted(m, &sorted);
         for (int i = 0; i < n; i++) {
                 DeviceRead dr = { &m->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 unsigned count = 0;
 
-                if (!sorted[i]->plan->managed)
+                if (!device_plan(sorted[i])->managed)
                         continue;
                 for (size_t k = 0; k < set->n_items; k++)
                         count += conflict_affects(&set->items[k], sorted[i],
                                                   conflict_matches(&set->items[k], &cd, NULL));
                 /* kernel names need no escaping: [A-Za-z0-9_.!-] */
-                fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", sorted[i]->name, count);
+                fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", device_name(sorted[i]), count);
         }
 }
 
@@ -267,7 +271,7 @@ static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorte
 
                 if (k == CONFLICT_MATCH_NO)
                         continue;
-                fprintf(f, "%s%s%s", first ? "" : ", ", sorted[i]->name,
+                fprintf(f, "%s%s%s", first ? "" : ", ", device_name(sorted[i]),
                         k == CONFLICT_MATCH_MAYBE      ? " (maybe)"
                         : managed_item(sorted[i], c) ? " (managed)"
                                                        : "");
@@ -290,7 +294,7 @@ void conflicts_report_log(Manager *m) {
                 return;
         for (char **s = set->warnings; s && *s; s++)
                 log_notice("Conflicts: %s", *s);
-        n = device_table_sorted(&m->devices, &sorted);
+        n = devices_sorted(m, &sorted);
         for (size_t i = 0; i < set->n_items; i++) {
                 const Conflict *c = &set->items[i];
                 _cleanup_free_ char *what = conflict_describe(c), *on = NULL;
@@ -324,7 +328,7 @@ void conflicts_report_annotate_verify(Manager *m, cJSON *verify) {
 
         cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(verify, "devices")) {
                 const cJSON *name = cJSON_GetObjectItemCaseSensitive(dev, "name");
-                Device *d = cJSON_IsString(name) ? device_table_find_name(&m->devices, name->valuestring) : NULL;
+                Device *d = cJSON_IsString(name) ? device_find_name(m, name->valuestring) : NULL;
 
                 cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(dev, "drift")) {
                         const cJSON *attr = cJSON_GetObjectItemCaseSensitive(x, "attr");

@@ -229,10 +229,8 @@ static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t r
         }
         if (r == 0 && (revents & EPOLLIN))
                 r = client_read(c);
-        if (r == -ENOMEM) {
-                log_oom();
-                return sd_event_exit(sd_event_source_get_event(s), -ENOMEM);
-        }
+        if (r == -ENOMEM)
+                return manager_fatal(c->server->manager, r);
         if (r < 0 || client_update_events(c) < 0)
                 client_free(c);
         return 0;
@@ -468,7 +466,7 @@ static int on_accept(sd_event_source *src _unused_, int fd, uint32_t revents _un
                         r = admit(s, cfd);
                 }
                 if (r == -ENOMEM)
-                        return sd_event_exit(s->manager->event, -ENOMEM);
+                        return manager_fatal(s->manager, r);
                 if (cfd < 0)
                         return 0;
         }

@@ -1,96 +1,69 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The device table: chained hash by dev_t, grown at load factor 1, so a
- * uevent or a diskstats line finds its device in O(1) among thousands. */
+/* The device table: chained hash by dev_t over the nodes devices embed. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <sys/sysmacros.h>
 
-#include "manager.h"
-#include "util.h"
+#include "device-table.h"
 
 static size_t bucket_of(dev_t devnum, size_t n_buckets) {
         uint64_t h = (uint64_t) major(devnum) * 0x9E3779B97F4A7C15ull ^ minor(devnum);
         return (size_t) (h ^ (h >> 29)) & (n_buckets - 1);
 }
 
-Device *device_table_get(const DeviceTable *t, dev_t devnum) {
+DevNode *device_table_get(const DeviceTable *t, dev_t devnum) {
         if (t->n_buckets == 0)
                 return NULL;
-        for (Device *d = t->buckets[bucket_of(devnum, t->n_buckets)]; d; d = d->hash_next)
-                if (d->devnum == devnum)
-                        return d;
-        return NULL;
-}
-
-Device *device_table_find_name(const DeviceTable *t, const char *name) {
-        DEVICE_TABLE_FOREACH(d, t)
-                if (streq(d->name, name))
-                        return d;
+        for (DevNode *n = t->buckets[bucket_of(devnum, t->n_buckets)]; n; n = n->next)
+                if (n->devnum == devnum)
+                        return n;
         return NULL;
 }
 
 static int device_table_grow(DeviceTable *t) {
-        size_t n = t->n_buckets ? t->n_buckets * 2 : 64;
-        Device **b = calloc(n, sizeof(Device *));
+        size_t size = t->n_buckets ? t->n_buckets * 2 : 64;
+        DevNode **b = calloc(size, sizeof(DevNode *));
 
         if (!b)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_buckets; i++)
-                for (Device *d = t->buckets[i], *next; d; d = next) {
-                        size_t k = bucket_of(d->devnum, n);
-                        next = d->hash_next;
-                        d->hash_next = b[k];
-                        b[k] = d;
+                for (DevNode *n = t->buckets[i], *next; n; n = next) {
+                        size_t k = bucket_of(n->devnum, size);
+                        next = n->next;
+                        n->next = b[k];
+                        b[k] = n;
                 }
         free(t->buckets);
         t->buckets = b;
-        t->n_buckets = n;
+        t->n_buckets = size;
         return 0;
 }
 
-int device_table_put(DeviceTable *t, Device *d) {
+int device_table_put(DeviceTable *t, DevNode *n) {
         size_t k;
 
         if (t->n_devices >= t->n_buckets && device_table_grow(t) < 0)
                 return -ENOMEM;
-        k = bucket_of(d->devnum, t->n_buckets);
-        d->hash_next = t->buckets[k];
-        t->buckets[k] = d;
+        k = bucket_of(n->devnum, t->n_buckets);
+        n->next = t->buckets[k];
+        t->buckets[k] = n;
         t->n_devices++;
         return 0;
 }
 
-void device_table_remove(DeviceTable *t, Device *d) {
-        Device **p;
-
+void device_table_remove(DeviceTable *t, DevNode *n) {
         if (t->n_buckets == 0)
                 return;
-        for (p = &t->buckets[bucket_of(d->devnum, t->n_buckets)]; *p; p = &(*p)->hash_next)
-                if (*p == d) {
-                        *p = d->hash_next;
-                        d->hash_next = NULL;
+        for (DevNode **p = &t->buckets[bucket_of(n->devnum, t->n_buckets)]; *p; p = &(*p)->next)
+                if (*p == n) {
+                        *p = n->next;
+                        n->next = NULL;
                         t->n_devices--;
                         return;
                 }
 }
 
-static int device_compare(const void *a, const void *b) {
-        return strcmp((*(Device *const *) a)->name, (*(Device *const *) b)->name);
-}
-
-int device_table_sorted(const DeviceTable *t, Device ***ret) {
-        Device **l = calloc(t->n_devices + 1, sizeof(Device *));
-        size_t n = 0;
-
-        if (!l)
-                return -ENOMEM;
-        DEVICE_TABLE_FOREACH(d, t)
-                l[n++] = d;
-        qsort(l, n, sizeof(Device *), device_compare);
-        *ret = l;
-        return (int) n;
-}
-
-/* The devices are the caller's to free (device_free()): the table only
- * links them, and device.c is above it. */
 void device_table_done(DeviceTable *t) {
         free(t->buckets);
         *t = (DeviceTable) {};

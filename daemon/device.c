@@ -22,6 +22,134 @@
 #define RETRY_MAX 7
 #define RETRY_BASE_USEC 10000ULL
 
+struct Device {
+        Manager *manager;
+        DevNode node;           /* in m->devices, by number */
+        /* shared (intern.h): devices alike have the same facts and get the
+         * same plan. The shared facts have name, number, diskseq and
+         * properties blank: device_facts() puts this device's in. */
+        const DeviceFacts *facts;
+        const Plan *plan;
+        char **properties;      /* the udev properties some policy names */
+        char *error;            /* last classify/apply error; NULL when none */
+        DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
+        sd_event_source *retry_source;
+        SampleState sample;     /* the sampler's */
+        DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
+        char *override_note;    /* what someone else changed; set while overridden (left alone) */
+        unsigned retries;
+        /* together at the end: a bool between pointers costs 7 bytes of padding */
+        bool seen;              /* marks survivors during a rescan */
+        bool paused;            /* pause DEV: left as it is until resume */
+        bool record_unreadable; /* its state record could not be read: nothing is written */
+        bool job;               /* an apply pass of its own runs in the applier */
+        bool reprocess;         /* asked for again while it ran: decide again when it is back */
+        bool reprocess_take_over;
+        bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
+        /* as long as it is (most are under 16 bytes, the kernel allows 31):
+         * a refresh replaces the facts of the same name only */
+        char name[];
+};
+
+static DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
+        if (!y)
+                return NULL;
+        dyn_state_done(&y->state);
+        free(y->history);
+        free(y->flip);
+        free(y);
+        return NULL;
+}
+
+Device *device_of_node(DevNode *n) {
+        return n ? (Device *) ((char *) n - offsetof(Device, node)) : NULL;
+}
+
+Device *device_get(const Manager *m, dev_t devnum) {
+        return device_of_node(device_table_get(&m->devices, devnum));
+}
+
+Device *device_find_name(const Manager *m, const char *name) {
+        DEVICE_FOREACH(d, m)
+                if (streq(d->name, name))
+                        return d;
+        return NULL;
+}
+
+static int device_compare(const void *a, const void *b) {
+        return strcmp((*(Device *const *) a)->name, (*(Device *const *) b)->name);
+}
+
+int devices_sorted(const Manager *m, Device ***ret) {
+        Device **l = calloc(m->devices.n_devices + 1, sizeof(Device *));
+        size_t n = 0;
+
+        if (!l)
+                return -ENOMEM;
+        DEVICE_FOREACH(d, m)
+                l[n++] = d;
+        qsort(l, n, sizeof(Device *), device_compare);
+        *ret = l;
+        return (int) n;
+}
+
+const char *device_name(const Device *d) {
+        return d->name;
+}
+
+dev_t device_devnum(const Device *d) {
+        return d->node.devnum;
+}
+
+const Plan *device_plan(const Device *d) {
+        return d->plan;
+}
+
+const DeviceRecord *device_record(const Device *d) {
+        return &d->record;
+}
+
+DeviceDynamic *device_dynamic(const Device *d) {
+        return d->dynamic;
+}
+
+SampleState *device_sample_state(Device *d) {
+        return &d->sample;
+}
+
+bool device_overridden(const Device *d) {
+        return d->override_note;
+}
+
+const char *device_override_note(const Device *d) {
+        return d->override_note;
+}
+
+bool device_is_paused(const Manager *m, const Device *d) {
+        return m->paused_all || d->paused;
+}
+
+bool device_pass_pending(const Device *d) {
+        return d->job || d->retry_source;
+}
+
+void device_pause(Device *d) {
+        d->paused = true;
+}
+
+void device_set_override(Device *d, char *note) {
+        free(d->override_note);
+        d->override_note = note;
+}
+
+void device_set_seen(Device *d, bool seen) {
+        d->seen = seen;
+}
+
+bool device_seen(const Device *d) {
+        return d->seen;
+}
+
 static bool device_excluded(const Manager *m, const Device *d) {
         return strv_fnmatch(m->config.exclude, d->name);
 }
@@ -134,7 +262,7 @@ static void media_drop(Manager *m, dev_t devnum) {
 /* A failure leaves no snapshot: the pass then adopts whatever it finds,
  * as before snapshots. */
 static void media_snapshot(Manager *m, const Device *d) {
-        MediaSnapshot *s = media_find(m, d->devnum);
+        MediaSnapshot *s = media_find(m, d->node.devnum);
 
         if (!s) {
                 MediaSnapshot *grown = reallocarray(m->media, m->n_media + 1, sizeof(MediaSnapshot));
@@ -144,7 +272,7 @@ static void media_snapshot(Manager *m, const Device *d) {
                 m->media = grown;
                 s = &m->media[m->n_media++];
         }
-        s->devnum = d->devnum;
+        s->devnum = d->node.devnum;
         for (unsigned t = 0; t < n_tunables; t++) {
                 int k = attr_read_current(&m->roots, d->name, t, s->live[t].value, sizeof(s->live[t].value));
 
@@ -154,46 +282,50 @@ static void media_snapshot(Manager *m, const Device *d) {
 
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
-        media_drop(m, d->devnum);
+        media_drop(m, d->node.devnum);
         /* its queue is gone, and with it every value it had: the record is moot */
         if (drop_state && manager_restores(m))
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
         /* a pass still queued for it is moot; one running comes back to no device */
-        if (d->job && applier_cancel(m->applier, d->devnum) > 0)
+        if (d->job && applier_cancel(m->applier, d->node.devnum) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
-        device_table_remove(&m->devices, d);
+        device_table_remove(&m->devices, &d->node);
         device_free(d);
 }
 
 static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         Device *d = userdata;
+        Manager *m = d->manager;        /* d may be forgotten by its pass */
+        int r;
 
         d->retry_source = sd_event_source_disable_unref(d->retry_source);
-        device_process(d->manager, d);
-        return 0;
+        r = device_process(m, d);
+        return r < 0 ? manager_fatal(m, r) : 0;
 }
 
-static void device_schedule_retry(Manager *m, Device *d) {
+static int device_schedule_retry(Manager *m, Device *d) {
         uint64_t delay = RETRY_BASE_USEC << d->retries;
         int r;
 
         if (++d->retries > RETRY_MAX) {
                 device_set_errorf(d, "gave up after %d retries", RETRY_MAX);
                 log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
-                return;
+                return 0;
         }
-        if (!m->event) {
-                /* --once has no loop: wait here, bounded by RETRY_MAX */
+        if (m->options->mode == RUN_ONCE) {
+                /* no loop: wait here, bounded by RETRY_MAX */
                 struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
                 (void) nanosleep(&ts, NULL);
-                device_process(m, d);
-                return;
+                return device_process(m, d);
         }
         if (d->retry_source)
-                return;
+                return 0;
         r = sd_event_add_time_relative(m->event, &d->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, d);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
                 log_warning_errno(r, "%s: cannot schedule a retry, ignoring: %m", d->name);
+        return 0;
 }
 
 static void device_learn_caps(Manager *m, const Device *d);
@@ -248,18 +380,18 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
 
         if (!j)
                 return -ENOMEM;
-        j->devnum = d->devnum;
+        j->devnum = d->node.devnum;
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
         j->new_media = d->new_media;
         if (d->new_media) {
-                const MediaSnapshot *s = media_find(m, d->devnum);
+                const MediaSnapshot *s = media_find(m, d->node.devnum);
 
                 if (s) {
                         memcpy(j->media_live, s->live, sizeof(j->media_live));
                         j->has_media_live = true;
                 }
-                media_drop(m, d->devnum);
+                media_drop(m, d->node.devnum);
         }
         d->new_media = false;
         j->restore = restore;
@@ -289,27 +421,21 @@ static const char *device_why_not(const Manager *m, const Device *d) {
 
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
-static void device_finish(Manager *m, Device *d, const Plan *plan, int r) {
-        if (device_keep_plan(m, d, plan) < 0)
-                r = -ENOMEM;
+static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
+        if (device_keep_plan(m, d, plan) < 0 || r == -ENOMEM)
+                return -ENOMEM;
         if (r == -ENODEV) {
                 log_info("%s: gone while being set up", d->name);
                 device_forget(m, d, true);
-                return;
-        }
-        if (r == -ENOMEM) {
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-                return;
+                return 0;
         }
         log_plan(d, device_why_not(m, d));
-        if (r == -EAGAIN) {
-                device_schedule_retry(m, d);
-                return;
-        }
+        if (r == -EAGAIN)
+                return device_schedule_retry(m, d);
         d->retries = 0;
         if (d->plan->managed)
                 device_learn_caps(m, d);
+        return 0;
 }
 
 /* mode=observe puts back what an earlier run in enforce mode changed, on
@@ -336,18 +462,18 @@ static bool device_gives_back(const Manager *m, const Device *d, const Plan *pla
 /* decide, then apply: on the loop for a look (dry run, held), in the
  * applier for writes. decide works in m->scratch; the device keeps a copy
  * shared with the devices that got the same. */
-static void device_process_full(Manager *m, Device *d, bool take_over) {
+static int device_process_full(Manager *m, Device *d, bool take_over) {
         DeviceFacts view;
         DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
         Plan *plan = plan_buffer_init(&m->scratch);
-        int r = 0;
+        int r = 0, k;
 
         if (d->job) {
                 /* one pass at a time: this one is decided when the running one is back */
                 d->reprocess = true;
                 d->reprocess_take_over |= take_over;
-                return;
+                return 0;
         }
         decide(&in, plan);
         if (!plan->managed || !plan->dynamic)
@@ -362,24 +488,23 @@ static void device_process_full(Manager *m, Device *d, bool take_over) {
                 if (device_writes(m, d) || device_gives_back(m, d, plan)) {
                         r = device_submit(m, d, plan, take_over, false);
                         if (r == 0)
-                                return;         /* device_apply_done() goes on */
+                                return 0;       /* device_apply_done() goes on */
                 } else
                         r = device_plan_only(m, d, plan);
         }
-        device_finish(m, d, plan, r);
-        if (r == 0 && device_observes_with_record(m, d) && device_restore(m, d) < 0) {
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-        }
+        k = device_finish(m, d, plan, r);
+        if (k < 0 || r < 0)
+                return k;       /* r < 0: d may be forgotten */
+        return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
 }
 
-void device_process(Manager *m, Device *d) {
-        device_process_full(m, d, false);
+int device_process(Manager *m, Device *d) {
+        return device_process_full(m, d, false);
 }
 
-void device_process_again(Manager *m, Device *d) {
+int device_process_again(Manager *m, Device *d) {
         d->retries = 0;
-        device_process_full(m, d, true);
+        return device_process_full(m, d, true);
 }
 
 int device_restore(Manager *m, Device *d) {
@@ -403,20 +528,21 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
         }
 }
 
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
+static int device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 
 /* A job is back from the applier, on the loop. */
-bool device_apply_done(Manager *m, ApplyJob *j) {
-        Device *d = device_table_get(&m->devices, j->devnum);
+int device_apply_done(Manager *m, ApplyJob *j) {
+        Device *d = device_get(m, j->devnum);
         dev_t devnum = j->devnum;
         DeviceIdentity id;
+        int r;
 
         m->writes.scheduler_writes += j->stats.scheduler_writes;
         m->writes.other_writes += j->stats.other_writes;
         m->writes.write_errors += j->stats.write_errors;
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 applier_job_free(j);    /* its device was forgotten meanwhile */
-                return false;
+                return 0;
         }
         d->job = false;
         id = d->record.id;              /* the identity of now (diskseq may have moved) */
@@ -427,20 +553,25 @@ bool device_apply_done(Manager *m, ApplyJob *j) {
         if (j->restore) {
                 device_restore_done(m, d, j);
                 applier_job_free(j);
-                return false;
+                return 0;
         }
         device_note_outcome(d, &j->out, true, j->take_over);
-        device_flip_done(m, d, j);
-        device_finish(m, d, j->plan, j->result);
+        r = device_flip_done(m, d, j);
+        if (r >= 0)
+                r = device_finish(m, d, j->plan, j->result);
         applier_job_free(j);
-        d = device_table_get(&m->devices, devnum);      /* device_finish may forget it */
+        if (r < 0)
+                return r;
+        d = device_get(m, devnum);      /* device_finish may forget it */
         if (d && d->reprocess && !d->job) {
                 bool take_over = d->reprocess_take_over;
 
                 d->reprocess = d->reprocess_take_over = false;
-                device_process_full(m, d, take_over);
+                r = device_process_full(m, d, take_over);
+                if (r < 0)
+                        return r;
         }
-        return true;
+        return 1;
 }
 
 static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
@@ -458,31 +589,31 @@ static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision 
         return 0;
 }
 
-static void device_account_flip(Manager *m, Device *d, double ms) {
-        DynDecision *dec = d->dynamic->flip;
+static int device_account_flip(Manager *m, Device *d, double ms) {
+        _cleanup_free_ DynDecision *dec = d->dynamic->flip;
 
         d->dynamic->flip = NULL;
         d->dynamic->state.flip_cost_ms += ms;
-        if (device_remember_flip(m, d->dynamic, dec, ms) < 0) {
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-        } else
-                log_debug("%s: flip applied in %.2f ms", d->name, ms);
-        free(dec);
+        if (device_remember_flip(m, d->dynamic, dec, ms) < 0)
+                return -ENOMEM;
+        log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        return 0;
 }
 
 /* The flip's pass is back: what it cost is the worker's time on it. */
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
-        if (d->dynamic && d->dynamic->flip)
-                device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
+static int device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (!d->dynamic || !d->dynamic->flip)
+                return 0;
+        return device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
 }
 
 /* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
  * account what it cost (a scheduler switch freezes the queue) when the
  * pass is done. */
-void device_flip(Manager *m, Device *d, const DynDecision *dec) {
+int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
-        dev_t devnum = d->devnum;       /* d may be freed by device_process */
+        dev_t devnum = d->node.devnum;       /* d may be freed by device_process */
+        int r;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
                              .setting = "state", .old = dec->to_busy ? "base" : "busy",
@@ -493,17 +624,16 @@ void device_flip(Manager *m, Device *d, const DynDecision *dec) {
         if (d->dynamic) {
                 free(d->dynamic->flip);
                 d->dynamic->flip = memdup(dec, sizeof(*dec));
-                if (!d->dynamic->flip) {
-                        log_oom();
-                        sd_event_exit(m->event, -ENOMEM);
-                        return;
-                }
+                if (!d->dynamic->flip)
+                        return -ENOMEM;
         }
-        device_process(m, d);
+        r = device_process(m, d);
+        if (r < 0)
+                return r;
         /* device_process may have forgotten a vanished device: d is then gone */
-        if (device_table_get(&m->devices, devnum) != d || !d->dynamic || !d->dynamic->flip || d->job)
-                return;
-        device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
+        if (device_get(m, devnum) != d || !d->dynamic || !d->dynamic->flip || d->job)
+                return 0;
+        return device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0); /* done on the loop */
 }
 
 /* A device that now runs mq-deadline shows whether the kernel has
@@ -527,18 +657,22 @@ int device_process_all(Manager *m) {
 
         /* processing a device may forget it, never another one, so the
          * sorted snapshot stays valid */
-        n = device_table_sorted(&m->devices, &sorted);
+        n = devices_sorted(m, &sorted);
         if (n < 0)
-                return log_oom();
-        for (int i = 0; i < n; i++)
-                device_process(m, sorted[i]);
+                return n;
+        for (int i = 0; i < n; i++) {
+                int r = device_process(m, sorted[i]);
+
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
 /* Policies that name other udev properties: read what each device keeps
  * again, before deciding with them. */
 int device_refresh_properties(Manager *m) {
-        DEVICE_TABLE_FOREACH(d, &m->devices) {
+        DEVICE_FOREACH(d, m) {
                 char **props = NULL;
                 int r = discover_properties(m->discover, d->name, m->policies->property_keys, &props);
 
@@ -553,8 +687,8 @@ int device_refresh_properties(Manager *m) {
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
-        view->major = major(d->devnum);
-        view->minor = minor(d->devnum);
+        view->major = major(d->node.devnum);
+        view->minor = minor(d->node.devnum);
         view->diskseq = d->record.id.diskseq;
         view->queue_id = d->record.id.queue_id;
         view->properties = d->properties;
@@ -564,7 +698,7 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
         return (ReportDevice) { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
                                 .dyn = d->dynamic ? &d->dynamic->state : NULL,
-                                .signals = d->signals.valid ? &d->signals : NULL };
+                                .signals = d->sample.signals.valid ? &d->sample.signals : NULL };
 }
 
 bool device_is_held(const Manager *m, const Device *d) {
@@ -577,15 +711,6 @@ void device_clear_hold(Device *d) {
         d->override_note = mfree(d->override_note);
 }
 
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
-        if (!y)
-                return NULL;
-        dyn_state_done(&y->state);
-        free(y->history);
-        free(y->flip);
-        free(y);
-        return NULL;
-}
 
 Device *device_free(Device *d) {
         if (!d)
@@ -683,11 +808,11 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
                 return -ENOMEM;
         d->manager = m;
         memcpy(d->name, f->name, len + 1);
-        d->devnum = makedev(f->major, f->minor);
+        d->node.devnum = makedev(f->major, f->minor);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
-            device_table_put(&m->devices, d) < 0) {
+            device_table_put(&m->devices, &d->node) < 0) {
                 device_free(d);
                 return -ENOMEM;
         }
@@ -712,7 +837,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
         }
         if (r < 0) {
                 device_facts_done(&f);
-                d = r == -ENOTBLK ? NULL : device_table_find_name(&m->devices, name);
+                d = r == -ENOTBLK ? NULL : device_find_name(m, name);
                 if (r == -ENODEV && d)
                         device_forget(m, d, true);
                 else if (r != -ENODEV && r != -ENOTBLK) {
@@ -722,7 +847,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 }
                 return NULL;
         }
-        d = device_table_get(&m->devices, makedev(f.major, f.minor));
+        d = device_get(m, makedev(f.major, f.minor));
         if (d && (!streq(d->name, name) || (f.queue_id && f.queue_id != d->record.id.queue_id))) {
                 /* the number went to another disk (or the disk was removed and
                  * added again while events queued up): the old one is gone */
@@ -754,6 +879,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 }
         }
         device_set_error(d, 0, NULL);
+        d->retries = 0;         /* news of the disk: a fresh retry budget */
         if (m->record) {
                 DeviceFacts view;
 

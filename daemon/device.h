@@ -1,48 +1,119 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* device.c: one device's life. It calls nothing of the files above it
- * (manager.c, drift.c, sampler.c, commands.c): what the manager does
- * after a device's pass comes back is the manager's (its applier
- * callback), and the manager's state it needs it reads from the struct. */
+/* device.c: one device's life, and the only file that knows what a Device
+ * holds. The others ask it through the functions below. It calls nothing
+ * of the files above it (manager.c, drift.c, sampler.c, commands.c): what
+ * the manager does after a device's pass comes back is the manager's (its
+ * applier callback).
+ *
+ * Functions that return int return 0 or a negative errno; the only error
+ * they return is -ENOMEM (fatal): per-device failures are logged
+ * "…, ignoring" and kept in the device's error. A function that may forget
+ * the device says so: after it, find the device again by number. */
 
 #include "manager.h"
+#include "sample.h"
 
-/* Classifies a disk that appeared or changed and finds (or makes) its Device
- * by dev_t. NULL for partitions, vanished devices and per-device errors
- * (logged); *error is set only for -ENOMEM. */
-Device *device_refresh(Manager *m, const char *name, int *error);
-/* Policies that name other udev properties: every device's read again. */
-int device_refresh_properties(Manager *m);
-/* decide + apply; may forget d if it vanished */
-void device_process(Manager *m, Device *d);
-/* decide and apply again, writing over what the admin changed (resume,
- * drift with on_drift=reapply) */
-void device_process_again(Manager *m, Device *d);
-/* Every device, by name; processing one never forgets another. */
-int device_process_all(Manager *m);
-/* Puts back what blkpolicyd changed on d (nothing wanted), in the
- * applier; the values left changed are counted in m->restore_left. */
-int device_restore(Manager *m, Device *d);
-/* A device's pass is back from the applier. True when it was a pass (not
- * a restore) of a device still known: then decisions may have to be taken
- * again (m->redecide) and READY=1 may be due, which is the manager's. */
-bool device_apply_done(Manager *m, struct ApplyJob *j);
-/* A remove event: forget d unless its queue is still there (a stale event
- * for a disk that came back under the same number is not this disk's). */
-void device_removed(Manager *m, Device *d);
-/* decide and apply again for a device whose dynamic state flipped */
-void device_flip(Manager *m, Device *d, const DynDecision *dec);
-void device_forget(Manager *m, Device *d, bool drop_state);
+typedef struct Device Device;
+
+#define FLIP_HISTORY 8
+
+typedef struct FlipRecord {
+        uint32_t tick;
+        float uptime_s;
+        float cost_ms;
+        bool to_busy;
+        char reason[64];        /* the full text is in the log */
+} FlipRecord;
+
+/* Only devices whose policy has [Dynamic] carry this. */
+typedef struct DeviceDynamic {
+        DynState state;
+        FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
+                                 * the first flip, since most devices never flip */
+        DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
+        uint8_t n_history, history_pos;
+        bool busy_unreadable;   /* its dispatch_busy could not be read last time (warned once) */
+} DeviceDynamic;
+
+/* Lookup, O(1) by number. */
+Device *device_get(const Manager *m, dev_t devnum);
+Device *device_find_name(const Manager *m, const char *name);
+/* Sorted by name, for reports and passes in order. Caller frees the array
+ * (not the devices). Returns the count. */
+int devices_sorted(const Manager *m, Device ***ret);
+Device *device_of_node(DevNode *n);
+/* NOLINTBEGIN(bugprone-macro-parentheses): d is the name of the loop variable */
+#define DEVICE_FOREACH(d, m)                                                               \
+        for (size_t _b = 0; _b < (m)->devices.n_buckets; _b++)                             \
+                for (DevNode *_node = (m)->devices.buckets[_b], *_next = _node ? _node->next : NULL; \
+                     _node; _node = _next, _next = _node ? _node->next : NULL)             \
+                        for (Device *d = device_of_node(_node); d; d = NULL)
+/* NOLINTEND(bugprone-macro-parentheses) */
+
+/* What the others may read. */
+const char *device_name(const Device *d);
+dev_t device_devnum(const Device *d);
+const Plan *device_plan(const Device *d);
+const DeviceRecord *device_record(const Device *d);
+/* NULL unless the policy has [Dynamic]. */
+DeviceDynamic *device_dynamic(const Device *d);
+/* The sampler's: the device's last counters and signals. */
+SampleState *device_sample_state(Device *d);
 /* d's whole facts, in *view: the shared ones with its name, number,
  * diskseq and properties (borrowed: not for device_facts_done()). */
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
 /* What report.c reads of a device; view: storage for device_facts(), as
  * long as the result is used. */
 ReportDevice device_report_input(const Device *d, DeviceFacts *view);
-/* Paused (one or all) or overridden: looked at, never written to. */
+
+/* Holds: paused (one or all) or overridden, looked at, never written to. */
 bool device_is_held(const Manager *m, const Device *d);
+bool device_is_paused(const Manager *m, const Device *d);
+bool device_overridden(const Device *d);
+/* What someone else changed, while overridden; NULL otherwise. */
+const char *device_override_note(const Device *d);
+/* A pass queued, running or waiting to retry: what it writes is no drift. */
+bool device_pass_pending(const Device *d);
+void device_pause(Device *d);
 /* resume: neither paused nor overridden any more */
 void device_clear_hold(Device *d);
+/* Someone else changed what blkpolicyd set: leave it alone (note: what,
+ * for status; taken). */
+void device_set_override(Device *d, char *note);
+
+/* Rescans mark what is still listed. */
+void device_set_seen(Device *d, bool seen);
+bool device_seen(const Device *d);
+
+/* Classifies a disk that appeared or changed and finds (or makes) its Device
+ * by dev_t. NULL for partitions, vanished devices and per-device errors
+ * (logged); *error is set only for -ENOMEM. May forget another device that
+ * had the number. */
+Device *device_refresh(Manager *m, const char *name, int *error);
+/* Policies that name other udev properties: every device's read again. */
+int device_refresh_properties(Manager *m);
+/* decide + apply. May forget d (it vanished). */
+int device_process(Manager *m, Device *d);
+/* decide and apply again, writing over what the admin changed (resume,
+ * drift with on_drift=reapply). May forget d. */
+int device_process_again(Manager *m, Device *d);
+/* Every device, by name; processing one never forgets another. */
+int device_process_all(Manager *m);
+/* Puts back what blkpolicyd changed on d (nothing wanted), in the
+ * applier; the values left changed are counted in m->restore_left. */
+int device_restore(Manager *m, Device *d);
+/* A device's pass is back from the applier. Returns 1 when it was a pass
+ * (not a restore) of a device still known: then decisions may have to be
+ * taken again (m->redecide) and READY=1 may be due, which is the
+ * manager's; 0 otherwise. */
+int device_apply_done(Manager *m, struct ApplyJob *j);
+/* A remove event: forget d unless its queue is still there (a stale event
+ * for a disk that came back under the same number is not this disk's). */
+void device_removed(Manager *m, Device *d);
+/* decide and apply again for a device whose dynamic state flipped. May
+ * forget d. */
+int device_flip(Manager *m, Device *d, const DynDecision *dec);
+void device_forget(Manager *m, Device *d, bool drop_state);
 Device *device_free(Device *d);
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y);

@@ -13,12 +13,14 @@
 
 /* The first managed setting whose live value differs from the target. */
 static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size_t size) {
-        for (unsigned i = 0; i < d->plan->n_items; i++) {
-                const PlanItem *it = &d->plan->items[i];
+        const Plan *plan = device_plan(d);
+
+        for (unsigned i = 0; i < plan->n_items; i++) {
+                const PlanItem *it = &plan->items[i];
 
                 if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
                         continue;
-                if (attr_read_current(&m->roots, d->name, it->tunable, live, size) < 0)
+                if (attr_read_current(&m->roots, device_name(d), it->tunable, live, size) < 0)
                         continue;       /* gone or unreadable: the uevent path handles that */
                 if (!streq(live, it->target))
                         return it;
@@ -27,17 +29,18 @@ static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size
 }
 
 static cJSON *device_drift_json(Manager *m, Device *d) {
+        const Plan *plan = device_plan(d);
         cJSON *a = cJSON_CreateArray();
 
-        for (unsigned i = 0; i < d->plan->n_items; i++) {
-                const PlanItem *it = &d->plan->items[i];
+        for (unsigned i = 0; i < plan->n_items; i++) {
+                const PlanItem *it = &plan->items[i];
                 char live[VALUE_MAX];
                 cJSON *o;
 
                 /* only what blkpolicyd holds: planned (dry run, paused) is no drift */
                 if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
                         continue;
-                if (attr_read_current(&m->roots, d->name, it->tunable, live, sizeof(live)) < 0 ||
+                if (attr_read_current(&m->roots, device_name(d), it->tunable, live, sizeof(live)) < 0 ||
                     streq(live, it->target))
                         continue;
                 o = cJSON_CreateObject();
@@ -53,10 +56,11 @@ static cJSON *device_drift_json(Manager *m, Device *d) {
  * applied. In observe mode this is what verify must show, never "no
  * drift": the policy is not in force. */
 static cJSON *device_pending_json(const Device *d) {
+        const Plan *plan = device_plan(d);
         cJSON *a = cJSON_CreateArray();
 
-        for (unsigned i = 0; i < d->plan->n_items; i++) {
-                const PlanItem *it = &d->plan->items[i];
+        for (unsigned i = 0; i < plan->n_items; i++) {
+                const PlanItem *it = &plan->items[i];
                 cJSON *o;
 
                 if (it->result != RESULT_PLANNED)
@@ -73,21 +77,21 @@ static cJSON *device_pending_json(const Device *d) {
 cJSON *drift_verify(Manager *m) {
         _cleanup_free_ Device **sorted = NULL;
         cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "devices");
-        int n = device_table_sorted(&m->devices, &sorted), drifted = 0, pending = 0;
+        int n = devices_sorted(m, &sorted), drifted = 0, pending = 0;
 
         for (int i = 0; i < n; i++) {
                 Device *d = sorted[i];
                 cJSON *e, *drift, *planned;
 
-                if (!d->plan->managed || !d->plan->policy)
+                if (!device_plan(d)->managed || !device_plan(d)->policy)
                         continue;
                 drift = device_drift_json(m, d);
                 planned = device_pending_json(d);
                 drifted += cJSON_GetArraySize(drift) > 0;
                 pending += cJSON_GetArraySize(planned) > 0;
                 e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "name", d->name);
-                cJSON_AddBoolToObject(e, "paused", d->paused || m->paused_all);
+                cJSON_AddStringToObject(e, "name", device_name(d));
+                cJSON_AddBoolToObject(e, "paused", device_is_paused(m, d));
                 cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
                 cJSON_AddItemToObject(e, "drift", drift);
                 cJSON_AddItemToObject(e, "pending", planned);
@@ -99,37 +103,34 @@ cJSON *drift_verify(Manager *m) {
         return o;
 }
 
-static void device_check_drift(Manager *m, Device *d) {
+/* Returns 0, or -ENOMEM. May forget d (a reapply of a vanished disk). */
+static int device_check_drift(Manager *m, Device *d) {
         _cleanup_free_ char *who = NULL;
-        char live[VALUE_MAX];
+        const char *name = device_name(d);
+        char live[VALUE_MAX], *note = NULL;
         const PlanItem *it;
 
-        if (!d->plan->managed || device_is_held(m, d) || d->retry_source || d->job)
-                return;         /* a pass in flight: what it writes is no drift */
+        if (!device_plan(d)->managed || device_is_held(m, d) || device_pass_pending(d))
+                return 0;       /* a pass in flight: what it writes is no drift */
         it = device_find_drift(m, d, live, sizeof(live));
         if (!it)
-                return;
+                return 0;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
         who = conflicts_report_drift_note(m, d, it->tunable, live);
         if (m->config.drift_reapply) {
-                log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", d->name,
+                log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
                            tunables[it->tunable].attr, live, who ? ", likely by " : "", who ?: "", it->target);
-                device_process_again(m, d);
-                return;
+                return device_process_again(m, d);
         }
-        free(d->override_note);
-        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)%s%s",
-                     tunables[it->tunable].attr, live, it->target, who ? "; likely by " : "", who ?: "") < 0) {
-                d->override_note = NULL;
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-                return;
-        }
-        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
-                   d->override_note, d->name);
+        if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr, live,
+                     it->target, who ? "; likely by " : "", who ?: "") < 0)
+                return -ENOMEM;
+        device_set_override(d, note);
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", name, note, name);
+        return 0;
 }
 
-void drift_check(Manager *m, unsigned n) {
+int drift_check(Manager *m, unsigned n) {
         DeviceTable *t = &m->devices;
         unsigned checked = 0;
 
@@ -137,11 +138,16 @@ void drift_check(Manager *m, unsigned n) {
         for (size_t b = 0; b < t->n_buckets && checked < n; b++) {
                 size_t k = (m->drift_cursor + b) % t->n_buckets;
 
-                for (Device *d = t->buckets[k], *next; d; d = next) {
-                        next = d->hash_next;    /* a reapply may forget d */
-                        device_check_drift(m, d);
+                for (DevNode *node = t->buckets[k], *next; node; node = next) {
+                        int r;
+
+                        next = node->next;      /* a reapply may forget this device */
+                        r = device_check_drift(m, device_of_node(node));
+                        if (r < 0)
+                                return r;
                         checked++;
                 }
                 m->drift_cursor = k + 1;
         }
+        return 0;
 }

@@ -9,4 +9,4 @@
 cJSON *drift_verify(Manager *m);
 /* Reads back the managed settings of the next n devices (round robin, so a
  * tick costs a bounded number of file reads whatever the device count). */
-void drift_check(Manager *m, unsigned n);
+int drift_check(Manager *m, unsigned n);

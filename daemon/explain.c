@@ -14,10 +14,10 @@ cJSON *explain_device_report(Manager *m, Device *d) {
         ReportDevice rd = device_report_input(d, &view);
         cJSON *o = report_device(&rd);
 
-        cJSON_AddBoolToObject(o, "paused", d->paused || m->paused_all);
+        cJSON_AddBoolToObject(o, "paused", device_is_paused(m, d));
         cJSON_AddBoolToObject(o, "overridden", device_overridden(d));
         if (device_overridden(d))
-                cJSON_AddStringToObject(o, "override", d->override_note);
+                cJSON_AddStringToObject(o, "override", device_override_note(d));
         return o;
 }
 
@@ -45,7 +45,7 @@ static cJSON *explain_policies(Manager *m, Device *d) {
 }
 
 static cJSON *explain_history(const Device *d) {
-        const DeviceDynamic *y = d->dynamic;
+        const DeviceDynamic *y = device_dynamic(d);
         cJSON *a = cJSON_CreateArray();
 
         for (unsigned k = 0; y && k < y->n_history; k++) {

@@ -87,6 +87,23 @@ static const struct option long_options[] = {
 };
 
 /* Returns 1 to go on, 0 to exit successfully, <0 on error. */
+static const char *const mode_options[] = {
+        [RUN_ONCE] = "--once",
+        [RUN_RESTORE] = "--restore",
+        [RUN_CHECK_CONFIG] = "--check-config",
+        [RUN_REPLAY] = "--replay",
+};
+
+/* One run, one job: "--once --restore" would otherwise do whichever the
+ * code tested first, silently. */
+static int set_mode(Options *o, RunMode mode) {
+        if (o->mode != RUN_DAEMON && o->mode != mode)
+                return log_error_errno(EINVAL, "%s and %s exclude each other", mode_options[o->mode],
+                                       mode_options[mode]);
+        o->mode = mode;
+        return 0;
+}
+
 static int parse_argv(int argc, char *argv[], Options *o) {
         int c, r;
 
@@ -133,13 +150,19 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         o->dry_run = true;
                         break;
                 case ARG_ONCE:
-                        o->once = true;
+                        r = set_mode(o, RUN_ONCE);
+                        if (r < 0)
+                                return r;
                         break;
                 case ARG_CHECK_CONFIG:
-                        o->check_config = true;
+                        r = set_mode(o, RUN_CHECK_CONFIG);
+                        if (r < 0)
+                                return r;
                         break;
                 case ARG_RESTORE:
-                        o->restore = true;
+                        r = set_mode(o, RUN_RESTORE);
+                        if (r < 0)
+                                return r;
                         break;
                 case ARG_LOG_LEVEL:
                         r = log_parse_level(optarg);
@@ -151,6 +174,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         o->record_path = optarg;
                         break;
                 case ARG_REPLAY:
+                        r = set_mode(o, RUN_REPLAY);
+                        if (r < 0)
+                                return r;
                         o->replay_path = optarg;
                         break;
                 default:        /* '?': getopt has said what was wrong */
@@ -266,6 +292,33 @@ static int check_config(Manager *m) {
         return r;
 }
 
+static int run_replay(Manager *m) {
+        size_t n = m->policies->n_files_rejected;
+
+        /* a what-if without one of its files answers another question */
+        if (n > 0)
+                return log_error_errno(EINVAL, "Not replaying: %zu policy file%s rejected (errors above); the "
+                                               "timeline would be that of the policies without %s",
+                                       n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+        return replay_run(m->options->replay_path, m->policies, stdout);
+}
+
+static int run_daemon(Manager *m) {
+        int r = manager_run(m, commands_run);
+
+        /* node_exporter would serve a file left behind as if the daemon
+         * still ran; a daemon that never ticked wrote none (and may have
+         * failed because another one runs, with the same dir) */
+        if (m->tick > 0) {
+                int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
+
+                if (k < 0)
+                        log_warning_errno(k, "Cannot remove the metrics file in %s: %m",
+                                          m->config.metrics_textfile_dir);
+        }
+        return r;
+}
+
 static int run(int argc, char *argv[]) {
         Options o = { .config_path = CONFIG_PATH, .roots = ROOTS_DEFAULT };
         Manager *m = NULL;
@@ -277,36 +330,30 @@ static int run(int argc, char *argv[]) {
         r = manager_new(&o, &m);
         if (r < 0)
                 goto out;
-        if (o.check_config)
+        switch (o.mode) {
+        case RUN_CHECK_CONFIG:
                 r = check_config(m);
-        else if (o.replay_path && m->policies->n_files_rejected > 0)
-                /* a what-if without one of its files answers another question */
-                r = log_error_errno(EINVAL, "Not replaying: %zu policy file%s rejected (errors above); the timeline "
-                                            "would be that of the policies without %s",
-                                    m->policies->n_files_rejected, m->policies->n_files_rejected == 1 ? "" : "s",
-                                    m->policies->n_files_rejected == 1 ? "it" : "them");
-        else if (o.replay_path)
-                r = replay_run(o.replay_path, m->policies, stdout);
-        else if ((r = manager_open_state_dir(m)) < 0)
-                goto out;
-        else if (o.restore)
-                r = restore_records(m);
-        else if (o.once) {
-                r = manager_scan(m);
+                break;
+        case RUN_REPLAY:
+                r = run_replay(m);
+                break;
+        case RUN_RESTORE:
+                r = manager_open_state_dir(m);
+                if (r >= 0)
+                        r = restore_records(m);
+                break;
+        case RUN_ONCE:
+                r = manager_open_state_dir(m);
+                if (r >= 0)
+                        r = manager_scan(m);
                 if (r >= 0)
                         r = manager_print_report(m);
-        } else {
-                r = manager_run(m, commands_run);
-                /* node_exporter would serve a file left behind as if the daemon
-                 * still ran; a daemon that never ticked wrote none (and may
-                 * have failed because another one runs, with the same dir) */
-                if (m->tick > 0) {
-                        int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
-
-                        if (k < 0)
-                                log_warning_errno(k, "Cannot remove the metrics file in %s: %m",
-                                                  m->config.metrics_textfile_dir);
-                }
+                break;
+        case RUN_DAEMON:
+                r = manager_open_state_dir(m);
+                if (r >= 0)
+                        r = run_daemon(m);
+                break;
         }
 out:
         manager_free(m);

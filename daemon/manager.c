@@ -35,8 +35,7 @@ static int manager_redecide(Manager *m) {
 
 static void manager_check_ready(Manager *m);
 
-static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
-        Manager *m = userdata;
+static int manager_device_event(Manager *m, const char *name, dev_t devnum, UeventAction action) {
         Device *d;
         int r;
 
@@ -45,26 +44,28 @@ static void on_device(void *userdata, const char *name, dev_t devnum, UeventActi
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
                 d = device_refresh(m, name, &r);
-                if (r == -ENOMEM) {
-                        log_oom();
-                        sd_event_exit(m->event, r);
-                } else if (d) {
-                        d->retries = 0;
-                        device_process(m, d);
-                        if (manager_redecide(m) < 0)
-                                sd_event_exit(m->event, -ENOMEM);
-                }
-                break;
+                if (r < 0 || !d)
+                        return r;
+                r = device_process(m, d);
+                return r < 0 ? r : manager_redecide(m);
         case UEVENT_REMOVE:
-                d = device_table_get(&m->devices, devnum);
+                d = device_get(m, devnum);
                 if (d)
                         device_removed(m, d);
                 /* its queued pass may have been the last of the first one */
                 manager_check_ready(m);
-                break;
+                return 0;
         default:
-                break;
+                return 0;
         }
+}
+
+static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
+        Manager *m = userdata;
+        int r = manager_device_event(m, name, devnum, action);
+
+        if (r < 0)
+                manager_fatal(m, r);
 }
 
 static int manager_scan_devices(Manager *m) {
@@ -74,8 +75,8 @@ static int manager_scan_devices(Manager *m) {
         r = discover_enumerate(m->discover, &names);
         if (r < 0)
                 return log_error_errno(r, "Cannot enumerate block devices: %m");
-        DEVICE_TABLE_FOREACH(d, &m->devices)
-                d->seen = false;
+        DEVICE_FOREACH(d, m)
+                device_set_seen(d, false);
         /* classify everything first: one device running mq-deadline tells
          * what the kernel can do before any decision is taken */
         for (char **name = names; name && *name; name++) {
@@ -83,12 +84,12 @@ static int manager_scan_devices(Manager *m) {
                 if (r == -ENOMEM)
                         return log_oom();
                 /* listed is there, even if it could not be classified this time */
-                if (d || (d = device_table_find_name(&m->devices, *name)))
-                        d->seen = true;
+                if (d || (d = device_find_name(m, *name)))
+                        device_set_seen(d, true);
         }
         /* not listed: gone, unless its queue is still there */
-        DEVICE_TABLE_FOREACH(d, &m->devices)
-                if (!d->seen)
+        DEVICE_FOREACH(d, m)
+                if (!device_seen(d))
                         device_removed(m, d);
         r = device_process_all(m);
         if (r < 0)
@@ -99,8 +100,8 @@ static int manager_scan_devices(Manager *m) {
 int manager_scan(Manager *m) {
         int r = manager_scan_devices(m);
 
-        if (!m->event)
-                applier_drain(m->applier);      /* --once: the report shows the results */
+        if (m->options->mode == RUN_ONCE)
+                applier_drain(m->applier);      /* the report shows the results */
 
         /* A scan goes through libudev and a classification per device, and
          * frees all of it again; with 1000 devices that leaves about 1 MiB
@@ -112,8 +113,10 @@ int manager_scan(Manager *m) {
 static void on_overflow(void *userdata) {
         Manager *m = userdata;
 
-        if (manager_scan(m) == -ENOMEM)
-                sd_event_exit(m->event, -ENOMEM);
+        int r = manager_scan(m);
+
+        if (r == -ENOMEM)
+                manager_fatal(m, r);
 }
 
 int manager_print_report(Manager *m) {
@@ -124,7 +127,7 @@ int manager_print_report(Manager *m) {
         cJSON *j;
         int n;
 
-        n = device_table_sorted(&m->devices, &sorted);
+        n = devices_sorted(m, &sorted);
         if (n < 0)
                 return log_oom();
         rd = calloc((size_t) n + 1, sizeof(ReportDevice));
@@ -146,7 +149,7 @@ int manager_restore_all(Manager *m) {
         /* what runs finishes first: its record is the one to restore from */
         applier_drain(m->applier);
         m->restore_left = 0;
-        DEVICE_TABLE_FOREACH(d, &m->devices)
+        DEVICE_FOREACH(d, m)
                 if (device_restore(m, d) < 0)
                         return log_oom();
         applier_drain(m->applier);
@@ -166,31 +169,34 @@ static void manager_check_ready(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
-void manager_pause(Manager *m, Device *d, bool pause) {
+int manager_pause(Manager *m, Device *d, bool pause) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
         if (!d) {
                 m->paused_all = pause;
-                DEVICE_TABLE_FOREACH(x, &m->devices)
+                DEVICE_FOREACH(x, m)
                         if (!pause)
                                 device_clear_hold(x);
         } else if (pause)
-                d->paused = true;
+                device_pause(d);
         else
                 device_clear_hold(d);
-        log_info("%s %s", pause ? "Paused" : "Resumed", d ? d->name : "all devices");
+        log_info("%s %s", pause ? "Paused" : "Resumed", d ? device_name(d) : "all devices");
         if (pause)
-                return;
+                return 0;
         /* resume means manage it again: what someone else changed meanwhile
          * is written over (the originals recorded before stay) */
-        if (d) {
-                device_process_again(m, d);
-                return;
+        if (d)
+                return device_process_again(m, d);
+        n = devices_sorted(m, &sorted);
+        for (int i = 0; i < n; i++) {
+                int r = device_process_again(m, sorted[i]);
+
+                if (r < 0)
+                        return r;
         }
-        n = device_table_sorted(&m->devices, &sorted);
-        for (int i = 0; i < n; i++)
-                device_process_again(m, sorted[i]);
+        return n < 0 ? n : 0;
 }
 
 /* The same lines at start and at reload: every error as file:line, for a
@@ -284,7 +290,7 @@ static int on_sighup(sd_event_source *s _unused_, const struct signalfd_siginfo 
         cJSON *errors = NULL;
 
         if (manager_reload(m, &errors) == -ENOMEM)
-                return sd_event_exit(m->event, -ENOMEM);
+                return manager_fatal(m, -ENOMEM);
         cJSON_Delete(errors);   /* already logged as file:line */
         return 0;
 }
@@ -344,8 +350,12 @@ static unsigned apply_parallelism(const Manager *m) {
 static void on_apply_done(ApplyJob *j, void *userdata) {
         Manager *m = userdata;
 
-        if (device_apply_done(m, j) && manager_redecide(m) < 0)
-                sd_event_exit(m->event, -ENOMEM);
+        int r = device_apply_done(m, j);
+
+        if (r > 0)
+                r = manager_redecide(m);
+        if (r < 0)
+                manager_fatal(m, r);
         /* also after the pass of a disk removed meanwhile: it may have
          * been the last of the first pass, and READY=1 must not wait for
          * an event that may never come */
@@ -399,7 +409,7 @@ Manager *manager_free(Manager *m) {
         control_server_free(m->control);
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
-        DEVICE_TABLE_FOREACH(d, &m->devices)
+        DEVICE_FOREACH(d, m)
                 device_free(d);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);

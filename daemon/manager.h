@@ -23,9 +23,21 @@
 #include "report.h"
 #include "state-file.h"
 #include "sysfs.h"
+#include "device-table.h"
+#include "log.h"
 #include "util.h"
 
+/* What this run of blkpolicyd is for (main.c picks it from the options). */
+typedef enum RunMode {
+        RUN_DAEMON,             /* the event loop, until SIGTERM */
+        RUN_ONCE,               /* --once: one pass over all devices, a JSON report */
+        RUN_RESTORE,            /* --restore: put back what the state records say */
+        RUN_CHECK_CONFIG,       /* --check-config */
+        RUN_REPLAY,             /* --replay=FILE: the decisions over a recording */
+} RunMode;
+
 typedef struct Options {
+        RunMode mode;
         const char *config_path;
         bool config_required;   /* given with --config */
         char **policy_dirs;     /* --policy-dir, replaces the configured list */
@@ -34,85 +46,23 @@ typedef struct Options {
         const char *socket_path;
         char **device_globs;
         bool dry_run;
-        bool once;
-        bool check_config;
-        bool restore;           /* --restore: put back what the state records say, exit */
         const char *record_path;        /* --record: append every tick's raw samples */
-        const char *replay_path;        /* --replay: decide over a recording, print the timeline */
+        const char *replay_path;        /* --replay=FILE */
 } Options;
 
 typedef struct Manager Manager;
+typedef struct Device Device;
 struct ApplyJob;
 
 /* Apply passes that may run at once (scheduler writes share RCU grace
  * periods): see docs/benchmarks.md. */
 #define APPLY_PARALLELISM 64
 
-#define FLIP_HISTORY 8
-
-typedef struct FlipRecord {
-        uint32_t tick;
-        float uptime_s;
-        float cost_ms;
-        bool to_busy;
-        char reason[64];        /* the full text is in the log */
-} FlipRecord;
-
-/* Only devices whose policy has [Dynamic] carry this. */
-typedef struct DeviceDynamic {
-        DynState state;
-        FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
-                                 * the first flip, since most devices never flip */
-        DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
-        uint8_t n_history, history_pos;
-        bool busy_unreadable;   /* its dispatch_busy could not be read last time (warned once) */
-} DeviceDynamic;
-
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
 typedef struct PendingFlip {
         dev_t devnum;
         DynDecision dec;
 } PendingFlip;
-
-#define DISKSTATS_CHUNK 8192
-
-typedef struct Device {
-        Manager *manager;
-        /* shared (intern.h): devices alike have the same facts and get the
-         * same plan. The shared facts have name, number, diskseq and
-         * properties blank: device_facts() puts this device's in. */
-        const DeviceFacts *facts;
-        const Plan *plan;
-        char **properties;      /* the udev properties some policy names */
-        dev_t devnum;
-        char *error;            /* last classify/apply error; NULL when none */
-        DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
-        sd_event_source *retry_source;
-        DiskCounters stat;      /* of the last /proc/diskstats sample */
-        Signals signals;        /* of the last tick */
-        DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
-        char *override_note;    /* what someone else changed; set while overridden (left alone) */
-        struct Device *hash_next;
-        unsigned retries;
-        /* together at the end: a bool between pointers costs 7 bytes of padding */
-        bool seen;              /* marks survivors during a rescan */
-        bool have_stat;
-        bool paused;            /* pause DEV: left as it is until resume */
-        bool record_unreadable; /* its state record could not be read: nothing is written */
-        bool job;               /* an apply pass of its own runs in the applier */
-        bool reprocess;         /* asked for again while it ran: decide again when it is back */
-        bool reprocess_take_over;
-        bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
-        /* as long as it is (most are under 16 bytes, the kernel allows 31):
-         * a refresh replaces the facts of the same name only */
-        char name[];
-} Device;
-
-typedef struct DeviceTable {
-        Device **buckets;
-        size_t n_buckets;
-        size_t n_devices;
-} DeviceTable;
 
 struct Manager {
         const Options *options;
@@ -166,6 +116,18 @@ struct Manager {
 static inline uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }
+/* The one way out on a fatal error (-ENOMEM) from an event source's
+ * callback: the loop ends with it, and main() exits non-zero after the
+ * stop's put-back. Returns r, for "return manager_fatal(m, r);". */
+static inline int manager_fatal(Manager *m, int r) {
+        if (r == -ENOMEM)
+                log_oom();
+        else
+                log_error_errno(r, "Fatal: %m");
+        if (m->event)
+                (void) sd_event_exit(m->event, r);
+        return r;
+}
 /* Policy values are written: neither --dry-run nor mode=observe. */
 static inline bool manager_writes(const Manager *m) {
         return !m->options->dry_run && !m->config.observe;
@@ -181,26 +143,7 @@ static inline bool manager_restores(const Manager *m) {
  * force: -EINVAL, and *errors names it (a JSON array). */
 int manager_reload(Manager *m, cJSON **errors);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
-void manager_pause(Manager *m, Device *d, bool pause);
-
-/* device-table.c: O(1) lookup by major:minor */
-Device *device_table_get(const DeviceTable *t, dev_t devnum);
-Device *device_table_find_name(const DeviceTable *t, const char *name);
-int device_table_put(DeviceTable *t, Device *d);
-void device_table_remove(DeviceTable *t, Device *d);
-/* Sorted by name, for reports. Caller frees the array (not the devices). */
-int device_table_sorted(const DeviceTable *t, Device ***ret);
-void device_table_done(DeviceTable *t);
-/* NOLINTBEGIN(bugprone-macro-parentheses): d is the name of the loop variable */
-#define DEVICE_TABLE_FOREACH(d, t)                                               \
-        for (size_t _b = 0; _b < (t)->n_buckets; _b++)                           \
-                for (Device *d = (t)->buckets[_b], *_n = d ? d->hash_next : NULL; d; \
-                     d = _n, _n = d ? d->hash_next : NULL)
-/* NOLINTEND(bugprone-macro-parentheses) */
-
-static inline bool device_overridden(const Device *d) {
-        return d->override_note;
-}
+int manager_pause(Manager *m, Device *d, bool pause);
 
 int manager_new(const Options *o, Manager **ret);
 Manager *manager_free(Manager *m);

@@ -5,6 +5,7 @@
 
 #include "blkpolicyd-paths.h"
 #include "conflicts-report.h"
+#include "device.h"
 #include "manager.h"
 #include "metrics.h"
 #include "util.h"
@@ -33,25 +34,33 @@ static void label(Buf *b, const char *v) {
 
 static void device_metric(Buf *b, const char *name, const Device *d, double v) {
         fprintf(b->f, "%s{device=\"", name);
-        label(b, d->name);
+        label(b, device_name(d));
         fprintf(b->f, "\"} %.17g\n", v);
 }
 
-typedef double (*DeviceValue)(const Device *d);
+typedef double (*DeviceValue)(const Manager *m, const Device *d);
 
-static double v_busy(const Device *d) { return d->plan->busy; }
-static double v_flips(const Device *d) { return d->dynamic ? d->dynamic->state.flips : 0; }
-static double v_cost(const Device *d) { return d->dynamic ? d->dynamic->state.flip_cost_ms / 1000.0 : 0; }
-static double v_paused(const Device *d) { return d->paused; }
-static double v_overridden(const Device *d) { return device_overridden(d); }
+static double v_busy(const Manager *m _unused_, const Device *d) { return device_plan(d)->busy; }
+static double v_flips(const Manager *m _unused_, const Device *d) {
+        const DeviceDynamic *y = device_dynamic(d);
+        return y ? y->state.flips : 0;
+}
+static double v_cost(const Manager *m _unused_, const Device *d) {
+        const DeviceDynamic *y = device_dynamic(d);
+        return y ? y->state.flip_cost_ms / 1000.0 : 0;
+}
+/* as status counts it: "pause" of all devices pauses each */
+static double v_paused(const Manager *m, const Device *d) { return device_is_paused(m, d); }
+static double v_overridden(const Manager *m _unused_, const Device *d) { return device_overridden(d); }
 
 /* mode=observe (or a held device): the settings a write would change, as
  * verify lists them; 0 once the policy is in force */
-static double v_pending(const Device *d) {
+static double v_pending(const Manager *m _unused_, const Device *d) {
+        const Plan *plan = device_plan(d);
         unsigned n = 0;
 
-        for (unsigned i = 0; i < d->plan->n_items; i++)
-                n += d->plan->items[i].result == RESULT_PLANNED;
+        for (unsigned i = 0; i < plan->n_items; i++)
+                n += plan->items[i].result == RESULT_PLANNED;
         return n;
 }
 
@@ -71,22 +80,25 @@ static const struct {
           "Settings a write would change, not made (mode=observe, paused, overridden)", v_pending },
 };
 
-static void write_device_metrics(Buf *b, Device **devs, int n) {
+static void write_device_metrics(Buf *b, const Manager *m, Device **devs, int n) {
         for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
                 help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
                 for (int i = 0; i < n; i++)
-                        if (devs[i]->plan->managed)
-                                device_metric(b, device_metrics[k].name, devs[i], device_metrics[k].value(devs[i]));
+                        if (device_plan(devs[i])->managed)
+                                device_metric(b, device_metrics[k].name, devs[i],
+                                              device_metrics[k].value(m, devs[i]));
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
-                const PlanItem *it = plan_find(devs[i]->plan, TUNABLE_SCHEDULER);
-                const char *s = it && it->current[0] ? it->current : device_facts_scheduler(devs[i]->facts);
+                const PlanItem *it = plan_find(device_plan(devs[i]), TUNABLE_SCHEDULER);
+                DeviceFacts view;
+                const char *s = it && it->current[0] ? it->current :
+                                device_facts_scheduler(device_facts(devs[i], &view));
 
                 if (!*s)
                         continue;
                 fputs("blkpolicyd_device_scheduler{device=\"", b->f);
-                label(b, devs[i]->name);
+                label(b, device_name(devs[i]));
                 fputs("\",scheduler=\"", b->f);
                 label(b, s);
                 fputs("\"} 1\n", b->f);
@@ -98,7 +110,7 @@ int metrics_build(Manager *m, char **ret) {
         Buf b = {};
         int n;
 
-        n = device_table_sorted(&m->devices, &devs);
+        n = devices_sorted(m, &devs);
         if (n < 0)
                 return -ENOMEM;
         b.f = open_memstream(&b.text, &b.size);
@@ -136,7 +148,7 @@ int metrics_build(Manager *m, char **ret) {
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
-        write_device_metrics(&b, devs, n);
+        write_device_metrics(&b, m, devs, n);
         conflicts_report_metrics(m, b.f);
         if (fclose(b.f) != 0) {
                 free(b.text);

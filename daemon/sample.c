@@ -251,3 +251,9 @@ void signals_compute(const DiskCounters *prev, const DiskStat *now, double inter
                 ret->dispatch_busy = rd + wr > 0 ? dispatch_busy : 0;
         signals_mix(prev, &now->c, ret);
 }
+
+void sample_update(SampleState *s, const DiskStat *now, double interval_ms, double dispatch_busy) {
+        signals_compute(s->have_last ? &s->last : NULL, now, interval_ms, dispatch_busy, &s->signals);
+        s->last = now->c;
+        s->have_last = true;
+}

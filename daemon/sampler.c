@@ -29,30 +29,34 @@ static uint64_t cpu_nsec(void) {
  * once when it is back: one bad device must not warn every tick, nor a
  * good one hide it from status (m->dispatch_busy_error: any this tick). */
 static double read_dispatch_busy(Manager *m, Device *d) {
-        unsigned n = d->facts->hw_queues - d->facts->poll_queues;
+        DeviceDynamic *y = device_dynamic(d);
+        const char *name = device_name(d);
+        DeviceFacts view;
+        const DeviceFacts *f = device_facts(d, &view);
+        unsigned n = f->hw_queues - f->poll_queues;
         double best = -1;
 
         for (unsigned i = 0; i < n; i++) {
                 char path[PATH_MAX], buf[16];
                 int r;
 
-                r = hctx_path(path, sizeof(path), &m->roots, d->name, i, "dispatch_busy");
+                r = hctx_path(path, sizeof(path), &m->roots, name, i, "dispatch_busy");
                 if (r == 0)
                         r = sysfs_read(path, buf, sizeof(buf));
                 if (r < 0) {
-                        if (!d->dynamic->busy_unreadable)
+                        if (!y->busy_unreadable)
                                 log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "
-                                                  "(is debugfs mounted?): %m", d->name, path);
-                        d->dynamic->busy_unreadable = true;
+                                                  "(is debugfs mounted?): %m", name, path);
+                        y->busy_unreadable = true;
                         m->dispatch_busy_error = r;
                         return -1;      /* no debugfs: the signal is unknown, not 0 */
                 }
                 if (atof(buf) > best)
                         best = atof(buf);
         }
-        if (d->dynamic->busy_unreadable)
-                log_info("%s: dispatch_busy can be read again", d->name);
-        d->dynamic->busy_unreadable = false;
+        if (y->busy_unreadable)
+                log_info("%s: dispatch_busy can be read again", name);
+        y->busy_unreadable = false;
         return best;
 }
 
@@ -75,47 +79,50 @@ static int flips_push(Manager *m, dev_t devnum, const DynDecision *dec) {
 
 /* A flip may forget its device (gone while applying), never another one:
  * each is found again by number. */
-static void flips_apply(Manager *m) {
-        for (size_t i = 0; i < m->n_flips; i++) {
-                Device *d = device_table_get(&m->devices, m->flips[i].devnum);
+static int flips_apply(Manager *m) {
+        int r = 0;
+
+        for (size_t i = 0; i < m->n_flips && r >= 0; i++) {
+                Device *d = device_get(m, m->flips[i].devnum);
 
                 if (d)
-                        device_flip(m, d, &m->flips[i].dec);
+                        r = device_flip(m, d, &m->flips[i].dec);
         }
         m->n_flips = 0;
+        return r;
 }
 
-static void device_sample(Manager *m, Device *d, const DiskStat *st, double interval_ms) {
-        const DynamicPolicy *dyn = d->plan->managed ? d->plan->dynamic : NULL;
+/* One device's sample: its signals, then its dynamic step, whose flip
+ * waits for the end of the pass. */
+static int device_sample(Manager *m, Device *d, const DiskStat *st, double interval_ms) {
+        const Plan *plan = device_plan(d);
+        const DynamicPolicy *dyn = plan->managed ? plan->dynamic : NULL;
+        DeviceDynamic *y = device_dynamic(d);
+        SampleState *s = device_sample_state(d);
         double busy = -1;
         DynDecision dec;
 
-        if (dyn && d->dynamic && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
+        if (dyn && y && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
-        signals_compute(d->have_stat ? &d->stat : NULL, st, interval_ms, busy, &d->signals);
-        d->stat = st->c;
-        d->have_stat = true;
+        sample_update(s, st, interval_ms, busy);
         if (m->record)
-                record_write_sample(m->record, d->name, st, busy);
-        if (!dyn || !d->dynamic || device_is_held(m, d))
-                return;         /* paused or overridden: no flips */
-        if (dynamic_step(dyn, &d->dynamic->state, &d->signals, m->tick, &dec) < 0 ||
-            (dec.flip && flips_push(m, d->devnum, &dec) < 0)) {
-                log_oom();
-                sd_event_exit(m->event, -ENOMEM);
-        }
+                record_write_sample(m->record, device_name(d), st, busy);
+        if (!dyn || !y || device_is_held(m, d))
+                return 0;       /* paused or overridden: no flips */
+        if (dynamic_step(dyn, &y->state, &s->signals, m->tick, &dec) < 0)
+                return -ENOMEM;
+        return dec.flip ? flips_push(m, device_devnum(d), &dec) : 0;
 }
 
-static void sample_line(Manager *m, const char *line, size_t len, double interval_ms) {
+static int sample_line(Manager *m, const char *line, size_t len, double interval_ms) {
         char name[DISKSTAT_NAME_MAX];
         DiskStat st;
         Device *d;
 
         if (diskstat_parse_line(line, len, &st, name) < 0)
-                return;
-        d = device_table_get(&m->devices, makedev(st.major, st.minor));
-        if (d && streq(d->name, name))
-                device_sample(m, d, &st, interval_ms);
+                return 0;
+        d = device_get(m, makedev(st.major, st.minor));
+        return d && streq(device_name(d), name) ? device_sample(m, d, &st, interval_ms) : 0;
 }
 
 /* /proc/diskstats gives at most a page of whole lines per read() however
@@ -123,6 +130,8 @@ static void sample_line(Manager *m, const char *line, size_t len, double interva
  * 1000 devices, 640 KiB at 10,000) would only hold lines already parsed.
  * Each chunk is parsed as it comes; a line cut at its end (a regular file,
  * as in the tests' fixture trees) moves to the front for the next read. */
+#define DISKSTATS_CHUNK 8192
+
 static int sample_lines(Manager *m, int fd, double interval_ms) {
         char *buf = m->diskstats;
         size_t kept = 0;
@@ -131,21 +140,21 @@ static int sample_lines(Manager *m, int fd, double interval_ms) {
         for (;;) {
                 ssize_t k = read(fd, buf + kept, DISKSTATS_CHUNK - kept);
                 char *p = buf, *end, *nl;
+                int r = 0;
 
                 if (k < 0)
                         return -errno;
                 end = buf + kept + k;
-                for (; (nl = memchr(p, '\n', (size_t) (end - p))); p = nl + 1) {
+                for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
                         if (!skipping)
-                                sample_line(m, p, (size_t) (nl + 1 - p), interval_ms);
+                                r = sample_line(m, p, (size_t) (nl + 1 - p), interval_ms);
                         skipping = false;
                 }
+                if (r < 0)
+                        return r;
                 kept = (size_t) (end - p);
-                if (k == 0) {
-                        if (kept && !skipping)          /* the last line, without a newline */
-                                sample_line(m, p, kept, interval_ms);
-                        return 0;
-                }
+                if (k == 0)             /* the last line may have no newline */
+                        return kept && !skipping ? sample_line(m, p, kept, interval_ms) : 0;
                 if (kept == DISKSTATS_CHUNK) {
                         skipping = true;
                         kept = 0;
@@ -173,39 +182,66 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
         return r;
 }
 
-void sampler_tick(Manager *m, uint64_t now) {
+/* sample: signals and the dynamic step of every device, from one read of
+ * /proc/diskstats. Returns 1 when sampled, 0 when the read failed (said
+ * once per new error, and the tick's other steps wait for a good one). */
+static int tick_sample(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
-        uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
         int r;
 
-        m->tick++;
         m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
         r = sample_diskstats(m, now, interval_ms);
-        flips_apply(m);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0) {
                 if (r != m->diskstats_error)
                         log_warning_errno(r, "Cannot read %s/diskstats, load is not sampled: %m", m->roots.proc);
                 m->diskstats_error = r;
-                return;
+                return 0;
         }
         m->diskstats_error = 0;
         m->last_sample_usec = now;
-        if (m->config.drift_checks_per_tick)
-                drift_check(m, m->config.drift_checks_per_tick);
-        if (m->config.metrics_textfile_dir && m->tick % m->config.metrics_every_ticks == 0) {
-                r = metrics_write_textfile(m, m->config.metrics_textfile_dir);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
-        }
+        return 1;
+}
+
+static void tick_metrics(Manager *m) {
+        int r;
+
+        if (!m->config.metrics_textfile_dir || m->tick % m->config.metrics_every_ticks != 0)
+                return;
+        r = metrics_write_textfile(m, m->config.metrics_textfile_dir);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
+}
+
+/* The tick: sample → flips → drift → metrics. The flips the step decided
+ * are applied after the whole pass (even a failed one: they were decided
+ * on good samples). Returns 0, or -ENOMEM. */
+int sampler_tick(Manager *m, uint64_t now) {
+        uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
+        int sampled, r;
+
+        m->tick++;
+        r = sampled = tick_sample(m, now);
+        if (r >= 0)
+                r = flips_apply(m);
+        if (r >= 0 && sampled)
+                r = drift_check(m, m->config.drift_checks_per_tick);
+        if (r >= 0 && sampled)
+                tick_metrics(m);
         m->tick_cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
         m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;
+        return r < 0 ? r : 0;
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
+        int r;
 
-        sampler_tick(m, now);
+        r = sampler_tick(m, now);
+        if (r < 0)
+                return manager_fatal(m, r);
         /* keep the cadence, but never try to catch up on missed ticks */
         return sd_event_source_set_time(s, next > now ? next : now + (uint64_t) m->config.tick_interval_ms * 1000);
 }

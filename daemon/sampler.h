@@ -6,4 +6,5 @@
 #include "manager.h"
 
 int sampler_start(Manager *m);
-void sampler_tick(Manager *m, uint64_t now_usec);
+/* One tick (the timer's, or a test's): 0, or -ENOMEM. */
+int sampler_tick(Manager *m, uint64_t now_usec);

@@ -94,3 +94,14 @@ void signals_set(Signals *s, SignalId id, double v);
  * is 0. */
 void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
                      Signals *ret);
+
+/* What the tick keeps of a device between samples: the counters of the
+ * last one and the signals computed from the last two. */
+typedef struct SampleState {
+        DiskCounters last;
+        Signals signals;
+        bool have_last;
+} SampleState;
+
+/* Pure: the signals of now against the last sample; now becomes the last. */
+void sample_update(SampleState *s, const DiskStat *now, double interval_ms, double dispatch_busy);
