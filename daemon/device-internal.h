@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What a Device holds: for device.c (its life) and device-pass.c (its
+ * passes) only. Every other file asks through device.h. */
+
+#include "device.h"
+#include "state.h"
+
+struct Device {
+        Manager *manager;
+        DevNode node;           /* in m->devices, by number */
+        /* shared (intern.h): devices alike have the same facts and get the
+         * same plan. The shared facts have name, number, diskseq and
+         * properties blank: device_facts() puts this device's in. */
+        const DeviceFacts *facts;
+        const Plan *plan;
+        char **properties;      /* the udev properties some policy names */
+        char *error;            /* last classify/apply error; NULL when none */
+        DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
+        sd_event_source *retry_source;
+        SampleState sample;     /* the sampler's */
+        DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
+        char *override_note;    /* what someone else changed; set while overridden (left alone) */
+        unsigned retries;
+        /* together at the end: a bool between pointers costs 7 bytes of padding */
+        bool seen;              /* marks survivors during a rescan */
+        bool paused;            /* pause DEV: left as it is until resume */
+        bool record_unreadable; /* its state record could not be read: nothing is written */
+        bool job;               /* an apply pass of its own runs in the applier */
+        bool reprocess;         /* asked for again while it ran: decide again when it is back */
+        bool reprocess_take_over;
+        bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
+        /* as long as it is (most are under 16 bytes, the kernel allows 31):
+         * a refresh replaces the facts of the same name only */
+        char name[];
+};
+
+/* What the disk held when its new medium was seen, until its pass takes
+ * it: only those values are the admin's from before the change. */
+typedef struct MediaSnapshot {
+        dev_t devnum;
+        LiveValue live[TUNABLES_MAX];
+} MediaSnapshot;
+
+MediaSnapshot *device_media_find(Manager *m, dev_t devnum);
+void device_media_drop(Manager *m, dev_t devnum);
+
+/* The text is only for status: without memory for it the device goes on
+ * without one. */
+_printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...);
+void device_set_error(Device *d, int error, const char *what);
+DeviceDynamic *device_dynamic_free(DeviceDynamic *y);

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A device's passes: decide, then apply (on the loop for a look, in the
+ * applier for writes), retry what was transient, flip its dynamic state,
+ * and take the pass back when the applier is done. Per-device failures
+ * are logged "…, ignoring"; only -ENOMEM is returned. */
+#include <time.h>
+
+#include "applier.h"
+#include "apply.h"
+#include "classify.h"
+#include "device-internal.h"
+#include "log.h"
+#include "manager.h"
+#include "shared.h"
+#include "util.h"
+
+/* ENOENT while add_disk() finishes: 10, 20, 40 ... 640 ms, then give up. */
+#define RETRY_MAX 7
+#define RETRY_BASE_USEC 10000ULL
+
+static bool device_excluded(const Manager *m, const Device *d) {
+        return strv_fnmatch(m->config.exclude, d->name);
+}
+static void classes_format(ClassSet classes, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        for (int c = 0; c < _CLASS_MAX && n < size; c++)
+                if (classes & CLASS_BIT(c))
+                        n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", class_to_string(c));
+}
+static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
+        const char *attr = tunables[it->tunable].attr;
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_SETTING_CHANGED, .device = d->name, .policy = it->source,
+                             .setting = attr, .old = it->before, .new = it->target,
+                             .result = item_result_to_string(it->result) };
+
+        switch (it->result) {
+        case RESULT_APPLIED:
+                log_device_event(LOG_INFO, &e, "%s: %s %s -> %s (%s)", d->name, attr, it->before, it->current,
+                                 it->source);
+                break;
+        case RESULT_PLANNED:
+                log_info("%s: %s would change %s -> %s (%s)%s%s", d->name, attr,
+                         *it->current ? it->current : "(with the new scheduler)", it->target, it->source,
+                         why_not ? ", " : "", why_not ?: "");
+                break;
+        case RESULT_UNCHANGED:
+                log_debug("%s: %s already %s", d->name, attr, it->current);
+                break;
+        case RESULT_RETRY:
+                log_info("%s: %s -> %s: %s, will retry", d->name, attr, it->target, it->error);
+                break;
+        default:
+                log_device_event(LOG_WARNING, &e, "%s: %s -> %s %s: %s, ignoring", d->name, attr, it->target,
+                                 item_result_to_string(it->result), it->error);
+        }
+}
+static void log_plan(const Device *d, const char *why_not) {
+        char classes[256];
+
+        classes_format(d->facts->classes, classes, sizeof(classes));
+        if (!d->plan->managed || !d->plan->policy) {
+                log_info("%s: [%s] %s", d->name, classes, d->plan->reason);
+                return;
+        }
+        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan->policy,
+                 d->plan->reason ? "; " : "", d->plan->reason ?: "");
+        for (unsigned i = 0; i < d->plan->n_items; i++)
+                log_item(d, &d->plan->items[i], why_not);
+}
+static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        Device *d = userdata;
+        Manager *m = d->manager;        /* d may be forgotten by its pass */
+        int r;
+
+        d->retry_source = sd_event_source_disable_unref(d->retry_source);
+        r = device_process(m, d);
+        return r < 0 ? manager_fatal(m, r) : 0;
+}
+static int device_schedule_retry(Manager *m, Device *d) {
+        uint64_t delay = RETRY_BASE_USEC << d->retries;
+        int r;
+
+        if (++d->retries > RETRY_MAX) {
+                device_set_errorf(d, "gave up after %d retries", RETRY_MAX);
+                log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
+                return 0;
+        }
+        if (m->options->mode == RUN_ONCE) {
+                /* no loop: wait here, bounded by RETRY_MAX */
+                struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
+                (void) nanosleep(&ts, NULL);
+                return device_process(m, d);
+        }
+        if (d->retry_source)
+                return 0;
+        r = sd_event_add_time_relative(m->event, &d->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, d);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot schedule a retry, ignoring: %m", d->name);
+        return 0;
+}
+static void device_learn_caps(Manager *m, const Device *d);
+static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
+        const Plan *kept = intern_ref(&m->plans, plan);
+
+        if (!kept)
+                return -ENOMEM;
+        intern_unref(&m->plans, d->plan);
+        d->plan = kept;
+        return 0;
+}
+static void device_note_override(Device *d, const ApplyOutcome *out) {
+        const PlanItem *it = plan_find(d->plan, (unsigned) out->overridden);
+
+        free(d->override_note);
+        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
+                     out->overridden_live, it ? it->target : "?") < 0)
+                d->override_note = NULL;
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
+                   d->override_note ?: "changed by someone else", d->name);
+}
+/* What apply found that the device must show: a record that could not be
+ * saved, values not put back, and the admin's changes (overridden). */
+static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
+        if (out->record_error)
+                device_set_error(d, out->record_error, "cannot save the state record, nothing written");
+        else if (out->restore_failed)
+                device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
+        /* a pass from before new media saw the old medium's admin: no override of the new one */
+        if (out->overridden >= 0 && writes && !take_over && !device_overridden(d) && !d->new_media)
+                device_note_override(d, out);
+}
+/* A paused or overridden device, or a dry run: only looked at, on the loop
+ * (reads only, microseconds). */
+static int device_plan_only(Manager *m, Device *d, Plan *plan) {
+        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record };
+        ApplyOutcome out;
+        int r = apply_device(&req, plan, &out);
+
+        device_note_outcome(d, &out, false, false);
+        return r;
+}
+/* The job for the applier: copies of the plan and the record. */
+static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
+        ApplyJob *j = applier_job_new(d->name);
+
+        if (!j)
+                return -ENOMEM;
+        j->devnum = d->node.devnum;
+        j->queue_id = d->record.id.queue_id;
+        j->take_over = take_over;
+        j->new_media = d->new_media;
+        if (d->new_media) {
+                const MediaSnapshot *s = device_media_find(m, d->node.devnum);
+
+                if (s) {
+                        memcpy(j->media_live, s->live, sizeof(j->media_live));
+                        j->has_media_live = true;
+                }
+                device_media_drop(m, d->node.devnum);
+        }
+        d->new_media = false;
+        j->restore = restore;
+        if (plan)
+                j->plan = plan_buffer_copy(&j->plan_copy, plan);
+        if (device_record_copy(&d->record, &j->record) < 0) {
+                applier_job_free(j);
+                return -ENOMEM;
+        }
+        d->job = true;
+        applier_submit(m->applier, j);
+        return 0;
+}
+/* Why a planned change was not made, for the log; NULL when it would be. */
+static const char *device_why_not(const Manager *m, const Device *d) {
+        if (m->options->dry_run)
+                return "dry run";
+        if (!manager_writes(m))
+                return "mode=observe";
+        if (d->paused || m->paused_all)
+                return "paused";
+        if (device_overridden(d))
+                return "overridden";
+        return d->record_unreadable ? "state record unreadable" : NULL;
+}
+/* The end of a pass, on the loop: keep the plan, then what its result
+ * asks for. May forget d. */
+static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
+        if (device_keep_plan(m, d, plan) < 0 || r == -ENOMEM)
+                return -ENOMEM;
+        if (r == -ENODEV) {
+                log_info("%s: gone while being set up", d->name);
+                device_forget(m, d, true);
+                return 0;
+        }
+        log_plan(d, device_why_not(m, d));
+        if (r == -EAGAIN)
+                return device_schedule_retry(m, d);
+        d->retries = 0;
+        if (d->plan->managed)
+                device_learn_caps(m, d);
+        return 0;
+}
+/* mode=observe puts back what an earlier run in enforce mode changed, on
+ * every disk it decides: at start, at reload and when a disk appears. */
+static bool device_observes_with_record(const Manager *m, const Device *d) {
+        return !manager_writes(m) && manager_restores(m) && !device_is_held(m, d) && !d->record_unreadable &&
+               !d->job && !device_record_empty(&d->record);
+}
+static bool device_writes(const Manager *m, const Device *d) {
+        return manager_writes(m) && !device_is_held(m, d) && !d->record_unreadable;
+}
+/* An overridden device no policy wants anything of any more (removed,
+ * excluded): what the
+ * admin changed stays theirs (reconcile leaves it), but what blkpolicyd
+ * still owns there goes back. A paused one stays as it is until resume. */
+static bool device_gives_back(const Manager *m, const Device *d, const Plan *plan) {
+        return (!plan->managed || plan->n_items == 0) && manager_restores(m) && device_overridden(d) &&
+               !d->paused && !m->paused_all &&
+               !d->record_unreadable && !device_record_empty(&d->record);
+}
+/* decide, then apply: on the loop for a look (dry run, held), in the
+ * applier for writes. decide works in m->scratch; the device keeps a copy
+ * shared with the devices that got the same. */
+static int device_process_full(Manager *m, Device *d, bool take_over) {
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
+                           .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
+        Plan *plan = plan_buffer_init(&m->scratch);
+        int r = 0, k;
+
+        if (d->job) {
+                /* one pass at a time: this one is decided when the running one is back */
+                d->reprocess = true;
+                d->reprocess_take_over |= take_over;
+                return 0;
+        }
+        decide(&in, plan);
+        if (!plan->managed || !plan->dynamic)
+                d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
+        else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
+                r = -ENOMEM;
+        else
+                r = dyn_state_fit(&d->dynamic->state, plan->dynamic);
+        /* an unmanaged device still goes through apply: it puts back what
+         * blkpolicyd changed while a policy wanted it */
+        if (r == 0 && (plan->managed || !device_record_empty(&d->record))) {
+                if (device_writes(m, d) || device_gives_back(m, d, plan)) {
+                        r = device_submit(m, d, plan, take_over, false);
+                        if (r == 0)
+                                return 0;       /* device_apply_done() goes on */
+                } else
+                        r = device_plan_only(m, d, plan);
+        }
+        k = device_finish(m, d, plan, r);
+        if (k < 0 || r < 0)
+                return k;       /* r < 0: d may be forgotten */
+        return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
+}
+int device_process(Manager *m, Device *d) {
+        return device_process_full(m, d, false);
+}
+int device_process_again(Manager *m, Device *d) {
+        d->retries = 0;
+        return device_process_full(m, d, true);
+}
+int device_restore(Manager *m, Device *d) {
+        if (device_record_empty(&d->record) || !manager_restores(m))
+                return 0;
+        return device_submit(m, d, NULL, false, true);
+}
+static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (j->result == -ENODEV) {
+                (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+                device_record_done(&d->record);
+                return;
+        }
+        if (j->out.restored > 0)
+                log_info("%s: put back %u original value(s)", d->name, j->out.restored);
+        if (!device_record_empty(&d->record)) {
+                log_warning("%s: %u value(s) not put back; their record stays in %s/devices for "
+                            "'blkpolicyd --restore'", d->name, d->record.n_attrs, m->state.path);
+                m->restore_left += d->record.n_attrs;
+        }
+}
+static int device_flip_done(Manager *m, Device *d, const ApplyJob *j);
+/* A job is back from the applier, on the loop. */
+int device_apply_done(Manager *m, ApplyJob *j) {
+        Device *d = device_get(m, j->devnum);
+        dev_t devnum = j->devnum;
+        DeviceIdentity id;
+        int r;
+
+        m->writes.scheduler_writes += j->stats.scheduler_writes;
+        m->writes.other_writes += j->stats.other_writes;
+        m->writes.write_errors += j->stats.write_errors;
+        if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
+                applier_job_free(j);    /* its device was forgotten meanwhile */
+                return 0;
+        }
+        d->job = false;
+        id = d->record.id;              /* the identity of now (diskseq may have moved) */
+        device_record_done(&d->record);
+        d->record = j->record;
+        d->record.id = id;
+        j->record = (DeviceRecord) {};
+        if (j->restore) {
+                device_restore_done(m, d, j);
+                applier_job_free(j);
+                return 0;
+        }
+        device_note_outcome(d, &j->out, true, j->take_over);
+        r = device_flip_done(m, d, j);
+        if (r >= 0)
+                r = device_finish(m, d, j->plan, j->result);
+        applier_job_free(j);
+        if (r < 0)
+                return r;
+        d = device_get(m, devnum);      /* device_finish may forget it */
+        if (d && d->reprocess && !d->job) {
+                bool take_over = d->reprocess_take_over;
+
+                d->reprocess = d->reprocess_take_over = false;
+                r = device_process_full(m, d, take_over);
+                if (r < 0)
+                        return r;
+        }
+        return 1;
+}
+static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
+        FlipRecord *f;
+
+        if (!y->history && !(y->history = calloc(FLIP_HISTORY, sizeof(FlipRecord))))
+                return -ENOMEM;
+        f = &y->history[y->history_pos];
+        *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
+                            .to_busy = dec->to_busy, .cost_ms = (float) ms };
+        (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
+        y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
+        if (y->n_history < FLIP_HISTORY)
+                y->n_history++;
+        return 0;
+}
+static int device_account_flip(Manager *m, Device *d, double ms) {
+        _cleanup_free_ DynDecision *dec = d->dynamic->flip;
+
+        d->dynamic->flip = NULL;
+        d->dynamic->state.flip_cost_ms += ms;
+        if (device_remember_flip(m, d->dynamic, dec, ms) < 0)
+                return -ENOMEM;
+        log_debug("%s: flip applied in %.2f ms", d->name, ms);
+        return 0;
+}
+/* The flip's pass is back: what it cost is the worker's time on it. */
+static int device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (!d->dynamic || !d->dynamic->flip)
+                return 0;
+        return device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
+}
+/* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
+ * account what it cost (a scheduler switch freezes the queue) when the
+ * pass is done. */
+int device_flip(Manager *m, Device *d, const DynDecision *dec) {
+        uint64_t start = clock_usec(CLOCK_MONOTONIC);
+        dev_t devnum = d->node.devnum;       /* d may be freed by device_process */
+        int r;
+
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
+                             .setting = "state", .old = dec->to_busy ? "base" : "busy",
+                             .new = dec->to_busy ? "busy" : "base", .result = dec->reason };
+
+        log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
+                         d->plan->dynamic_source);
+        if (d->dynamic) {
+                free(d->dynamic->flip);
+                d->dynamic->flip = memdup(dec, sizeof(*dec));
+                if (!d->dynamic->flip)
+                        return -ENOMEM;
+        }
+        r = device_process(m, d);
+        if (r < 0)
+                return r;
+        /* device_process may have forgotten a vanished device: d is then gone */
+        if (device_get(m, devnum) != d || !d->dynamic || !d->dynamic->flip || d->job)
+                return 0;
+        return device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0); /* done on the loop */
+}
+/* A device that now runs mq-deadline shows whether the kernel has
+ * dispatch_direct; when that news arrives, decisions that wanted it change. */
+static void device_learn_caps(Manager *m, const Device *d) {
+        const PlanItem *s = plan_find(d->plan, TUNABLE_SCHEDULER);
+
+        if (!s || s->result != RESULT_APPLIED)
+                return;
+        if (!kernel_caps_learn(&m->caps, &m->roots, d->name, s->current))
+                return;
+        log_info("mq-deadline dispatch_direct: %s (seen on %s)",
+                 m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", d->name);
+        if (m->caps.dispatch_direct == TRISTATE_YES)
+                m->redecide = true;
+}
+int device_process_all(Manager *m) {
+        _cleanup_free_ Device **sorted = NULL;
+        int n;
+
+        /* processing a device may forget it, never another one, so the
+         * sorted snapshot stays valid */
+        n = devices_sorted(m, &sorted);
+        if (n < 0)
+                return n;
+        for (int i = 0; i < n; i++) {
+                int r = device_process(m, sorted[i]);
+
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
