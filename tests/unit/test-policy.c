@@ -125,11 +125,9 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         CHECK(s->n_errors >= 1);
         if (s->n_errors >= 1) {
                 CHECK_STR(s->errors[0].path, expect_path);
-                if (s->errors[0].line != line || !strstr(s->errors[0].message, needle)) {
-                        fprintf(stderr, "  got %u: %s, wanted %u: ...%s...\n", s->errors[0].line,
-                                s->errors[0].message, line, needle);
-                        test_failures++;
-                }
+                if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
+                        TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
+                                  s->errors[0].message, line, needle);
         }
         policy_set_free(s);
         teardown();
