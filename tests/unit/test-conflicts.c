@@ -62,7 +62,7 @@ static void write_file(const char *dir, const char *rel, const char *text) {
                 *slash = '/';
         }
         f = fopen(path, "we");
-        CHECK(f);
+        ASSERT_TRUE(f);
         if (f) {
                 fputs(text, f);
                 fclose(f);
@@ -72,28 +72,28 @@ static void write_file(const char *dir, const char *rel, const char *text) {
 TEST(udev_rule_tokens) {
         UdevRule r;
 
-        CHECK(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
-                              "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r) == 0);
-        CHECK(r.n_tokens == 6);
+        ASSERT_TRUE(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
+                                    "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r) == 0);
+        ASSERT_TRUE(r.n_tokens == 6);
         if (r.n_tokens == 6) {
-                CHECK_STR(r.tokens[0].key, "ACTION");
-                CHECK(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
-                CHECK_STR(r.tokens[0].value, "add|change");
-                CHECK(r.tokens[1].op == RULE_OP_NOMATCH);
-                CHECK_STR(r.tokens[2].attr, "queue/scheduler");
-                CHECK(r.tokens[2].op == RULE_OP_ASSIGN_FINAL);
-                CHECK_STR(r.tokens[3].value, "a \"b\"");
-                CHECK(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
-                CHECK(r.tokens[5].op == RULE_OP_ASSIGN);
+                ASSERT_STREQ(r.tokens[0].key, "ACTION");
+                ASSERT_TRUE(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
+                ASSERT_STREQ(r.tokens[0].value, "add|change");
+                ASSERT_TRUE(r.tokens[1].op == RULE_OP_NOMATCH);
+                ASSERT_STREQ(r.tokens[2].attr, "queue/scheduler");
+                ASSERT_TRUE(r.tokens[2].op == RULE_OP_ASSIGN_FINAL);
+                ASSERT_STREQ(r.tokens[3].value, "a \"b\"");
+                ASSERT_TRUE(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
+                ASSERT_TRUE(r.tokens[5].op == RULE_OP_ASSIGN);
         }
         udev_rule_done(&r);
 
         /* white space around the operator, as udev allows */
-        CHECK(udev_rule_parse("KERNEL == \"vda\" , ATTR{queue/nr_requests} = \"64\"", &r) == 0);
-        CHECK(r.n_tokens == 2 && streq(r.tokens[1].value, "64"));
+        ASSERT_TRUE(udev_rule_parse("KERNEL == \"vda\" , ATTR{queue/nr_requests} = \"64\"", &r) == 0);
+        ASSERT_TRUE(r.n_tokens == 2 && streq(r.tokens[1].value, "64"));
         udev_rule_done(&r);
 
-        CHECK(udev_rule_parse("   ", &r) == 0 && r.n_tokens == 0);
+        ASSERT_TRUE(udev_rule_parse("   ", &r) == 0 && r.n_tokens == 0);
         udev_rule_done(&r);
 }
 
@@ -110,8 +110,8 @@ TEST(udev_rule_errors) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 UdevRule r = {};
 
-                CHECK(udev_rule_parse(bad[i], &r) == -EINVAL);
-                CHECK(r.n_tokens == 0 && !r.tokens);
+                ASSERT_TRUE(udev_rule_parse(bad[i], &r) == -EINVAL);
+                ASSERT_TRUE(r.n_tokens == 0 && !r.tokens);
         }
 }
 
@@ -119,49 +119,49 @@ TEST(udev_text_assignments_lines_and_guards) {
         ConflictSet s = {};
         const Conflict *c;
 
-        CHECK(conflicts_parse_udev_text("/etc/udev/rules.d/t.rules",
-                                        "# comment ATTR{queue/scheduler}=\"x\"\n"
-                                        "ACTION==\"add\", KERNEL==\"sd*\", \\\n"
-                                        "  ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/slice_idle}=\"0\"\n"
-                                        "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"bfq\", ATTR{queue/rotational}=\"0\"\n"
-                                        "KERNEL!=\"vd*\", GOTO=\"vd_end\"\n"
-                                        "ATTR{bdi/read_ahead_kb}=\"2048\"\n"
-                                        "LABEL=\"vd_end\"\n"
-                                        "SUBSYSTEM==\"block\", ACTION==\"add\", GOTO=\"two\"\n"
-                                        "ATTR{queue/nomerges}=\"2\"\n"
-                                        "LABEL=\"two\"\n"
-                                        "GOTO=\"dead\"\n"
-                                        "ATTR{queue/add_random}=\"0\"\n"
-                                        "LABEL=\"dead\"\n"
-                                        "RUN+=\"/bin/sh -c 'echo 512 > /sys/block/%k/queue/nr_requests'\"\n"
-                                        "RUN+=\"/usr/bin/tune /sys/block/%k/queue/rq_affinity\"\n",
-                                        &s) == 0);
+        ASSERT_TRUE(conflicts_parse_udev_text("/etc/udev/rules.d/t.rules",
+                                              "# comment ATTR{queue/scheduler}=\"x\"\n"
+                                              "ACTION==\"add\", KERNEL==\"sd*\", \\\n"
+                                              "  ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/slice_idle}=\"0\"\n"
+                                              "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"bfq\", ATTR{queue/rotational}=\"0\"\n"
+                                              "KERNEL!=\"vd*\", GOTO=\"vd_end\"\n"
+                                              "ATTR{bdi/read_ahead_kb}=\"2048\"\n"
+                                              "LABEL=\"vd_end\"\n"
+                                              "SUBSYSTEM==\"block\", ACTION==\"add\", GOTO=\"two\"\n"
+                                              "ATTR{queue/nomerges}=\"2\"\n"
+                                              "LABEL=\"two\"\n"
+                                              "GOTO=\"dead\"\n"
+                                              "ATTR{queue/add_random}=\"0\"\n"
+                                              "LABEL=\"dead\"\n"
+                                              "RUN+=\"/bin/sh -c 'echo 512 > /sys/block/%k/queue/nr_requests'\"\n"
+                                              "RUN+=\"/usr/bin/tune /sys/block/%k/queue/rq_affinity\"\n",
+                                              &s) == 0);
         /* 2 on line 2, none for the == match or queue/rotational (not managed),
          * 1 behind the guard, 1 behind the two-condition guard, none dead, 2 RUN */
-        CHECK(s.n_items == 6);
+        ASSERT_TRUE(s.n_items == 6);
         c = find(&s, "/etc/udev/rules.d/t.rules", 2);
-        CHECK(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq") && c->source == CONFLICT_UDEV);
-        CHECK(c && streq(c->match, "KERNEL==\"sd*\"") && c->n_conditions == 2 && !c->maybe);
-        CHECK(s.n_items > 1 && s.items[1].tunable == T("iosched/slice_idle") && s.items[1].line == 2);
+        ASSERT_TRUE(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq") && c->source == CONFLICT_UDEV);
+        ASSERT_TRUE(c && streq(c->match, "KERNEL==\"sd*\"") && c->n_conditions == 2 && !c->maybe);
+        ASSERT_TRUE(s.n_items > 1 && s.items[1].tunable == T("iosched/slice_idle") && s.items[1].line == 2);
         c = find(&s, "/etc/udev/rules.d/t.rules", 6);
         /* the guard KERNEL!="vd*" becomes KERNEL=="vd*"; bdi/ is the same read-ahead */
-        CHECK(c && c->tunable == T("read_ahead_kb") && streq(c->value, "2048"));
-        CHECK(c && c->n_conditions == 1 && c->conditions[0].op == RULE_OP_MATCH && streq(c->match, "KERNEL==\"vd*\""));
+        ASSERT_TRUE(c && c->tunable == T("read_ahead_kb") && streq(c->value, "2048"));
+        ASSERT_TRUE(c && c->n_conditions == 1 && c->conditions[0].op == RULE_OP_MATCH && streq(c->match, "KERNEL==\"vd*\""));
         c = find(&s, "/etc/udev/rules.d/t.rules", 9);
-        CHECK(c && c->maybe && c->n_conditions == 0 && !c->match);
-        CHECK(!find(&s, "/etc/udev/rules.d/t.rules", 12));
+        ASSERT_TRUE(c && c->maybe && c->n_conditions == 0 && !c->match);
+        ASSERT_TRUE(!find(&s, "/etc/udev/rules.d/t.rules", 12));
         c = find(&s, "/etc/udev/rules.d/t.rules", 14);
-        CHECK(c && c->tunable == T("nr_requests") && streq(c->value, "512"));
+        ASSERT_TRUE(c && c->tunable == T("nr_requests") && streq(c->value, "512"));
         c = find(&s, "/etc/udev/rules.d/t.rules", 15);
-        CHECK(c && c->tunable == T("rq_affinity") && streq(c->value, "?"));
-        CHECK(!s.warnings);
+        ASSERT_TRUE(c && c->tunable == T("rq_affinity") && streq(c->value, "?"));
+        ASSERT_TRUE(!s.warnings);
         conflict_set_done(&s);
 
         /* a broken line is skipped with a warning naming it; the rest is read */
-        CHECK(conflicts_parse_udev_text("/x.rules", "KERNEL==\"a\n\nKERNEL==\"b\", ATTR{queue/scheduler}=\"none\"\n",
-                                        &s) == 0);
-        CHECK(s.n_items == 1 && s.items[0].line == 3);
-        CHECK(s.warnings && streq(s.warnings[0], "/x.rules:1: not a valid udev rule, skipped"));
+        ASSERT_TRUE(conflicts_parse_udev_text("/x.rules", "KERNEL==\"a\n\nKERNEL==\"b\", ATTR{queue/scheduler}=\"none\"\n",
+                                              &s) == 0);
+        ASSERT_TRUE(s.n_items == 1 && s.items[0].line == 3);
+        ASSERT_TRUE(s.warnings && streq(s.warnings[0], "/x.rules:1: not a valid udev rule, skipped"));
         conflict_set_done(&s);
 }
 
@@ -174,36 +174,36 @@ TEST(udev_matcher) {
                          .env = (const char *const[]) { "ID_BUS=ata", NULL } };
         ConflictDevice sda = disk("sda", true, &rot), sdb = disk("sdb", true, &ssd), vda = disk("vda", true, NULL);
 
-        CHECK(conflicts_parse_udev_text("/r",
-                                        "ACTION==\"add|change\", KERNEL==\"sd[a-z]|mmcblk*\", "
-                                        "ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
-                                        "ACTION==\"remove\", ATTR{queue/scheduler}=\"none\"\n"
-                                        "ENV{ID_VENDOR}==\"*Google*\", ENV{DEVTYPE}!=\"partition\", "
-                                        "ATTR{queue/scheduler}=\"none\"\n"
-                                        "ENV{DEVTYPE}==\"partition\", ATTR{queue/scheduler}=\"none\"\n"
-                                        "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
-                                        &s) == 0);
-        CHECK(s.n_items == 5);
+        ASSERT_TRUE(conflicts_parse_udev_text("/r",
+                                              "ACTION==\"add|change\", KERNEL==\"sd[a-z]|mmcblk*\", "
+                                              "ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
+                                              "ACTION==\"remove\", ATTR{queue/scheduler}=\"none\"\n"
+                                              "ENV{ID_VENDOR}==\"*Google*\", ENV{DEVTYPE}!=\"partition\", "
+                                              "ATTR{queue/scheduler}=\"none\"\n"
+                                              "ENV{DEVTYPE}==\"partition\", ATTR{queue/scheduler}=\"none\"\n"
+                                              "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
+                                              &s) == 0);
+        ASSERT_TRUE(s.n_items == 5);
         if (s.n_items < 5)
                 return conflict_set_done(&s);
         /* attributes are read, trailing newline and all */
-        CHECK(conflict_matches(&s.items[0], &sda, &why) == CONFLICT_MATCH_YES && !why);
-        CHECK(conflict_matches(&s.items[0], &sdb, &why) == CONFLICT_MATCH_NO);
-        CHECK(why && streq(why->key, "ATTR") && streq(why->attr, "queue/rotational"));
-        CHECK(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && why && streq(why->key, "KERNEL"));
+        ASSERT_TRUE(conflict_matches(&s.items[0], &sda, &why) == CONFLICT_MATCH_YES && !why);
+        ASSERT_TRUE(conflict_matches(&s.items[0], &sdb, &why) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(why && streq(why->key, "ATTR") && streq(why->attr, "queue/rotational"));
+        ASSERT_TRUE(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && why && streq(why->key, "KERNEL"));
         /* a disk with nothing to read: the ATTR condition stays unknown */
-        CHECK(conflict_matches(&s.items[0], &(ConflictDevice) { .name = "sdc", .blk_mq = true }, &why) == CONFLICT_MATCH_MAYBE);
-        CHECK(why && streq(why->key, "ATTR"));
+        ASSERT_TRUE(conflict_matches(&s.items[0], &(ConflictDevice) { .name = "sdc", .blk_mq = true }, &why) == CONFLICT_MATCH_MAYBE);
+        ASSERT_TRUE(why && streq(why->key, "ATTR"));
         /* remove-only rules never write to a live disk */
-        CHECK(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_NO);
         /* ENV from udev's database; a missing property is the empty string */
-        CHECK(conflict_matches(&s.items[2], &sda, NULL) == CONFLICT_MATCH_YES);
-        CHECK(conflict_matches(&s.items[2], &sdb, NULL) == CONFLICT_MATCH_NO);
-        CHECK(conflict_matches(&s.items[2], &vda, &why) == CONFLICT_MATCH_MAYBE && why && streq(why->attr, "ID_VENDOR"));
+        ASSERT_TRUE(conflict_matches(&s.items[2], &sda, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(conflict_matches(&s.items[2], &sdb, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(conflict_matches(&s.items[2], &vda, &why) == CONFLICT_MATCH_MAYBE && why && streq(why->attr, "ID_VENDOR"));
         /* whole disks are never partitions */
-        CHECK(conflict_matches(&s.items[3], &sda, NULL) == CONFLICT_MATCH_NO);
-        CHECK(conflict_matches(&s.items[4], &sda, NULL) == CONFLICT_MATCH_NO);
-        CHECK(conflict_matches(&s.items[4], &sdb, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(conflict_matches(&s.items[3], &sda, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(conflict_matches(&s.items[4], &sda, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(conflict_matches(&s.items[4], &sdb, NULL) == CONFLICT_MATCH_YES);
         conflict_set_done(&s);
 }
 
@@ -225,19 +225,19 @@ TEST(udev_fixture_masking_and_order) {
                 { "/lib/udev/rules.d/99-gce.rules", 6, "scheduler", "none" },
         };
 
-        CHECK(conflicts_scan_udev(ROOT, &s) == 0);
+        ASSERT_TRUE(conflicts_scan_udev(ROOT, &s) == 0);
         /* lexical order of names across the directories; /etc masks /usr/lib
          * and /run (60, 61 by a link to /dev/null, 63 by an empty file), /run
          * masks /usr/lib (62) */
-        CHECK(s.n_items == ELEMENTSOF(want));
+        ASSERT_TRUE(s.n_items == ELEMENTSOF(want));
         for (size_t i = 0; i < ELEMENTSOF(want) && i < s.n_items; i++) {
-                CHECK_STR(s.items[i].path, want[i].path);
-                CHECK(s.items[i].line == want[i].line);
-                CHECK_STR(tunables[s.items[i].tunable].attr, want[i].attr);
-                CHECK_STR(s.items[i].value, want[i].value);
+                ASSERT_STREQ(s.items[i].path, want[i].path);
+                ASSERT_TRUE(s.items[i].line == want[i].line);
+                ASSERT_STREQ(tunables[s.items[i].tunable].attr, want[i].attr);
+                ASSERT_STREQ(s.items[i].value, want[i].value);
         }
-        CHECK(strv_length(s.warnings) == 1 &&
-              streq(s.warnings[0], "/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped"));
+        ASSERT_TRUE(strv_length(s.warnings) == 1 &&
+                    streq(s.warnings[0], "/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped"));
         conflict_set_done(&s);
 }
 
@@ -248,28 +248,28 @@ TEST(tuned_fixture_include_chain) {
         ConflictDevice vda = disk("vda", true, &fixed), loop0 = disk("loop0", true, &fixed), sdx = disk("sdx", true, &usb);
         const Conflict *c;
 
-        CHECK(conflicts_scan_tuned(ROOT, &s) == 0);
-        CHECK(s.n_items == 3 && !s.warnings);
+        ASSERT_TRUE(conflicts_scan_tuned(ROOT, &s) == 0);
+        ASSERT_TRUE(s.n_items == 3 && !s.warnings);
         /* the parent's readahead=>4096, where the parent sets it */
         c = find(&s, "/usr/lib/tuned/profiles/throughput-performance/tuned.conf", 16);
-        CHECK(c && c->tunable == T("read_ahead_kb") && streq(c->value, "4096") && c->source == CONFLICT_TUNED);
+        ASSERT_TRUE(c && c->tunable == T("read_ahead_kb") && streq(c->value, "4096") && c->source == CONFLICT_TUNED);
         /* the admin's copy in /etc overrides the shipped elevator=mq-deadline
          * and its devices= applies to the whole merged [disk] unit */
         c = find(&s, "/etc/tuned/profiles/virtual-guest-blk/tuned.conf", 9);
-        CHECK(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq"));
-        CHECK(c && streq(c->match, "[disk] devices=!loop*"));
-        CHECK(c && streq(c->advice, "add drop=elevator to [disk] of a profile virtual-guest-blk in /etc/tuned/profiles/ "
-                                    "(/etc/tuned/ before tuned 2.23) with include=virtual-guest-blk, or set devices= "
-                                    "there to leave out the disks blkpolicyd manages; tuned writes it at each profile "
-                                    "load and at each disk's add event"));
-        CHECK(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
-        CHECK(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq"));
+        ASSERT_TRUE(c && streq(c->match, "[disk] devices=!loop*"));
+        ASSERT_TRUE(c && streq(c->advice, "add drop=elevator to [disk] of a profile virtual-guest-blk in /etc/tuned/profiles/ "
+                                          "(/etc/tuned/ before tuned 2.23) with include=virtual-guest-blk, or set devices= "
+                                          "there to leave out the disks blkpolicyd manages; tuned writes it at each profile "
+                                          "load and at each disk's add event"));
+        ASSERT_TRUE(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
         /* tuned's disk plugin leaves removable disks alone */
-        CHECK(c && conflict_matches(c, &sdx, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(c && conflict_matches(c, &sdx, NULL) == CONFLICT_MATCH_NO);
         c = find(&s, "/etc/tuned/profiles/virtual-guest-blk/tuned.conf", 13);
-        CHECK(c && c->tunable == T("nr_requests") && streq(c->value, "256") && streq(c->match, "/sys/block/vd*"));
-        CHECK(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
-        CHECK(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(c && c->tunable == T("nr_requests") && streq(c->value, "256") && streq(c->match, "/sys/block/vd*"));
+        ASSERT_TRUE(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
         conflict_set_done(&s);
 }
 
@@ -278,7 +278,7 @@ TEST(tuned_merge_rules) {
         ConflictSet s = {};
         ConflictDevice sda = disk("sda", true, NULL);
 
-        CHECK(mkdtemp(dir));
+        ASSERT_TRUE(mkdtemp(dir));
         /* legacy layout (tuned < 2.23), two active profiles, a conditional
          * include of a missing one, a loop, replace=1, enabled=false */
         write_file(dir, "/etc/tuned/active_profile", "base top\n");
@@ -288,35 +288,35 @@ TEST(tuned_merge_rules) {
         write_file(dir, "/usr/lib/tuned/top/tuned.conf",
                    "[main]\ninclude=base\n[disk]\nreplace=1\ndevices=sd*\nreadahead_multiply=2\n"
                    "[other]\nenabled=false\n[vm]\ntransparent_hugepages=never\n");
-        CHECK(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
         /* base: its include top first, then base over it (top's own include
          * of base is passed over: loaded once). Base's [disk] merges into
          * top's: devices= from base (none: every disk), options added to
          * top's; base's [other] sets enabled back to true */
-        CHECK(s.n_items == 4);
+        ASSERT_TRUE(s.n_items == 4);
         if (s.n_items == 4) {
-                CHECK(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
-                CHECK(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
-                CHECK(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
-                CHECK(streq(s.items[1].match, "[disk] devices=*"));
-                CHECK(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
-                CHECK(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_MAYBE);   /* removable unknown */
+                ASSERT_TRUE(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
+                ASSERT_TRUE(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
+                ASSERT_TRUE(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
+                ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
+                ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
+                ASSERT_TRUE(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_MAYBE);   /* removable unknown */
                 /* tuned.service not enabled: said so */
-                CHECK(strstr(s.items[1].advice, "not enabled"));
+                ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
         }
-        CHECK(!s.warnings);
+        ASSERT_TRUE(!s.warnings);
         conflict_set_done(&s);
 
         write_file(dir, "/etc/tuned/active_profile", "top\n");
-        CHECK(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
         /* top over base: replace=1 drops base's elevator, [other] disabled */
-        CHECK(s.n_items == 1 && s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
-        CHECK(s.n_items == 1 && streq(s.items[0].match, "[disk] devices=sd*"));
+        ASSERT_TRUE(s.n_items == 1 && s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
+        ASSERT_TRUE(s.n_items == 1 && streq(s.items[0].match, "[disk] devices=sd*"));
         conflict_set_done(&s);
 
         write_file(dir, "/etc/tuned/active_profile", "gone ../etc ${x}\n");
-        CHECK(conflicts_scan_tuned(dir, &s) == 0);
-        CHECK(s.n_items == 0 && strv_length(s.warnings) == 3);
+        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 3);
         conflict_set_done(&s);
 }
 
@@ -328,40 +328,40 @@ TEST(gce_agent) {
         ConflictDevice lssd = disk("sdb", true, &eph);
 
         /* the fixture: installed, optimize_local_ssd = false */
-        CHECK(conflicts_scan_gce(ROOT, &s) == 0);
-        CHECK(s.n_items == 1);
+        ASSERT_TRUE(conflicts_scan_gce(ROOT, &s) == 0);
+        ASSERT_TRUE(s.n_items == 1);
         if (s.n_items == 1) {
-                CHECK_STR(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
-                CHECK(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
-                CHECK(conflict_matches(&s.items[0], &mq, NULL) == CONFLICT_MATCH_YES);
-                CHECK(conflict_matches(&s.items[0], &bio, NULL) == CONFLICT_MATCH_NO);
-                CHECK(startswith(s.items[0].advice, "the agent writes none"));
+                ASSERT_STREQ(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
+                ASSERT_TRUE(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
+                ASSERT_TRUE(conflict_matches(&s.items[0], &mq, NULL) == CONFLICT_MATCH_YES);
+                ASSERT_TRUE(conflict_matches(&s.items[0], &bio, NULL) == CONFLICT_MATCH_NO);
+                ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
         }
         conflict_set_done(&s);
 
-        CHECK(mkdtemp(dir));
-        CHECK(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
+        ASSERT_TRUE(mkdtemp(dir));
+        ASSERT_TRUE(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
         write_file(dir, "/lib/systemd/system/google-guest-agent.service", "[Service]\n");
         write_file(dir, "/usr/bin/google_optimize_local_ssd", "#!/bin/sh\n");
         /* the .template overrides the .cfg, as the agent reads them */
         write_file(dir, "/etc/default/instance_configs.cfg", "[InstanceSetup]\noptimize_local_ssd = false\n");
         write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
-        CHECK(conflicts_scan_gce(dir, &s) == 0);
-        CHECK(s.n_items == 5);
+        ASSERT_TRUE(conflicts_scan_gce(dir, &s) == 0);
+        ASSERT_TRUE(s.n_items == 5);
         if (s.n_items == 5) {
                 /* not enabled: the fixture's is, this one is not */
-                CHECK(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
-                CHECK(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
-                CHECK(conflict_matches(&s.items[4], &lssd, NULL) == CONFLICT_MATCH_YES);
-                CHECK(conflict_matches(&s.items[4], &mq, NULL) == CONFLICT_MATCH_MAYBE);
+                ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
+                ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
+                ASSERT_TRUE(conflict_matches(&s.items[4], &lssd, NULL) == CONFLICT_MATCH_YES);
+                ASSERT_TRUE(conflict_matches(&s.items[4], &mq, NULL) == CONFLICT_MATCH_MAYBE);
         }
         conflict_set_done(&s);
 
         /* masked in /etc: the agent does not run */
         write_file(dir, "/etc/systemd/system/multi-user.target.wants/.keep", "");
         snprintf(path, sizeof(path), "%s/etc/systemd/system/google-guest-agent.service", dir);
-        CHECK(symlink("/dev/null", path) == 0);
-        CHECK(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
+        ASSERT_TRUE(symlink("/dev/null", path) == 0);
+        ASSERT_TRUE(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
         conflict_set_done(&s);
 }
 
@@ -370,17 +370,17 @@ TEST(kernel_cmdline) {
         ConflictDevice vda = disk("vda", true, NULL);
         const RuleToken *why = (const RuleToken *) &s;
 
-        CHECK(conflicts_scan_cmdline(PROC, &s) == 0);
-        CHECK(s.n_items == 1);
+        ASSERT_TRUE(conflicts_scan_cmdline(PROC, &s) == 0);
+        ASSERT_TRUE(s.n_items == 1);
         if (s.n_items == 1) {
-                CHECK(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
-                CHECK_STR(s.items[0].value, "deadline");
-                CHECK_STR(s.items[0].path, "/proc/cmdline");
+                ASSERT_TRUE(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
+                ASSERT_STREQ(s.items[0].value, "deadline");
+                ASSERT_STREQ(s.items[0].path, "/proc/cmdline");
                 /* blk-mq ignores it: it applies to no disk */
-                CHECK(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && !why);
+                ASSERT_TRUE(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && !why);
         }
         conflict_set_done(&s);
-        CHECK(conflicts_scan_cmdline(FIXTURES_DIR "/kvm-6.18/proc", &s) == 0 && s.n_items == 0);
+        ASSERT_TRUE(conflicts_scan_cmdline(FIXTURES_DIR "/kvm-6.18/proc", &s) == 0 && s.n_items == 0);
         conflict_set_done(&s);
 }
 
@@ -394,38 +394,38 @@ TEST(drift_attribution) {
         const Conflict *c;
         char *text;
 
-        CHECK(conflicts_scan(&roots, &s) == 0);
-        CHECK(s.n_items == 14);
+        ASSERT_TRUE(conflicts_scan(&roots, &s) == 0);
+        ASSERT_TRUE(s.n_items == 14);
         /* the udev rule that names vda and writes what is live */
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
-        CHECK(c && c->source == CONFLICT_UDEV && c->line == 18);
+        ASSERT_TRUE(c && c->source == CONFLICT_UDEV && c->line == 18);
         text = c ? conflict_describe(c) : NULL;
-        CHECK_STR(text, "udev rule /etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline "
-                        "(KERNEL==\"vd[a-z]\")");
+        ASSERT_STREQ(text, "udev rule /etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline "
+                           "(KERNEL==\"vd[a-z]\")");
         free(text);
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "bfq");
-        CHECK(c && c->source == CONFLICT_TUNED);
+        ASSERT_TRUE(c && c->source == CONFLICT_TUNED);
         text = c ? conflict_describe(c) : NULL;
-        CHECK_STR(text, "tuned profile /etc/tuned/profiles/virtual-guest-blk/tuned.conf:9 sets queue/scheduler=bfq "
-                        "([disk] devices=!loop*)");
+        ASSERT_STREQ(text, "tuned profile /etc/tuned/profiles/virtual-guest-blk/tuned.conf:9 sets queue/scheduler=bfq "
+                           "([disk] devices=!loop*)");
         free(text);
         /* none on vda: only the GCE agent writes that there */
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "none");
-        CHECK(c && c->source == CONFLICT_GCE);
+        ASSERT_TRUE(c && c->source == CONFLICT_GCE);
         /* on a rotational Google sda, the rule that writes none, not the agent */
         c = conflicts_attribute(&s, &sda, TUNABLE_SCHEDULER, "none");
-        CHECK(c && c->source == CONFLICT_UDEV && strstr(c->path, "99-gce.rules"));
+        ASSERT_TRUE(c && c->source == CONFLICT_UDEV && strstr(c->path, "99-gce.rules"));
         /* the kernel command line's elevator=deadline never counts */
-        CHECK(!conflicts_attribute(&s, &dm, TUNABLE_SCHEDULER, "mq-deadline"));
-        CHECK(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "kyber"));
+        ASSERT_TRUE(!conflicts_attribute(&s, &dm, TUNABLE_SCHEDULER, "mq-deadline"));
+        ASSERT_TRUE(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "kyber"));
         /* udev's 64-readahead.rules and tuned both write 4096 on vda: the rule */
         c = conflicts_attribute(&s, &vda, T("read_ahead_kb"), "4096");
-        CHECK(c && c->source == CONFLICT_UDEV && c->line == 5);
+        ASSERT_TRUE(c && c->source == CONFLICT_UDEV && c->line == 5);
         conflict_set_done(&s);
 
         /* "deadline" is the kernel's alias of mq-deadline */
-        CHECK(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s) == 0);
+        ASSERT_TRUE(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s) == 0);
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
-        CHECK(c && streq(c->value, "deadline"));
+        ASSERT_TRUE(c && streq(c->value, "deadline"));
         conflict_set_done(&s);
 }

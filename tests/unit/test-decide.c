@@ -10,7 +10,7 @@ static DeviceFacts sq_virtio(void) {
                           .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_VIRTIO),
                           .driver = "virtio_blk" };
 
-        CHECK(scheduler_list_parse("none [mq-deadline] kyber bfq", &f.schedulers) == 0);
+        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq", &f.schedulers) == 0);
         return f;
 }
 
@@ -28,13 +28,13 @@ static Policy *policy(const char *name, const char *sched) {
         p->match.rotational = p->match.hidden = -1;
         p->match.hwq_max = ~0u;
         if (sched)
-                CHECK(sched_choices_parse(sched, p->sched, &p->n_sched, &error) == 0);
+                ASSERT_TRUE(sched_choices_parse(sched, p->sched, &p->n_sched, &error) == 0);
         return p;
 }
 
 static void set_value(Policy *p, const char *section, const char *key, const char *value) {
         int t = tunable_find(section, key);
-        CHECK(t > 0);
+        ASSERT_TRUE(t > 0);
         p->values[t] = strdup(value);
 }
 
@@ -67,9 +67,9 @@ TEST(fallback_without_dispatch_direct) {
         for (Tristate dd = TRISTATE_UNKNOWN; dd <= TRISTATE_NO; dd++) {
                 KernelCaps k = kernel(6, 18, dd);
                 run(&f, &k, s, &plan);
-                CHECK(plan.managed && plan.n_items == 1);
-                CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
-                CHECK(item(&plan, "mq-deadline", "dispatch_direct") == NULL);
+                ASSERT_TRUE(plan.managed && plan.n_items == 1);
+                ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+                ASSERT_TRUE(item(&plan, "mq-deadline", "dispatch_direct") == NULL);
         }
         policy_set_free(s);
 }
@@ -85,12 +85,12 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         run(&f, &k, s, &plan);
         sched = item(&plan, "Queue", "scheduler");
         dd = item(&plan, "mq-deadline", "dispatch_direct");
-        CHECK_STR(sched->target, "mq-deadline");
-        CHECK(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "none"));
-        CHECK(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
-        CHECK_STR(dd->source, "20-fast.policy");
+        ASSERT_STREQ(sched->target, "mq-deadline");
+        ASSERT_TRUE(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "none"));
+        ASSERT_TRUE(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
+        ASSERT_STREQ(dd->source, "20-fast.policy");
         /* scheduler first, its tunable after */
-        CHECK(plan.items[0].tunable == TUNABLE_SCHEDULER);
+        ASSERT_TRUE(plan.items[0].tunable == TUNABLE_SCHEDULER);
         policy_set_free(s);
 }
 
@@ -104,13 +104,13 @@ TEST(zoned_keeps_mq_deadline_before_6_10) {
         f.zoned = ZONED_HOST_MANAGED;
         f.classes |= CLASS_BIT(CLASS_ZONED);
         run(&f, &old, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
-        CHECK(plan.reason && strstr(plan.reason, "6.10"));
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        ASSERT_TRUE(plan.reason && strstr(plan.reason, "6.10"));
         run(&f, &now, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         f.zoned = ZONED_HOST_AWARE;
         run(&f, &old, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
         policy_set_free(s);
 }
 
@@ -124,9 +124,9 @@ TEST(bio_based_and_excluded_are_left_alone) {
         Plan plan = *plan_buffer_init(&pb);
 
         run(&f, &k, s, &plan);
-        CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
+        ASSERT_TRUE(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
         decide(&in, &plan);
-        CHECK(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "excluded"));
+        ASSERT_TRUE(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "excluded"));
         policy_set_free(s);
 }
 
@@ -143,13 +143,13 @@ TEST(later_files_override_setting_by_setting) {
         set_value(b, "Queue", "nr_requests", "32");
         s = set_of(a, b);
         run(&f, &k, s, &plan);
-        CHECK_STR(plan.policy, "90-admin.policy");
-        CHECK(plan.n_matched == 2);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
-        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "90-admin.policy");
-        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "32");
-        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->target, "4096");
-        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->source, "20-vendor.policy");
+        ASSERT_STREQ(plan.policy, "90-admin.policy");
+        ASSERT_TRUE(plan.n_matched == 2);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "kyber");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->source, "90-admin.policy");
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "32");
+        ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "4096");
+        ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->source, "20-vendor.policy");
         policy_set_free(s);
 }
 
@@ -167,36 +167,36 @@ TEST(devices_with_the_same_plan_share_one_copy) {
         set_value(a, "Queue", "read_ahead_kb", "4096");
         s = set_of(a, b);
         run(&f, &k, s, &plan);
-        CHECK(plan.n_items == 2 && plan.n_matched == 2);
+        ASSERT_TRUE(plan.n_items == 2 && plan.n_matched == 2);
         first = intern_ref(&plans, &plan);
-        CHECK(first && first != &plan && first->items != pb.items && first->matched != pb.matched);
+        ASSERT_TRUE(first && first != &plan && first->items != pb.items && first->matched != pb.matched);
         /* items and names in the copy's own block, right after it */
-        CHECK(first->items == (PlanItem *) (first + 1));
-        CHECK(first->matched == (const char **) (first->items + 2));
-        CHECK_STR(first->matched[1], "90-admin.policy");
-        CHECK_STR(item((Plan *) first, "Queue", "read_ahead_kb")->target, "4096");
+        ASSERT_TRUE(first->items == (PlanItem *) (first + 1));
+        ASSERT_TRUE(first->matched == (const char **) (first->items + 2));
+        ASSERT_STREQ(first->matched[1], "90-admin.policy");
+        ASSERT_STREQ(item((Plan *) first, "Queue", "read_ahead_kb")->target, "4096");
         /* the same decision for a second device: the same copy */
         run(&f, &k, s, &plan);
         second = intern_ref(&plans, &plan);
-        CHECK(second == first && intern_count(&plans, &plan) == 2);
+        ASSERT_TRUE(second == first && intern_count(&plans, &plan) == 2);
         /* what apply read differs: another copy */
         (void) strscpy(pb.items[plan_find(&plan, (unsigned) ra) - pb.items].before, VALUE_MAX, "128");
         other = intern_ref(&plans, &plan);
-        CHECK(other && other != first && plans.n_entries == 2);
+        ASSERT_TRUE(other && other != first && plans.n_entries == 2);
         /* a smaller decision is another plan too */
         a->values[ra] = mfree(a->values[ra]);
         run(&f, &k, s, &plan);
-        CHECK(plan.n_items == 1 && intern_count(&plans, &plan) == 0);
+        ASSERT_TRUE(plan.n_items == 1 && intern_count(&plans, &plan) == 0);
         intern_unref(&plans, other);
-        CHECK(plans.n_entries == 1);
+        ASSERT_TRUE(plans.n_entries == 1);
         intern_unref(&plans, second);
-        CHECK(plans.n_entries == 1 && intern_count(&plans, first) == 1);
+        ASSERT_TRUE(plans.n_entries == 1 && intern_count(&plans, first) == 1);
         intern_unref(&plans, first);
-        CHECK(plans.n_entries == 0);
+        ASSERT_TRUE(plans.n_entries == 0);
         intern_unref(&plans, NULL);
         /* a plan with no items and no names (undecided, unmanaged) */
         first = intern_ref(&plans, &(Plan) { .reason = "not decided yet" });
-        CHECK(first && first->n_items == 0 && streq(first->reason, "not decided yet") && plans.n_entries == 1);
+        ASSERT_TRUE(first && first->n_items == 0 && streq(first->reason, "not decided yet") && plans.n_entries == 1);
         intern_unref(&plans, first);
         intern_table_done(&plans);
         policy_set_free(s);
@@ -213,9 +213,9 @@ TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
         set_value(b, "Queue", "read_ahead_kb", "1024");
         s = set_of(a, b);
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
-        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "20-vendor.policy");
-        CHECK_STR(plan.policy, "90-admin.policy");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->source, "20-vendor.policy");
+        ASSERT_STREQ(plan.policy, "90-admin.policy");
         policy_set_free(s);
 }
 
@@ -230,8 +230,8 @@ TEST(no_match_leaves_the_kernel_choice) {
         p->match.classes_required = CLASS_BIT(CLASS_NVME);
         s = set_of(p, NULL);
         run(&f, &k, s, &plan);
-        CHECK(plan.managed && plan.policy == NULL && plan.n_items == 0);
-        CHECK(strstr(plan.reason, "no policy"));
+        ASSERT_TRUE(plan.managed && plan.policy == NULL && plan.n_items == 0);
+        ASSERT_TRUE(strstr(plan.reason, "no policy"));
         policy_set_free(s);
 }
 
@@ -247,9 +247,9 @@ TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
         set_value(p, "Queue", "nomerges", "1");
         s = set_of(p, NULL);
         run(&f, &k, s, &plan);
-        CHECK(item(&plan, "mq-deadline", "fifo_batch")->result == RESULT_UNSUPPORTED);
-        CHECK(strstr(item(&plan, "mq-deadline", "fifo_batch")->error, "runs none"));
-        CHECK(item(&plan, "Queue", "nomerges")->result == RESULT_PLANNED);
+        ASSERT_TRUE(item(&plan, "mq-deadline", "fifo_batch")->result == RESULT_UNSUPPORTED);
+        ASSERT_TRUE(strstr(item(&plan, "mq-deadline", "fifo_batch")->error, "runs none"));
+        ASSERT_TRUE(item(&plan, "Queue", "nomerges")->result == RESULT_PLANNED);
         policy_set_free(s);
 }
 
@@ -261,12 +261,12 @@ TEST(unavailable_schedulers_are_skipped) {
         Plan plan = *plan_buffer_init(&pb);
 
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "kyber");
-        CHECK(scheduler_list_parse("[none]", &f.schedulers) == 0);    /* the queue takes no scheduler */
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "kyber");
+        ASSERT_TRUE(scheduler_list_parse("[none]", &f.schedulers) == 0);    /* the queue takes no scheduler */
         policy_set_free(s);
         s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
         run(&f, &k, s, &plan);
-        CHECK(item(&plan, "Queue", "scheduler")->result == RESULT_UNSUPPORTED);
+        ASSERT_TRUE(item(&plan, "Queue", "scheduler")->result == RESULT_UNSUPPORTED);
         policy_set_free(s);
 }
 
@@ -278,15 +278,15 @@ TEST(modular_schedulers_are_tried_before_they_are_loaded) {
         Plan plan = *plan_buffer_init(&pb);
 
         /* Debian at boot: bfq and kyber not loaded yet */
-        CHECK(scheduler_list_parse("none [mq-deadline]", &f.schedulers) == 0);
+        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline]", &f.schedulers) == 0);
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "bfq");
-        CHECK(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "bfq");
+        ASSERT_TRUE(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
         policy_set_free(s);
         /* an out-of-tree name must be listed to be chosen */
         s = set_of(policy("80-y.policy", "bfq-mq none"), NULL);
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_free(s);
 }
 
@@ -307,39 +307,39 @@ TEST(match_conditions) {
         const char *error;
 
         f.properties = props;
-        CHECK(matches(p, &f, &k, NULL));
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
         p->match.classes_excluded = CLASS_BIT(CLASS_VIRTIO);
-        CHECK(matches(p, &f, &k, "class (excluded)"));
+        ASSERT_TRUE(matches(p, &f, &k, "class (excluded)"));
         p->match.classes_excluded = 0;
-        CHECK(strv_push(&p->match.names, "sd*") == 0);
-        CHECK(matches(p, &f, &k, "name"));
-        CHECK(strv_push(&p->match.names, "vd[a-z]") == 0);
-        CHECK(matches(p, &f, &k, NULL));
-        CHECK(strv_push(&p->match.drivers, "nvme") == 0);
-        CHECK(matches(p, &f, &k, "driver"));
-        CHECK(strv_push(&p->match.drivers, "virtio_blk") == 0);
+        ASSERT_TRUE(strv_push(&p->match.names, "sd*") == 0);
+        ASSERT_TRUE(matches(p, &f, &k, "name"));
+        ASSERT_TRUE(strv_push(&p->match.names, "vd[a-z]") == 0);
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        ASSERT_TRUE(strv_push(&p->match.drivers, "nvme") == 0);
+        ASSERT_TRUE(matches(p, &f, &k, "driver"));
+        ASSERT_TRUE(strv_push(&p->match.drivers, "virtio_blk") == 0);
         p->match.rotational = 0;
-        CHECK(matches(p, &f, &k, "rotational"));
+        ASSERT_TRUE(matches(p, &f, &k, "rotational"));
         p->match.rotational = 1;
         p->match.hwq_min = 2;
-        CHECK(matches(p, &f, &k, "hw_queues"));
+        ASSERT_TRUE(matches(p, &f, &k, "hw_queues"));
         p->match.hwq_min = 1;
-        CHECK(strv_push(&p->match.properties, "ID_MODEL=Samsung*") == 0);
-        CHECK(matches(p, &f, &k, NULL));
-        CHECK(strv_push(&p->match.properties, "ID_WWN=*") == 0);
-        CHECK(matches(p, &f, &k, "property"));
+        ASSERT_TRUE(strv_push(&p->match.properties, "ID_MODEL=Samsung*") == 0);
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        ASSERT_TRUE(strv_push(&p->match.properties, "ID_WWN=*") == 0);
+        ASSERT_TRUE(matches(p, &f, &k, "property"));
         p->match.properties = strv_free(p->match.properties);
         p->match.zoned_mask = 1u << ZONED_HOST_MANAGED;
-        CHECK(matches(p, &f, &k, "zoned"));
+        ASSERT_TRUE(matches(p, &f, &k, "zoned"));
         p->match.zoned_mask = 0;
         p->match.hidden = 1;
-        CHECK(matches(p, &f, &k, "hidden"));
+        ASSERT_TRUE(matches(p, &f, &k, "hidden"));
         p->match.hidden = -1;
         p->match.kernel[0] = (KernelCond) { KOP_LT, { 6, 10, 0 } };
         p->match.n_kernel = 1;
-        CHECK(matches(p, &f, &k, "kernel"));
+        ASSERT_TRUE(matches(p, &f, &k, "kernel"));
         p->match.kernel[0].op = KOP_GE;
-        CHECK(matches(p, &f, &k, NULL));
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
         (void) error;
         f.properties = NULL;
         policy_free(p);
@@ -358,26 +358,26 @@ TEST(busy_settings_layer_over_the_base) {
         set_value(base, "Queue", "nr_requests", "256");
         set_value(base, "Queue", "read_ahead_kb", "128");
         dyn->dynamic.enabled = dyn->dynamic.has_busy = true;
-        CHECK(sched_choices_parse("mq-deadline", dyn->dynamic.busy_sched, &dyn->dynamic.n_busy_sched, &error) == 0);
+        ASSERT_TRUE(sched_choices_parse("mq-deadline", dyn->dynamic.busy_sched, &dyn->dynamic.n_busy_sched, &error) == 0);
         dyn->dynamic.busy_values[tunable_find("Queue", "nr_requests")] = strdup("64");
         dyn->dynamic.busy_values[tunable_find("mq-deadline", "fifo_batch")] = strdup("8");
         s = set_of(base, dyn);
 
         in = (DecideInput) { .facts = &f, .caps = &k, .policies = s };
         decide(&in, &plan);
-        CHECK(plan.dynamic == &dyn->dynamic && streq(plan.dynamic_source, "30-dyn.policy") && !plan.busy);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
-        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "256");
-        CHECK(item(&plan, "mq-deadline", "fifo_batch") == NULL);
+        ASSERT_TRUE(plan.dynamic == &dyn->dynamic && streq(plan.dynamic_source, "30-dyn.policy") && !plan.busy);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "256");
+        ASSERT_TRUE(item(&plan, "mq-deadline", "fifo_batch") == NULL);
 
         in.busy = true;
         decide(&in, &plan);
-        CHECK(plan.busy);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
-        CHECK_STR(item(&plan, "Queue", "scheduler")->source, "30-dyn.policy");
-        CHECK_STR(item(&plan, "Queue", "nr_requests")->target, "64");
-        CHECK_STR(item(&plan, "Queue", "read_ahead_kb")->target, "128");
-        CHECK(item(&plan, "mq-deadline", "fifo_batch")->result != RESULT_UNSUPPORTED);
+        ASSERT_TRUE(plan.busy);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->source, "30-dyn.policy");
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "64");
+        ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "128");
+        ASSERT_TRUE(item(&plan, "mq-deadline", "fifo_batch")->result != RESULT_UNSUPPORTED);
         policy_set_free(s);
 }
 
@@ -390,12 +390,12 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
 
         plan = *plan_buffer_init(&pb);
         /* a kernel with a scheduler newer than blkpolicyd: listed, so usable */
-        CHECK(scheduler_list_add(&f.schedulers, "adios") == 4);
+        ASSERT_TRUE(scheduler_list_add(&f.schedulers, "adios") == 4);
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "adios");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "adios");
         /* and where it is not listed, the next one */
         f.schedulers.n--;
         run(&f, &k, s, &plan);
-        CHECK_STR(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_free(s);
 }

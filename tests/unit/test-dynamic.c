@@ -7,8 +7,8 @@
 static DynamicPolicy iops_policy(void) {
         DynamicPolicy p = { .enabled = true, .enter_ticks = 3, .leave_ticks = 5, .window = 1,
                             .min_dwell_ticks = 10, .max_flips = 4, .flip_window_ticks = 100, .has_busy = true };
-        CHECK(condition_parse("iops > 10000", &p.enter[p.n_enter++]) == 0);
-        CHECK(condition_parse("iops < 5000", &p.leave[p.n_leave++]) == 0);
+        ASSERT_TRUE(condition_parse("iops > 10000", &p.enter[p.n_enter++]) == 0);
+        ASSERT_TRUE(condition_parse("iops < 5000", &p.leave[p.n_leave++]) == 0);
         return p;
 }
 
@@ -22,12 +22,12 @@ static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iop
                           uint64_t *flips) {
         unsigned k = 0;
 
-        CHECK(dyn_state_fit(s, p) == 0);
+        ASSERT_TRUE(dyn_state_fit(s, p) == 0);
         for (unsigned i = 0; i < n; i++) {
                 Signals sig = at(iops[i]);
                 DynDecision d;
 
-                CHECK(dynamic_step(p, s, &sig, first + i, &d) == 0);
+                ASSERT_TRUE(dynamic_step(p, s, &sig, first + i, &d) == 0);
                 if (d.flip)
                         flips[k++] = first + i;
         }
@@ -45,8 +45,8 @@ TEST(step_up_flips_after_enter_ticks) {
                 trace[i] = i < 15 ? 100 : 50000;
         n = run_trace(&p, &s, trace, 30, 0, flips);
         /* load from tick 15: 3 ticks in a row → flip at tick 17 */
-        CHECK(n == 1 && flips[0] == 17);
-        CHECK(s.busy && s.flips == 1);
+        ASSERT_TRUE(n == 1 && flips[0] == 17);
+        ASSERT_TRUE(s.busy && s.flips == 1);
 }
 
 TEST(step_down_flips_back_after_leave_ticks) {
@@ -59,8 +59,8 @@ TEST(step_down_flips_back_after_leave_ticks) {
         for (unsigned i = 0; i < 60; i++)
                 trace[i] = i >= 15 && i < 40 ? 50000 : 100;
         n = run_trace(&p, &s, trace, 60, 0, flips);
-        CHECK(n == 2 && flips[0] == 17 && flips[1] == 44);
-        CHECK(!s.busy);
+        ASSERT_TRUE(n == 2 && flips[0] == 17 && flips[1] == 44);
+        ASSERT_TRUE(!s.busy);
 }
 
 TEST(oscillation_around_one_threshold_does_not_flap) {
@@ -72,13 +72,13 @@ TEST(oscillation_around_one_threshold_does_not_flap) {
         /* 9000..11000 around the enter threshold: never 3 ticks in a row above */
         for (unsigned i = 0; i < 200; i++)
                 trace[i] = i % 3 == 2 ? 9000 : 11000;
-        CHECK(run_trace(&p, &s, trace, 200, 0, flips) == 0);
+        ASSERT_TRUE(run_trace(&p, &s, trace, 200, 0, flips) == 0);
         /* once busy, the same oscillation never reaches the leave threshold */
         dyn_state_done(&s);
         s = (DynState) {};
         for (unsigned i = 0; i < 200; i++)
                 trace[i] = i < 20 ? 50000 : (i % 2 ? 9000 : 11000);
-        CHECK(run_trace(&p, &s, trace, 200, 0, flips) == 1);
+        ASSERT_TRUE(run_trace(&p, &s, trace, 200, 0, flips) == 1);
 }
 
 TEST(dwell_time_holds_a_fresh_state) {
@@ -95,7 +95,7 @@ TEST(dwell_time_holds_a_fresh_state) {
         for (unsigned i = 0; i < 40; i++)
                 trace[i] = i < 12 ? 50000 : 100;
         n = run_trace(&p, &s, trace, 40, 0, flips);
-        CHECK(n == 2 && flips[0] == 10 && flips[1] == 20);
+        ASSERT_TRUE(n == 2 && flips[0] == 10 && flips[1] == 20);
 }
 
 TEST(flip_cap_holds) {
@@ -113,9 +113,9 @@ TEST(flip_cap_holds) {
                 trace[i] = i % 2 ? 50000 : 100;   /* a flip-worthy change every tick */
         n = run_trace(&p, &s, trace, 100, 0, flips);
         /* 3 flips, then none until the first leaves the 50-tick window */
-        CHECK(n == 6);
-        CHECK(flips[2] - flips[0] <= 4 && flips[3] >= flips[0] + 50);
-        CHECK(s.capped > 0);
+        ASSERT_TRUE(n == 6);
+        ASSERT_TRUE(flips[2] - flips[0] <= 4 && flips[3] >= flips[0] + 50);
+        ASSERT_TRUE(s.capped > 0);
 }
 
 TEST(refit_keeps_the_newest_flips) {
@@ -130,21 +130,21 @@ TEST(refit_keeps_the_newest_flips) {
         p.flip_window_ticks = 50;
         for (unsigned i = 0; i < 10; i++)
                 trace[i] = i % 2 ? 50000 : 100;
-        CHECK(run_trace(&p, &s, trace, 10, 0, flips) == 3);
-        CHECK(flips[0] == 1 && flips[2] == 3);
+        ASSERT_TRUE(run_trace(&p, &s, trace, 10, 0, flips) == 3);
+        ASSERT_TRUE(flips[0] == 1 && flips[2] == 3);
         /* a reload that lowers the cap keeps the two newest flips */
         p.max_flips = 2;
-        CHECK(dyn_state_fit(&s, &p) == 0);
-        CHECK(s.n_flip_ticks == 2 && s.flip_ticks[0] + s.flip_ticks[1] == 2 + 3);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_TRUE(s.n_flip_ticks == 2 && s.flip_ticks[0] + s.flip_ticks[1] == 2 + 3);
         /* raising it to 4 leaves room for two more in the same window */
         p.max_flips = 4;
-        CHECK(run_trace(&p, &s, trace, 10, 10, flips) == 2);
-        CHECK(s.n_flip_ticks == 4);
+        ASSERT_TRUE(run_trace(&p, &s, trace, 10, 10, flips) == 2);
+        ASSERT_TRUE(s.n_flip_ticks == 4);
         /* the averaging ring comes and goes with a window over 1 tick; the flips stay */
         p.window = 2;
-        CHECK(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
         p.window = 1;
-        CHECK(dyn_state_fit(&s, &p) == 0 && !s.history && s.flips == 5);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.history && s.flips == 5);
 }
 
 TEST(the_flip_ring_comes_with_the_first_flip) {
@@ -154,13 +154,13 @@ TEST(the_flip_ring_comes_with_the_first_flip) {
         uint64_t flips[8];
 
         p.min_dwell_ticks = 0;
-        CHECK(run_trace(&p, &s, idle, 5, 0, flips) == 0);
-        CHECK(!s.flip_ticks && s.flip_ring == p.max_flips);
+        ASSERT_TRUE(run_trace(&p, &s, idle, 5, 0, flips) == 0);
+        ASSERT_TRUE(!s.flip_ticks && s.flip_ring == p.max_flips);
         /* a reload fits a state that never flipped without allocating */
         p.max_flips = 4;
-        CHECK(dyn_state_fit(&s, &p) == 0 && !s.flip_ticks && s.flip_ring == 4);
-        CHECK(run_trace(&p, &s, busy, 5, 5, flips) == 1);
-        CHECK(s.flip_ticks && s.n_flip_ticks == 1 && s.flip_ticks[0] == flips[0]);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.flip_ticks && s.flip_ring == 4);
+        ASSERT_TRUE(run_trace(&p, &s, busy, 5, 5, flips) == 1);
+        ASSERT_TRUE(s.flip_ticks && s.n_flip_ticks == 1 && s.flip_ticks[0] == flips[0]);
 }
 
 TEST(invalid_samples_hold_everything) {
@@ -171,19 +171,19 @@ TEST(invalid_samples_hold_everything) {
 
         /* two busy ticks, a gap (device vanished or a counter wrapped), one more busy */
         p.min_dwell_ticks = 0;
-        CHECK(dyn_state_fit(&s, &p) == 0);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
         for (uint64_t t = 0; t < 2; t++) {
                 Signals sig = at(50000);
                 dynamic_step(&p, &s, &sig, t, &d);
-                CHECK(!d.flip);
+                ASSERT_TRUE(!d.flip);
         }
         dynamic_step(&p, &s, &invalid, 2, &d);
-        CHECK(!d.flip && s.enter_streak == 2);
+        ASSERT_TRUE(!d.flip && s.enter_streak == 2);
         {
                 Signals sig = at(50000);
                 dynamic_step(&p, &s, &sig, 3, &d);
-                CHECK(d.flip && d.to_busy);
-                CHECK(strstr(d.reason, "iops > 10000") && strstr(d.reason, "for 3 ticks"));
+                ASSERT_TRUE(d.flip && d.to_busy);
+                ASSERT_TRUE(strstr(d.reason, "iops > 10000") && strstr(d.reason, "for 3 ticks"));
         }
 }
 
@@ -195,26 +195,26 @@ TEST(window_averages_signals) {
 
         p.min_dwell_ticks = 0;
         /* without a window, no three busy ticks in a row */
-        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         /* over a two-tick window the mean is 10000: still not > 10000 */
         p.window = 2;
         dyn_state_done(&s);
         s = (DynState) {};
-        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
         p.enter[0].threshold = 9000;
         dyn_state_done(&s);
         s = (DynState) {};
-        CHECK(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
+        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
 }
 
 TEST(unknown_dispatch_busy_satisfies_nothing) {
         Condition gt, lt;
         Signals unknown = { .valid = true, .dispatch_busy = -1 }, idle = { .valid = true, .dispatch_busy = 0 };
 
-        CHECK(condition_parse("dispatch_busy > 3", &gt) == 0);
-        CHECK(condition_parse("dispatch_busy < 1", &lt) == 0);
-        CHECK(!condition_holds(&gt, &unknown) && !condition_holds(&lt, &unknown));
-        CHECK(condition_holds(&lt, &idle));
+        ASSERT_TRUE(condition_parse("dispatch_busy > 3", &gt) == 0);
+        ASSERT_TRUE(condition_parse("dispatch_busy < 1", &lt) == 0);
+        ASSERT_TRUE(!condition_holds(&gt, &unknown) && !condition_holds(&lt, &unknown));
+        ASSERT_TRUE(condition_holds(&lt, &idle));
 }
 
 /* A window over ticks where dispatch_busy was unknown (-1) on some:
@@ -226,11 +226,11 @@ TEST(window_leaves_unknown_dispatch_busy_out) {
         Signals known = { .valid = true, .dispatch_busy = 3 }, unknown = { .valid = true, .dispatch_busy = -1 };
         DynDecision d;
 
-        CHECK(condition_parse("dispatch_busy > 2", &p.enter[p.n_enter++]) == 0);
-        CHECK(condition_parse("dispatch_busy < 1", &p.leave[p.n_leave++]) == 0);
-        CHECK(dyn_state_fit(&s, &p) == 0);
-        CHECK(dynamic_step(&p, &s, &unknown, 0, &d) == 0 && !d.flip);
-        CHECK(dynamic_step(&p, &s, &known, 1, &d) == 0 && d.flip && d.to_busy);
+        ASSERT_TRUE(condition_parse("dispatch_busy > 2", &p.enter[p.n_enter++]) == 0);
+        ASSERT_TRUE(condition_parse("dispatch_busy < 1", &p.leave[p.n_leave++]) == 0);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_TRUE(dynamic_step(&p, &s, &unknown, 0, &d) == 0 && !d.flip);
+        ASSERT_TRUE(dynamic_step(&p, &s, &known, 1, &d) == 0 && d.flip && d.to_busy);
 }
 
 /* wpct in a tick without I/O is unknown: neither "mostly writes" nor
@@ -242,11 +242,11 @@ TEST(unknown_mix_satisfies_nothing) {
         Signals reads = idle;
 
         reads.wpct = 0;
-        CHECK(condition_parse("wpct > 50", &gt) == 0 && gt.signal == SIGNAL_WPCT);
-        CHECK(condition_parse("wpct < 10", &lt) == 0);
-        CHECK(!condition_holds(&gt, &idle) && !condition_holds(&lt, &idle));
-        CHECK(condition_holds(&lt, &reads) && !condition_holds(&gt, &reads));
-        CHECK(condition_parse("merge_pct >= 0", &gt) == 0 && !condition_holds(&gt, &idle));
+        ASSERT_TRUE(condition_parse("wpct > 50", &gt) == 0 && gt.signal == SIGNAL_WPCT);
+        ASSERT_TRUE(condition_parse("wpct < 10", &lt) == 0);
+        ASSERT_TRUE(!condition_holds(&gt, &idle) && !condition_holds(&lt, &idle));
+        ASSERT_TRUE(condition_holds(&lt, &reads) && !condition_holds(&gt, &reads));
+        ASSERT_TRUE(condition_parse("merge_pct >= 0", &gt) == 0 && !condition_holds(&gt, &idle));
 }
 
 /* A window of 3 over an idle tick, writes of 256 KiB and writes of 512
@@ -262,28 +262,28 @@ TEST(window_leaves_unknown_mix_out) {
                 w512 = { .valid = true, .wpct = 100, .rkb = SIGNAL_UNKNOWN, .wkb = 512 };
         DynDecision d;
 
-        CHECK(condition_parse("wkb > 350", &p.enter[p.n_enter++]) == 0);
-        CHECK(condition_parse("wkb < 64", &p.leave[p.n_leave++]) == 0);
-        CHECK(dyn_state_fit(&s, &p) == 0);
-        CHECK(dynamic_step(&p, &s, &idle, 0, &d) == 0 && !d.flip);
-        CHECK(dynamic_step(&p, &s, &w256, 1, &d) == 0 && !d.flip);
-        CHECK(dynamic_step(&p, &s, &w512, 2, &d) == 0 && d.flip && d.to_busy);
-        CHECK_STR(d.reason, "wkb > 350 (384.0) for 1 ticks");
+        ASSERT_TRUE(condition_parse("wkb > 350", &p.enter[p.n_enter++]) == 0);
+        ASSERT_TRUE(condition_parse("wkb < 64", &p.leave[p.n_leave++]) == 0);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_TRUE(dynamic_step(&p, &s, &idle, 0, &d) == 0 && !d.flip);
+        ASSERT_TRUE(dynamic_step(&p, &s, &w256, 1, &d) == 0 && !d.flip);
+        ASSERT_TRUE(dynamic_step(&p, &s, &w512, 2, &d) == 0 && d.flip && d.to_busy);
+        ASSERT_STREQ(d.reason, "wkb > 350 (384.0) for 1 ticks");
         for (uint64_t t = 3; t < 8; t++)
-                CHECK(dynamic_step(&p, &s, &idle, t, &d) == 0 && !d.flip);
-        CHECK(s.busy);
+                ASSERT_TRUE(dynamic_step(&p, &s, &idle, t, &d) == 0 && !d.flip);
+        ASSERT_TRUE(s.busy);
 }
 
 TEST(conditions_parse) {
         Condition c;
         char buf[64];
 
-        CHECK(condition_parse("util >= 80.5", &c) == 0 && c.signal == SIGNAL_UTIL && c.op == CMP_GE);
-        CHECK(condition_format(&c, buf, sizeof(buf)) == 0);
-        CHECK_STR(buf, "util >= 80.5");
-        CHECK(condition_parse("util => 80", &c) < 0);
-        CHECK(condition_parse("speed > 1", &c) < 0);
-        CHECK(condition_parse("util > fast", &c) < 0);
-        CHECK(condition_parse("util > 1 extra", &c) < 0);
-        CHECK(condition_parse("util >", &c) < 0);
+        ASSERT_TRUE(condition_parse("util >= 80.5", &c) == 0 && c.signal == SIGNAL_UTIL && c.op == CMP_GE);
+        ASSERT_TRUE(condition_format(&c, buf, sizeof(buf)) == 0);
+        ASSERT_STREQ(buf, "util >= 80.5");
+        ASSERT_TRUE(condition_parse("util => 80", &c) < 0);
+        ASSERT_TRUE(condition_parse("speed > 1", &c) < 0);
+        ASSERT_TRUE(condition_parse("util > fast", &c) < 0);
+        ASSERT_TRUE(condition_parse("util > 1 extra", &c) < 0);
+        ASSERT_TRUE(condition_parse("util >", &c) < 0);
 }

@@ -9,7 +9,7 @@
 static char tmp[PATH_MAX];
 
 static void make_dir(const char *sub, char *out) {
-        CHECK(snprintf(out, PATH_MAX, "%s/%s", tmp, sub) < PATH_MAX);
+        ASSERT_TRUE(snprintf(out, PATH_MAX, "%s/%s", tmp, sub) < PATH_MAX);
         mkdir(out, 0755);
 }
 
@@ -17,7 +17,7 @@ static void put(const char *dir, const char *name, const char *text) {
         char path[PATH_MAX];
         FILE *f;
 
-        CHECK(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int) sizeof(path));
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int) sizeof(path));
         f = fopen(path, "we");
         fputs(text, f);
         fclose(f);
@@ -27,7 +27,7 @@ static PolicySet *load(const char *d1, const char *d2) {
         char *dirs[] = { (char *) d1, (char *) d2, NULL };
         PolicySet *s = NULL;
 
-        CHECK(policy_set_load(dirs, &s) == 0);
+        ASSERT_TRUE(policy_set_load(dirs, &s) == 0);
         return s;
 }
 
@@ -40,13 +40,13 @@ static const Policy *find(const PolicySet *s, const char *name) {
 
 static void setup(void) {
         snprintf(tmp, sizeof(tmp), "/tmp/blkpolicyd-test-policy-XXXXXX");
-        CHECK(mkdtemp(tmp) != NULL);
+        ASSERT_TRUE(mkdtemp(tmp) != NULL);
 }
 
 static void teardown(void) {
         char cmd[PATH_MAX + 16];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-        CHECK(system(cmd) == 0);
+        ASSERT_TRUE(system(cmd) == 0);
 }
 
 static const char *GOOD =
@@ -83,27 +83,27 @@ TEST(parse_every_key) {
         make_dir("a", d);
         put(d, "10-good.policy", GOOD);
         s = load(d, NULL);
-        CHECK(s->n_errors == 0);
-        CHECK(s->n_policies == 1);
+        ASSERT_TRUE(s->n_errors == 0);
+        ASSERT_TRUE(s->n_policies == 1);
         p = find(s, "10-good.policy");
-        CHECK(p != NULL);
+        ASSERT_TRUE(p != NULL);
         if (p) {
-                CHECK(p->match.classes_required == CLASS_BIT(CLASS_SINGLE_QUEUE));
-                CHECK(p->match.classes_excluded == CLASS_BIT(CLASS_ROTATIONAL));
-                CHECK(strv_length(p->match.names) == 2);
-                CHECK_STR(p->match.models[0], "QEMU HARDDISK*");
-                CHECK(p->match.rotational == 1 && p->match.hidden == 0);
-                CHECK(p->match.zoned_mask == ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
-                CHECK(p->match.hwq_min == 1 && p->match.hwq_max == 4);
-                CHECK(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
-                      p->match.kernel[1].version[1] == 10);
-                CHECK(p->n_sched == 3 && p->sched[0].dispatch_direct && !p->sched[1].dispatch_direct);
-                CHECK_STR(p->sched[2].name, "none");
-                CHECK_STR(p->values[tunable_find("Queue", "nr_requests")], "64");
-                CHECK_STR(p->values[tunable_find("Queue", "add_random")], "0");
-                CHECK_STR(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
-                CHECK_STR(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
-                CHECK_STR(p->values[tunable_find("bfq", "low_latency")], "0");
+                ASSERT_TRUE(p->match.classes_required == CLASS_BIT(CLASS_SINGLE_QUEUE));
+                ASSERT_TRUE(p->match.classes_excluded == CLASS_BIT(CLASS_ROTATIONAL));
+                ASSERT_TRUE(strv_length(p->match.names) == 2);
+                ASSERT_STREQ(p->match.models[0], "QEMU HARDDISK*");
+                ASSERT_TRUE(p->match.rotational == 1 && p->match.hidden == 0);
+                ASSERT_TRUE(p->match.zoned_mask == ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
+                ASSERT_TRUE(p->match.hwq_min == 1 && p->match.hwq_max == 4);
+                ASSERT_TRUE(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
+                            p->match.kernel[1].version[1] == 10);
+                ASSERT_TRUE(p->n_sched == 3 && p->sched[0].dispatch_direct && !p->sched[1].dispatch_direct);
+                ASSERT_STREQ(p->sched[2].name, "none");
+                ASSERT_STREQ(p->values[tunable_find("Queue", "nr_requests")], "64");
+                ASSERT_STREQ(p->values[tunable_find("Queue", "add_random")], "0");
+                ASSERT_STREQ(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
+                ASSERT_STREQ(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
+                ASSERT_STREQ(p->values[tunable_find("bfq", "low_latency")], "0");
         }
         policy_set_free(s);
         teardown();
@@ -120,11 +120,11 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         put(d, "10-good.policy", GOOD);
         put(d, "20-bad.policy", text);
         s = load(d, NULL);
-        CHECK(snprintf(expect_path, sizeof(expect_path), "%s/20-bad.policy", d) < PATH_MAX);
-        CHECK(s->n_policies == 1 && find(s, "10-good.policy"));
-        CHECK(s->n_errors >= 1);
+        ASSERT_TRUE(snprintf(expect_path, sizeof(expect_path), "%s/20-bad.policy", d) < PATH_MAX);
+        ASSERT_TRUE(s->n_policies == 1 && find(s, "10-good.policy"));
+        ASSERT_TRUE(s->n_errors >= 1);
         if (s->n_errors >= 1) {
-                CHECK_STR(s->errors[0].path, expect_path);
+                ASSERT_STREQ(s->errors[0].path, expect_path);
                 if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
                         TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
                                   s->errors[0].message, line, needle);
@@ -193,9 +193,9 @@ TEST(all_errors_of_a_file_reported) {
         make_dir("a", d);
         put(d, "20-bad.policy", "[Match]\nclass = nope\n[Queue]\nnr_requests = x\nfoo = 1\n");
         s = load(d, NULL);
-        CHECK(s->n_policies == 0);
-        CHECK(s->n_errors == 3);
-        CHECK(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
+        ASSERT_TRUE(s->n_policies == 0);
+        ASSERT_TRUE(s->n_errors == 3);
+        ASSERT_TRUE(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
         policy_set_free(s);
         teardown();
 }
@@ -213,25 +213,25 @@ TEST(etc_masks_usr_lib) {
         put(vendor, "60-emptied.policy", "[Queue]\nscheduler = kyber\n");
         put(admin, "60-emptied.policy", "");
         put(vendor, "70-nulled.policy", "[Queue]\nscheduler = kyber\n");
-        CHECK(snprintf(path, sizeof(path), "%s/70-nulled.policy", admin) < PATH_MAX);
-        CHECK(symlink("/dev/null", path) == 0);
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/70-nulled.policy", admin) < PATH_MAX);
+        ASSERT_TRUE(symlink("/dev/null", path) == 0);
         put(vendor, "40-vendor-only.policy", "[Queue]\nnr_requests = 32\n");
         put(admin, "45-admin-only.policy", "[Queue]\nnr_requests = 16\n");
         put(admin, "README", "not a policy\n");
         s = load(vendor, admin);
-        CHECK(s->n_errors == 0);
-        CHECK(s->n_policies == 3);
+        ASSERT_TRUE(s->n_errors == 0);
+        ASSERT_TRUE(s->n_policies == 3);
         /* sorted by file name across both directories */
         if (s->n_policies == 3) {
-                CHECK_STR(s->policies[0]->name, "40-vendor-only.policy");
-                CHECK_STR(s->policies[1]->name, "45-admin-only.policy");
-                CHECK_STR(s->policies[2]->name, "50-x.policy");
+                ASSERT_STREQ(s->policies[0]->name, "40-vendor-only.policy");
+                ASSERT_STREQ(s->policies[1]->name, "45-admin-only.policy");
+                ASSERT_STREQ(s->policies[2]->name, "50-x.policy");
         }
         p = find(s, "50-x.policy");
-        CHECK(p && p->n_sched == 1 && streq(p->sched[0].name, "none"));
-        CHECK(snprintf(path, sizeof(path), "%s/50-x.policy", admin) < PATH_MAX);
-        CHECK(p && streq(p->path, path));
-        CHECK(!find(s, "60-emptied.policy") && !find(s, "70-nulled.policy"));
+        ASSERT_TRUE(p && p->n_sched == 1 && streq(p->sched[0].name, "none"));
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/50-x.policy", admin) < PATH_MAX);
+        ASSERT_TRUE(p && streq(p->path, path));
+        ASSERT_TRUE(!find(s, "60-emptied.policy") && !find(s, "70-nulled.policy"));
         policy_set_free(s);
         teardown();
 }
@@ -239,7 +239,7 @@ TEST(etc_masks_usr_lib) {
 TEST(missing_dirs_are_fine) {
         PolicySet *s = load("/nonexistent/blkpolicyd/a", "/nonexistent/blkpolicyd/b");
 
-        CHECK(s->n_policies == 0 && s->n_errors == 0);
+        ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 0);
         policy_set_free(s);
 }
 
@@ -252,13 +252,13 @@ TEST(property_keys_are_collected_once) {
         put(d, "10-good.policy", GOOD);
         put(d, "20-serial.policy", "[Match]\nproperty = ID_SERIAL=S4EV*\nproperty = ID_MODEL=*\n[Queue]\nscheduler = none\n");
         s = load(d, NULL);
-        CHECK(s->n_errors == 0 && strv_length(s->property_keys) == 2);
-        CHECK_STR(s->property_keys[0], "ID_MODEL");
-        CHECK_STR(s->property_keys[1], "ID_SERIAL");
+        ASSERT_TRUE(s->n_errors == 0 && strv_length(s->property_keys) == 2);
+        ASSERT_STREQ(s->property_keys[0], "ID_MODEL");
+        ASSERT_STREQ(s->property_keys[1], "ID_SERIAL");
         policy_set_free(s);
         /* no property= anywhere: a device keeps no udev property at all */
         s = load("/nonexistent/blkpolicyd/a", NULL);
-        CHECK(s->property_keys == NULL);
+        ASSERT_TRUE(s->property_keys == NULL);
         policy_set_free(s);
         teardown();
 }
@@ -275,8 +275,8 @@ TEST(line_too_long_rejects_file) {
         strcat(text, "\n");
         put(d, "20-long.policy", text);
         s = load(d, NULL);
-        CHECK(s->n_policies == 0 && s->n_errors == 1 && s->n_files_rejected == 1);
-        CHECK(s->n_errors == 1 && s->errors[0].line == 2);
+        ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 1 && s->n_files_rejected == 1);
+        ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 2);
         policy_set_free(s);
         teardown();
 }
@@ -297,21 +297,21 @@ TEST(rejected_file_falls_back) {
         put(admin, "30-both-bad.policy", "[Quue]\nx = 1\n");
         put(vendor, "40-masked.policy", "[Queue]\nscheduler = kyber\n");
         put(admin, "40-masked.policy", "");
-        CHECK(snprintf(path, sizeof(path), "%s/50-dir.policy", admin) < PATH_MAX);
-        CHECK(mkdir(path, 0755) == 0);
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/50-dir.policy", admin) < PATH_MAX);
+        ASSERT_TRUE(mkdir(path, 0755) == 0);
         put(vendor, "50-dir.policy", "[Queue]\nscheduler = bfq\n");
         s = load(vendor, admin);
         p = find(s, "20-fast.policy");
-        CHECK(snprintf(path, sizeof(path), "%s/20-fast.policy", vendor) < PATH_MAX);
-        CHECK(p && streq(p->path, path) && p->n_sched == 1);
-        CHECK(!find(s, "30-both-bad.policy") && !find(s, "40-masked.policy"));
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/20-fast.policy", vendor) < PATH_MAX);
+        ASSERT_TRUE(p && streq(p->path, path) && p->n_sched == 1);
+        ASSERT_TRUE(!find(s, "30-both-bad.policy") && !find(s, "40-masked.policy"));
         p = find(s, "50-dir.policy");
-        CHECK(p && p->n_sched == 1 && streq(p->sched[0].name, "bfq"));
-        CHECK(s->n_policies == 2);
+        ASSERT_TRUE(p && p->n_sched == 1 && streq(p->sched[0].name, "bfq"));
+        ASSERT_TRUE(s->n_policies == 2);
         /* files, not errors: 20 (2 errors), 30 twice (1 each), the directory (1) */
-        CHECK(s->n_files_rejected == 4 && s->n_errors == 5);
-        CHECK(policy_set_summary(s, buf, sizeof(buf)) == 0);
-        CHECK_STR(buf, "2 policies loaded, 4 files rejected, 5 errors");
+        ASSERT_TRUE(s->n_files_rejected == 4 && s->n_errors == 5);
+        ASSERT_TRUE(policy_set_summary(s, buf, sizeof(buf)) == 0);
+        ASSERT_STREQ(buf, "2 policies loaded, 4 files rejected, 5 errors");
         policy_set_free(s);
         teardown();
 }
@@ -322,13 +322,13 @@ TEST(sched_choices) {
         unsigned n = 0;
         char buf[64];
 
-        CHECK(sched_choices_parse("mq-deadline+dispatch_direct none", c, &n, &error) == 0);
-        CHECK(n == 2 && c[0].dispatch_direct && streq(c[0].name, "mq-deadline") && streq(c[1].name, "none"));
-        CHECK(sched_choice_format(&c[0], buf, sizeof(buf)) == 0);
-        CHECK_STR(buf, "mq-deadline+dispatch_direct");
-        CHECK(sched_choices_parse("mq-deadline+fast", c, &n, &error) < 0);
-        CHECK(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
-        CHECK(sched_choices_parse("BFQ!", c, &n, &error) < 0);
+        ASSERT_TRUE(sched_choices_parse("mq-deadline+dispatch_direct none", c, &n, &error) == 0);
+        ASSERT_TRUE(n == 2 && c[0].dispatch_direct && streq(c[0].name, "mq-deadline") && streq(c[1].name, "none"));
+        ASSERT_TRUE(sched_choice_format(&c[0], buf, sizeof(buf)) == 0);
+        ASSERT_STREQ(buf, "mq-deadline+dispatch_direct");
+        ASSERT_TRUE(sched_choices_parse("mq-deadline+fast", c, &n, &error) < 0);
+        ASSERT_TRUE(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
+        ASSERT_TRUE(sched_choices_parse("BFQ!", c, &n, &error) < 0);
 }
 
 TEST(dynamic_sections) {
@@ -344,18 +344,18 @@ TEST(dynamic_sections) {
             "leave_ticks = 4\nwindow = 3\nmin_dwell_ticks = 5\nmax_flips = 10\nflip_window_ticks = 300\n"
             "[Busy]\nscheduler = mq-deadline\nnr_requests = 32\n[Busy mq-deadline]\nfifo_batch = 4\n");
         s = load(d, NULL);
-        CHECK(s->n_errors == 0 && s->n_policies == 1);
+        ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
         p = find(s, "30-dyn.policy");
         if (p) {
                 const DynamicPolicy *y = &p->dynamic;
-                CHECK(y->enabled && y->n_enter == 2 && y->n_leave == 1);
-                CHECK(y->enter[1].signal == SIGNAL_UTIL && y->enter[1].op == CMP_GE && y->enter[1].threshold == 90);
-                CHECK(y->enter_ticks == 2 && y->leave_ticks == 4 && y->window == 3);
-                CHECK(y->min_dwell_ticks == 5 && y->max_flips == 10 && y->flip_window_ticks == 300);
-                CHECK(y->n_busy_sched == 1 && streq(y->busy_sched[0].name, "mq-deadline"));
-                CHECK_STR(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
-                CHECK_STR(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
-                CHECK(p->values[tunable_find("Queue", "nr_requests")] == NULL);
+                ASSERT_TRUE(y->enabled && y->n_enter == 2 && y->n_leave == 1);
+                ASSERT_TRUE(y->enter[1].signal == SIGNAL_UTIL && y->enter[1].op == CMP_GE && y->enter[1].threshold == 90);
+                ASSERT_TRUE(y->enter_ticks == 2 && y->leave_ticks == 4 && y->window == 3);
+                ASSERT_TRUE(y->min_dwell_ticks == 5 && y->max_flips == 10 && y->flip_window_ticks == 300);
+                ASSERT_TRUE(y->n_busy_sched == 1 && streq(y->busy_sched[0].name, "mq-deadline"));
+                ASSERT_STREQ(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
+                ASSERT_STREQ(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
+                ASSERT_TRUE(p->values[tunable_find("Queue", "nr_requests")] == NULL);
         }
         policy_set_free(s);
         teardown();
@@ -386,15 +386,15 @@ TEST(dynamic_mix_signals) {
             "[Dynamic]\nenter = wpct > 50\nenter = wkb >= 64\nleave = rkb < 16\nleave = merge_pct <= 5\n"
             "[Busy]\nscheduler = mq-deadline\n");
         s = load(d, NULL);
-        CHECK(s->n_errors == 0 && s->n_policies == 1);
+        ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
         p = find(s, "30-mix.policy");
-        CHECK(p != NULL);
+        ASSERT_TRUE(p != NULL);
         if (p) {
                 const DynamicPolicy *y = &p->dynamic;
-                CHECK(y->n_enter == 2 && y->n_leave == 2);
-                CHECK(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
-                CHECK(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
-                CHECK(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
+                ASSERT_TRUE(y->n_enter == 2 && y->n_leave == 2);
+                ASSERT_TRUE(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
+                ASSERT_TRUE(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
+                ASSERT_TRUE(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
         }
         policy_set_free(s);
         teardown();
@@ -432,18 +432,18 @@ TEST(inline_comments) {
         put(d, "20-bad.policy", "[Match]\nname = x  # fine\n[Queue]\nnr_requests = lots  # not a number\n");
         s = load(d, NULL);
         p = find(s, "10-inline.policy");
-        CHECK(p != NULL);
+        ASSERT_TRUE(p != NULL);
         if (p) {
-                CHECK(p->n_sched == 2);
-                CHECK_STR(p->sched[0].name, "kyber");
-                CHECK_STR(p->sched[1].name, "none");
-                CHECK_STR(p->values[tunable_find("Queue", "read_ahead_kb")], "512");
-                CHECK_STR(p->match.names[0], "loop*");
-                CHECK(p->match.names[1] == NULL);
-                CHECK_STR(p->match.properties[0], "ID_SERIAL=a#b");
+                ASSERT_TRUE(p->n_sched == 2);
+                ASSERT_STREQ(p->sched[0].name, "kyber");
+                ASSERT_STREQ(p->sched[1].name, "none");
+                ASSERT_STREQ(p->values[tunable_find("Queue", "read_ahead_kb")], "512");
+                ASSERT_STREQ(p->match.names[0], "loop*");
+                ASSERT_TRUE(p->match.names[1] == NULL);
+                ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
         }
-        CHECK(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
-              !strstr(s->errors[0].message, "number\n"));
+        ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
+                    !strstr(s->errors[0].message, "number\n"));
         policy_set_free(s);
         teardown();
 }

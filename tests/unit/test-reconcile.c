@@ -8,7 +8,7 @@
 static unsigned T(const char *attr) {
         int t = tunable_find_attr(attr);
 
-        CHECK(t >= 0);
+        ASSERT_TRUE(t >= 0);
         return (unsigned) t;
 }
 
@@ -27,19 +27,19 @@ static void live(Case *c, const char *attr, const char *value) {
 }
 
 static void recorded(Case *c, const char *attr, const char *found, const char *written) {
-        CHECK(device_record_found(&c->record, T(attr), found) == 1);
-        CHECK(device_record_written(&c->record, T(attr), written) >= 0);
+        ASSERT_TRUE(device_record_found(&c->record, T(attr), found) == 1);
+        ASSERT_TRUE(device_record_written(&c->record, T(attr), written) >= 0);
 }
 
 static void intended(Case *c, const char *attr, const char *intent) {
-        CHECK(device_record_intent(&c->record, T(attr), intent) >= 0);
+        ASSERT_TRUE(device_record_intent(&c->record, T(attr), intent) >= 0);
 }
 
 static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
                               .new_media = c->new_media, .media_live = c->media_live };
 
-        CHECK(reconcile(&in, out) == 0);
+        ASSERT_TRUE(reconcile(&in, out) == 0);
 }
 
 static const char *found_of(const Reconciled *r, const char *attr) {
@@ -60,7 +60,7 @@ static const char *intent_of(const Reconciled *r, const char *attr) {
 /* The record as reconciled becomes the case's, as apply.c saves it. */
 static void take(Case *c, Reconciled *r) {
         device_record_done(&c->record);
-        CHECK(device_record_copy(&r->record, &c->record) == 0);
+        ASSERT_TRUE(device_record_copy(&r->record, &c->record) == 0);
         device_record_done(&r->record);
 }
 
@@ -81,16 +81,16 @@ TEST(switch_records_what_it_resets_before_writing) {
         live(&c, "iosched/fifo_batch", "7");
         live(&c, "read_ahead_kb", "128");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.switches);
-        CHECK(r.steps[0].tunable == TUNABLE_SCHEDULER && r.steps[0].kind == STEP_SET);
-        CHECK_STR(r.steps[0].value, "none");
-        CHECK_STR(found_of(&r, "scheduler"), "mq-deadline");
-        CHECK_STR(intent_of(&r, "scheduler"), "none");         /* the intent, saved before the write */
-        CHECK_STR(written_of(&r, "scheduler"), "-");           /* nothing landed yet */
-        CHECK_STR(found_of(&r, "nr_requests"), "50");
-        CHECK_STR(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
-        CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
-        CHECK(!found_of(&r, "read_ahead_kb"));                 /* not wanted, not reset: not touched */
+        ASSERT_TRUE(r.n_steps == 1 && r.switches);
+        ASSERT_TRUE(r.steps[0].tunable == TUNABLE_SCHEDULER && r.steps[0].kind == STEP_SET);
+        ASSERT_STREQ(r.steps[0].value, "none");
+        ASSERT_STREQ(found_of(&r, "scheduler"), "mq-deadline");
+        ASSERT_STREQ(intent_of(&r, "scheduler"), "none");         /* the intent, saved before the write */
+        ASSERT_STREQ(written_of(&r, "scheduler"), "-");           /* nothing landed yet */
+        ASSERT_STREQ(found_of(&r, "nr_requests"), "50");
+        ASSERT_STREQ(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        ASSERT_STREQ(found_of(&r, "iosched/fifo_batch"), "7");
+        ASSERT_TRUE(!found_of(&r, "read_ahead_kb"));                 /* not wanted, not reset: not touched */
         done(&c, &r);
 }
 
@@ -106,9 +106,9 @@ TEST(stop_puts_back_scheduler_then_what_followed_it) {
         live(&c, "nr_requests", "128");
         /* fifo_batch is absent under none: kept while the scheduler is held */
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_RESTORE);
-        CHECK_STR(r.steps[0].value, "mq-deadline");
-        CHECK_STR(found_of(&r, "iosched/fifo_batch"), "7");
+        ASSERT_TRUE(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_STREQ(r.steps[0].value, "mq-deadline");
+        ASSERT_STREQ(found_of(&r, "iosched/fifo_batch"), "7");
         take(&c, &r);
 
         /* the kernel reset them again with the switch back */
@@ -116,18 +116,18 @@ TEST(stop_puts_back_scheduler_then_what_followed_it) {
         live(&c, "nr_requests", "256");
         live(&c, "iosched/fifo_batch", "16");
         run(&c, &r);
-        CHECK(!found_of(&r, "scheduler"));                     /* back: dropped */
-        CHECK(r.n_steps == 2 && !r.switches);
-        CHECK(r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
-        CHECK_STR(r.steps[0].value, "50");
-        CHECK(r.steps[1].tunable == T("iosched/fifo_batch"));
-        CHECK_STR(r.steps[1].value, "7");
+        ASSERT_TRUE(!found_of(&r, "scheduler"));                     /* back: dropped */
+        ASSERT_TRUE(r.n_steps == 2 && !r.switches);
+        ASSERT_TRUE(r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_STREQ(r.steps[0].value, "50");
+        ASSERT_TRUE(r.steps[1].tunable == T("iosched/fifo_batch"));
+        ASSERT_STREQ(r.steps[1].value, "7");
         take(&c, &r);
 
         live(&c, "nr_requests", "50");
         live(&c, "iosched/fifo_batch", "7");
         run(&c, &r);
-        CHECK(r.n_steps == 0 && device_record_empty(&r.record));       /* all back: no record left */
+        ASSERT_TRUE(r.n_steps == 0 && device_record_empty(&r.record));       /* all back: no record left */
         done(&c, &r);
 }
 
@@ -144,9 +144,9 @@ TEST(what_the_admin_changed_is_never_put_back) {
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
         /* the scheduler and what followed it are the admin's now; read_ahead_kb is still ours */
-        CHECK(!found_of(&r, "scheduler") && !found_of(&r, "nr_requests"));
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb") && r.steps[0].kind == STEP_RESTORE);
-        CHECK_STR(r.steps[0].value, "128");
+        ASSERT_TRUE(!found_of(&r, "scheduler") && !found_of(&r, "nr_requests"));
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb") && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_STREQ(r.steps[0].value, "128");
         done(&c, &r);
 }
 
@@ -159,13 +159,13 @@ TEST(admin_change_is_left_unless_taken_over) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "512");
         run(&c, &r);
-        CHECK(r.n_steps == 0 && r.overridden[T("read_ahead_kb")]);
+        ASSERT_TRUE(r.n_steps == 0 && r.overridden[T("read_ahead_kb")]);
         device_record_done(&r.record);
 
         c.take_over = true;     /* resume, on_drift=reapply */
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET);
-        CHECK_STR(found_of(&r, "read_ahead_kb"), "128");       /* the original stays the original */
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_SET);
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "128");       /* the original stays the original */
         done(&c, &r);
 }
 
@@ -184,12 +184,12 @@ TEST(new_media_adopts_the_admins_values_as_found) {
         live(&c, "nr_requests", "64");
         c.new_media = true;
         run(&c, &r);
-        CHECK(!r.overridden[TUNABLE_SCHEDULER]);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET && r.switches);
-        CHECK_STR(r.steps[0].value, "mq-deadline");
-        CHECK_STR(found_of(&r, "scheduler"), "kyber");
-        CHECK_STR(found_of(&r, "nr_requests"), "64");
-        CHECK_STR(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        ASSERT_TRUE(!r.overridden[TUNABLE_SCHEDULER]);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_SET && r.switches);
+        ASSERT_STREQ(r.steps[0].value, "mq-deadline");
+        ASSERT_STREQ(found_of(&r, "scheduler"), "kyber");
+        ASSERT_STREQ(found_of(&r, "nr_requests"), "64");
+        ASSERT_STREQ(intent_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
         take(&c, &r);
 
         /* the switch landed; at the end kyber and its depth go back */
@@ -198,8 +198,8 @@ TEST(new_media_adopts_the_admins_values_as_found) {
         live(&c, "scheduler", "mq-deadline");
         live(&c, "nr_requests", "256");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
-        CHECK_STR(r.steps[0].value, "kyber");
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_STREQ(r.steps[0].value, "kyber");
         done(&c, &r);
 }
 
@@ -223,10 +223,10 @@ TEST(new_media_adopts_only_what_was_seen_at_the_change) {
         c.new_media = true;
         c.media_live = seen;
         run(&c, &r);
-        CHECK(r.overridden[TUNABLE_SCHEDULER]);         /* kyber came after the change */
-        CHECK(!r.overridden[T("read_ahead_kb")]);        /* 512 was there at the change */
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb"));
-        CHECK_STR(found_of(&r, "read_ahead_kb"), "512");
+        ASSERT_TRUE(r.overridden[TUNABLE_SCHEDULER]);         /* kyber came after the change */
+        ASSERT_TRUE(!r.overridden[T("read_ahead_kb")]);        /* 512 was there at the change */
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb"));
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "512");
         done(&c, &r);
 }
 
@@ -243,12 +243,12 @@ TEST(crash_between_record_and_write) {
         live(&c, "read_ahead_kb", "128");
         c.wanted[T("read_ahead_kb")] = "4096";
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_SET && !r.overridden[T("read_ahead_kb")]);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_SET && !r.overridden[T("read_ahead_kb")]);
         device_record_done(&r.record);
 
         c.wanted[T("read_ahead_kb")] = NULL;
         run(&c, &r);
-        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        ASSERT_TRUE(r.n_steps == 0 && device_record_empty(&r.record));
         done(&c, &r);
 }
 
@@ -261,10 +261,10 @@ TEST(no_longer_wanted_is_put_back) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
-        CHECK_STR(r.steps[0].value, "128");
-        CHECK_STR(intent_of(&r, "read_ahead_kb"), "128");
-        CHECK_STR(written_of(&r, "read_ahead_kb"), "4096");    /* still blkpolicyd's until it lands */
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_STREQ(r.steps[0].value, "128");
+        ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), "128");
+        ASSERT_STREQ(written_of(&r, "read_ahead_kb"), "4096");    /* still blkpolicyd's until it lands */
         done(&c, &r);
 }
 
@@ -277,10 +277,10 @@ TEST(first_found_value_wins) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
-        CHECK(r.n_steps == 1);
-        CHECK_STR(found_of(&r, "read_ahead_kb"), "128");
-        CHECK_STR(intent_of(&r, "read_ahead_kb"), "8192");
-        CHECK_STR(written_of(&r, "read_ahead_kb"), "4096");
+        ASSERT_TRUE(r.n_steps == 1);
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "128");
+        ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), "8192");
+        ASSERT_STREQ(written_of(&r, "read_ahead_kb"), "4096");
         done(&c, &r);
 }
 
@@ -292,14 +292,14 @@ TEST(unreadable_scheduler_touches_nothing) {
         c.live[TUNABLE_SCHEDULER].state = LIVE_UNKNOWN;
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
-        CHECK(r.n_steps == 0 && r.record.n_attrs == 1);
+        ASSERT_TRUE(r.n_steps == 0 && r.record.n_attrs == 1);
         device_record_done(&r.record);
 
         /* an unreadable attribute keeps its record */
         live(&c, "scheduler", "none");
         c.live[T("read_ahead_kb")].state = LIVE_UNKNOWN;
         run(&c, &r);
-        CHECK(r.n_steps == 0 && r.record.n_attrs == 1);
+        ASSERT_TRUE(r.n_steps == 0 && r.record.n_attrs == 1);
         done(&c, &r);
 }
 
@@ -315,9 +315,9 @@ TEST(skip_stops_writes_not_bookkeeping) {
         live(&c, "read_ahead_kb", "4096");
         live(&c, "rq_affinity", "1");
         skip[T("read_ahead_kb")] = skip[T("rq_affinity")] = true;
-        CHECK(reconcile(&in, &r) == 0);
-        CHECK(r.n_steps == 0);
-        CHECK(found_of(&r, "read_ahead_kb") && !found_of(&r, "rq_affinity"));  /* back: dropped */
+        ASSERT_TRUE(reconcile(&in, &r) == 0);
+        ASSERT_TRUE(r.n_steps == 0);
+        ASSERT_TRUE(found_of(&r, "read_ahead_kb") && !found_of(&r, "rq_affinity"));  /* back: dropped */
         done(&c, &r);
 }
 
@@ -331,7 +331,7 @@ TEST(absent_tunable_kept_only_while_scheduler_held) {
         recorded(&c, "iosched/fifo_batch", "16", "4");
         live(&c, "scheduler", "bfq");   /* the admin's */
         run(&c, &r);
-        CHECK(device_record_empty(&r.record) && r.n_steps == 0);
+        ASSERT_TRUE(device_record_empty(&r.record) && r.n_steps == 0);
         done(&c, &r);
 }
 
@@ -347,11 +347,11 @@ TEST(crash_mid_restore_is_still_ours) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "4096");     /* the restore did not land */
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE);
         device_record_done(&r.record);
         live(&c, "read_ahead_kb", "128");      /* it did */
         run(&c, &r);
-        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        ASSERT_TRUE(r.n_steps == 0 && device_record_empty(&r.record));
         done(&c, &r);
 
         recorded(&c, "read_ahead_kb", "128", "4096");
@@ -359,7 +359,7 @@ TEST(crash_mid_restore_is_still_ours) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "8192");
         run(&c, &r);                            /* not wanted any more: put back */
-        CHECK(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE && !r.overridden[T("read_ahead_kb")]);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE && !r.overridden[T("read_ahead_kb")]);
         done(&c, &r);
 }
 
@@ -378,7 +378,7 @@ TEST(failed_switch_leaves_nothing_following) {
         live(&c, "nr_requests", "64");          /* the admin, after the failed switch */
         live(&c, "iosched/fifo_batch", "32");
         run(&c, &r);                            /* stop: nothing wanted */
-        CHECK(r.n_steps == 0 && device_record_empty(&r.record));
+        ASSERT_TRUE(r.n_steps == 0 && device_record_empty(&r.record));
         done(&c, &r);
 }
 
@@ -395,16 +395,16 @@ TEST(switch_back_by_policy_puts_back_what_followed) {
         live(&c, "scheduler", "none");
         live(&c, "nr_requests", "128");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_SET);
+        ASSERT_TRUE(r.n_steps == 1 && r.switches && r.steps[0].kind == STEP_SET);
         take(&c, &r);
         live(&c, "scheduler", "mq-deadline");
         live(&c, "nr_requests", "256");
         live(&c, "iosched/read_expire", "500");
         run(&c, &r);
-        CHECK(!found_of(&r, "scheduler"));      /* wanted, and as found: nothing of ours */
-        CHECK(r.n_steps == 2 && r.steps[0].tunable == T("nr_requests") && r.steps[1].tunable == T("iosched/read_expire"));
-        CHECK_STR(r.steps[0].value, "50");
-        CHECK_STR(r.steps[1].value, "400");
+        ASSERT_TRUE(!found_of(&r, "scheduler"));      /* wanted, and as found: nothing of ours */
+        ASSERT_TRUE(r.n_steps == 2 && r.steps[0].tunable == T("nr_requests") && r.steps[1].tunable == T("iosched/read_expire"));
+        ASSERT_STREQ(r.steps[0].value, "50");
+        ASSERT_STREQ(r.steps[1].value, "400");
         done(&c, &r);
 }
 
@@ -418,7 +418,7 @@ TEST(found_value_put_back_by_hand_is_the_admins) {
         c.wanted[TUNABLE_SCHEDULER] = "none";
         live(&c, "scheduler", "mq-deadline");
         run(&c, &r);
-        CHECK(r.n_steps == 0 && r.overridden[TUNABLE_SCHEDULER]);
+        ASSERT_TRUE(r.n_steps == 0 && r.overridden[TUNABLE_SCHEDULER]);
         done(&c, &r);
 }
 
@@ -435,12 +435,12 @@ TEST(dropped_value_under_a_switch_stays_recorded) {
         live(&c, "scheduler", "bfq");
         live(&c, "nr_requests", "64");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
         take(&c, &r);
         live(&c, "nr_requests", "100");
         run(&c, &r);
-        CHECK(r.n_steps == 0);
-        CHECK_STR(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
+        ASSERT_TRUE(r.n_steps == 0);
+        ASSERT_STREQ(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
         done(&c, &r);
 }
 
@@ -455,21 +455,21 @@ TEST(nr_requests_write_records_async_depth) {
         live(&c, "nr_requests", "50");
         live(&c, "iosched/async_depth", "20");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));
-        CHECK_STR(found_of(&r, "iosched/async_depth"), "20");
-        CHECK_STR(intent_of(&r, "iosched/async_depth"), WRITTEN_UNKNOWN);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));
+        ASSERT_STREQ(found_of(&r, "iosched/async_depth"), "20");
+        ASSERT_STREQ(intent_of(&r, "iosched/async_depth"), WRITTEN_UNKNOWN);
         take(&c, &r);
         live(&c, "nr_requests", "64");
         live(&c, "iosched/async_depth", "48");
         c.wanted[T("nr_requests")] = NULL;     /* stop */
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));      /* async_depth waits for it */
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("nr_requests"));      /* async_depth waits for it */
         take(&c, &r);
         live(&c, "nr_requests", "50");
         live(&c, "iosched/async_depth", "37");
         run(&c, &r);
-        CHECK(r.n_steps == 1 && r.steps[0].tunable == T("iosched/async_depth"));
-        CHECK_STR(r.steps[0].value, "20");
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("iosched/async_depth"));
+        ASSERT_STREQ(r.steps[0].value, "20");
         done(&c, &r);
 }
 
@@ -484,6 +484,6 @@ TEST(unreadable_reset_blocks_the_switch) {
         live(&c, "nr_requests", "50");
         c.live[T("iosched/fifo_batch")].state = LIVE_UNKNOWN;
         run(&c, &r);
-        CHECK(r.n_steps == 0 && r.unreadable[TUNABLE_SCHEDULER]);
+        ASSERT_TRUE(r.n_steps == 0 && r.unreadable[TUNABLE_SCHEDULER]);
         done(&c, &r);
 }

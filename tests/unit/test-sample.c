@@ -13,32 +13,32 @@ TEST(diskstats_field_counts) {
         DiskStat st;
 
         /* 6.x: 20 fields */
-        CHECK(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st) == 0);
-        CHECK(st.n_fields == 20 && st.major == 254 && streq(name, "vda"));
-        CHECK(st.c.rd_ios == 5216 && st.c.wr_sectors == 188962 && st.c.time_in_queue == 7104);
+        ASSERT_TRUE(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st) == 0);
+        ASSERT_TRUE(st.n_fields == 20 && st.major == 254 && streq(name, "vda"));
+        ASSERT_TRUE(st.c.rd_ios == 5216 && st.c.wr_sectors == 188962 && st.c.time_in_queue == 7104);
         /* 4.18-5.4: 18 fields */
-        CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st) == 0);
-        CHECK(st.n_fields == 18 && st.c.time_in_queue == 11);
+        ASSERT_TRUE(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st) == 0);
+        ASSERT_TRUE(st.n_fields == 18 && st.c.time_in_queue == 11);
         /* before 4.18: 14 fields */
-        CHECK(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) == 0);
-        CHECK(st.n_fields == 14 && st.c.io_ticks == 10);
+        ASSERT_TRUE(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) == 0);
+        ASSERT_TRUE(st.n_fields == 14 && st.c.io_ticks == 10);
 }
 
 TEST(diskstats_malformed_lines) {
         DiskStat st;
 
-        CHECK(parse("", &st) < 0);
-        CHECK(parse("8 0 sda 1 2 3", &st) < 0);
-        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", &st) < 0);            /* 15 */
-        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", &st) < 0);
-        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 x1", &st) < 0);
-        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 -1", &st) < 0);
-        CHECK(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 99999999999999999999999", &st) < 0);
-        CHECK(parse("x 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
-        CHECK(parse("8 0 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
+        ASSERT_TRUE(parse("", &st) < 0);
+        ASSERT_TRUE(parse("8 0 sda 1 2 3", &st) < 0);
+        ASSERT_TRUE(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", &st) < 0);            /* 15 */
+        ASSERT_TRUE(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", &st) < 0);
+        ASSERT_TRUE(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 x1", &st) < 0);
+        ASSERT_TRUE(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 -1", &st) < 0);
+        ASSERT_TRUE(parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 99999999999999999999999", &st) < 0);
+        ASSERT_TRUE(parse("x 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
+        ASSERT_TRUE(parse("8 0 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
         /* a line cut short by len is judged by what is inside len */
-        CHECK(diskstat_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", strlen("8 0 sda 1 2 3 4 5 6 7 8 9 10 11"), &st,
-                                  name) == 0);
+        ASSERT_TRUE(diskstat_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", strlen("8 0 sda 1 2 3 4 5 6 7 8 9 10 11"), &st,
+                                        name) == 0);
 }
 
 TEST(signals_from_two_samples) {
@@ -55,12 +55,12 @@ TEST(signals_from_two_samples) {
         b.c.time_in_queue += 2000;
         b.in_flight = 3;
         signals_compute(&a.c, &b, 1000, 4, &s);
-        CHECK(s.valid);
-        CHECK(s.riops == 2000 && s.iops == 2000 && s.wiops == 0);
-        CHECK(s.rmbps > 8.19 && s.rmbps < 8.20);
-        CHECK(s.rlat_ms == 1 && s.lat_ms == 1 && s.wlat_ms == 0);
-        CHECK(s.util == 50 && s.qdepth == 2 && s.inflight == 3);
-        CHECK(s.dispatch_busy == 4);
+        ASSERT_TRUE(s.valid);
+        ASSERT_TRUE(s.riops == 2000 && s.iops == 2000 && s.wiops == 0);
+        ASSERT_TRUE(s.rmbps > 8.19 && s.rmbps < 8.20);
+        ASSERT_TRUE(s.rlat_ms == 1 && s.lat_ms == 1 && s.wlat_ms == 0);
+        ASSERT_TRUE(s.util == 50 && s.qdepth == 2 && s.inflight == 3);
+        ASSERT_TRUE(s.dispatch_busy == 4);
 }
 
 TEST(stale_dispatch_busy_reads_as_idle) {
@@ -69,9 +69,9 @@ TEST(stale_dispatch_busy_reads_as_idle) {
 
         /* no I/O in the tick: the EWMA was not updated, it says nothing */
         signals_compute(&a.c, &b, 1000, 7, &s);
-        CHECK(s.valid && s.dispatch_busy == 0);
+        ASSERT_TRUE(s.valid && s.dispatch_busy == 0);
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(s.dispatch_busy == -1);
+        ASSERT_TRUE(s.dispatch_busy == -1);
 }
 
 TEST(counters_going_backwards_invalidate_the_tick) {
@@ -79,11 +79,11 @@ TEST(counters_going_backwards_invalidate_the_tick) {
         Signals s;
 
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
         signals_compute(NULL, &b, 1000, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
         signals_compute(&b.c, &b, 0, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
 }
 
 /* The mix of one tick: 300 reads of 4 KiB, 100 writes of 128 KiB, and 100
@@ -104,12 +104,12 @@ TEST(mix_signals_from_two_samples) {
         b.c.time_in_queue += 400;
         /* half a second: the mix does not depend on the tick's length */
         signals_compute(&a.c, &b, 500, -1, &s);
-        CHECK(s.valid);
-        CHECK(s.wpct == 25);
-        CHECK(s.rkb == 4 && s.wkb == 128);
-        CHECK(s.merge_pct == 20);
-        CHECK(signals_get(&s, SIGNAL_WPCT) == 25 && signals_get(&s, SIGNAL_MERGE_PCT) == 20);
-        CHECK(s.riops == 600 && s.wiops == 200);
+        ASSERT_TRUE(s.valid);
+        ASSERT_TRUE(s.wpct == 25);
+        ASSERT_TRUE(s.rkb == 4 && s.wkb == 128);
+        ASSERT_TRUE(s.merge_pct == 20);
+        ASSERT_TRUE(signals_get(&s, SIGNAL_WPCT) == 25 && signals_get(&s, SIGNAL_MERGE_PCT) == 20);
+        ASSERT_TRUE(s.riops == 600 && s.wiops == 200);
 }
 
 /* A ratio with nothing to divide by is unknown, not 0: a tick of reads
@@ -120,21 +120,21 @@ TEST(mix_of_a_tick_without_io_is_unknown) {
 
         /* idle: valid, every ratio unknown */
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(s.valid && s.iops == 0);
-        CHECK(!signal_known(s.wpct) && !signal_known(s.rkb) && !signal_known(s.wkb) &&
-              !signal_known(s.merge_pct));
+        ASSERT_TRUE(s.valid && s.iops == 0);
+        ASSERT_TRUE(!signal_known(s.wpct) && !signal_known(s.rkb) && !signal_known(s.wkb) &&
+                    !signal_known(s.merge_pct));
         /* reads only: no write size, 0% writes, no merges */
         b.c.rd_ios += 4;
         b.c.rd_sectors += 4 * 16;
         b.c.io_ticks += 1;
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(s.valid && s.wpct == 0 && s.rkb == 8 && !signal_known(s.wkb) && s.merge_pct == 0);
+        ASSERT_TRUE(s.valid && s.wpct == 0 && s.rkb == 8 && !signal_known(s.wkb) && s.merge_pct == 0);
         /* merges and no completion yet: every request seen was merged, the
          * rest of the mix is unknown (the idle shortcut must not hide it) */
         b = a;
         b.c.wr_merges += 3;
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(s.valid && s.merge_pct == 100 && !signal_known(s.wpct) && !signal_known(s.wkb));
+        ASSERT_TRUE(s.valid && s.merge_pct == 100 && !signal_known(s.wpct) && !signal_known(s.wkb));
 }
 
 /* A merge or sector counter that went back is a wrap or a replaced
@@ -148,24 +148,24 @@ TEST(mix_counters_going_backwards_invalidate_the_tick) {
 
         b.c.rd_merges = 10;     /* went back, nothing else moved */
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
         b = a;
         b.c.wr_ios += 10;
         b.c.wr_sectors = 100;   /* went back while writes completed */
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
         b = a;
         b.c.wr_merges -= 1;
         b.c.rd_ios += 5;
         signals_compute(&a.c, &b, 1000, -1, &s);
-        CHECK(!s.valid);
+        ASSERT_TRUE(!s.valid);
 }
 
 TEST(signal_names) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
-                CHECK(signal_from_string(signal_to_string((SignalId) i)) == i);
-        CHECK(signal_from_string("bogus") < 0);
-        CHECK(signal_from_string("wpct") == SIGNAL_WPCT && signal_from_string("rkb") == SIGNAL_RKB);
-        CHECK(signal_from_string("wkb") == SIGNAL_WKB && signal_from_string("merge_pct") == SIGNAL_MERGE_PCT);
-        CHECK(signal_from_string("merge") < 0 && signal_from_string("wpct ") < 0);
+                ASSERT_TRUE(signal_from_string(signal_to_string((SignalId) i)) == i);
+        ASSERT_TRUE(signal_from_string("bogus") < 0);
+        ASSERT_TRUE(signal_from_string("wpct") == SIGNAL_WPCT && signal_from_string("rkb") == SIGNAL_RKB);
+        ASSERT_TRUE(signal_from_string("wkb") == SIGNAL_WKB && signal_from_string("merge_pct") == SIGNAL_MERGE_PCT);
+        ASSERT_TRUE(signal_from_string("merge") < 0 && signal_from_string("wpct ") < 0);
 }

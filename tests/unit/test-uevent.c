@@ -24,11 +24,11 @@ TEST(kernel_add_of_a_loop_disk) {
         size_t n = msg(buf, sizeof(buf), parts);
         Uevent u;
 
-        CHECK(uevent_parse(buf, n, &u) == 0);
-        CHECK(u.action == UEVENT_ADD && u.has_devnum && u.major == 7 && u.minor == 8);
-        CHECK(u.diskseq == 42 && u.seqnum == 3001);
-        CHECK(uevent_is_disk(&u));
-        CHECK_STR(uevent_sysname(&u), "loop8");
+        ASSERT_TRUE(uevent_parse(buf, n, &u) == 0);
+        ASSERT_TRUE(u.action == UEVENT_ADD && u.has_devnum && u.major == 7 && u.minor == 8);
+        ASSERT_TRUE(u.diskseq == 42 && u.seqnum == 3001);
+        ASSERT_TRUE(uevent_is_disk(&u));
+        ASSERT_STREQ(uevent_sysname(&u), "loop8");
 }
 
 TEST(change_and_remove) {
@@ -41,8 +41,8 @@ TEST(change_and_remove) {
         char buf[512];
         Uevent u;
 
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), change), &u) == 0 && u.action == UEVENT_CHANGE);
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), rm), &u) == 0 && u.action == UEVENT_REMOVE);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), change), &u) == 0 && u.action == UEVENT_CHANGE);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), rm), &u) == 0 && u.action == UEVENT_REMOVE);
 }
 
 TEST(partitions_and_other_subsystems_are_not_disks) {
@@ -54,8 +54,8 @@ TEST(partitions_and_other_subsystems_are_not_disks) {
         char buf[512];
         Uevent u;
 
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), part), &u) == 0 && !uevent_is_disk(&u));
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), bdi), &u) == 0 && !uevent_is_disk(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), part), &u) == 0 && !uevent_is_disk(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), bdi), &u) == 0 && !uevent_is_disk(&u));
 }
 
 TEST(malformed_messages) {
@@ -67,12 +67,12 @@ TEST(malformed_messages) {
         char buf[512];
         Uevent u;
 
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), libudev), &u) == -EPROTO);
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), noat), &u) == -EBADMSG);
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), nosub), &u) == -EBADMSG);
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), badnum), &u) == -EBADMSG);
-        CHECK(uevent_parse(buf, msg(buf, sizeof(buf), novalue), &u) == -EBADMSG);
-        CHECK(uevent_parse(buf, 1, &u) == -EBADMSG);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), libudev), &u) == -EPROTO);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), noat), &u) == -EBADMSG);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), nosub), &u) == -EBADMSG);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), badnum), &u) == -EBADMSG);
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), novalue), &u) == -EBADMSG);
+        ASSERT_TRUE(uevent_parse(buf, 1, &u) == -EBADMSG);
 }
 
 TEST(unterminated_buffer_is_safe) {
@@ -80,6 +80,6 @@ TEST(unterminated_buffer_is_safe) {
         Uevent u;
 
         /* the last byte becomes the terminator: "SUBSYSTEM=" (empty, parsed) */
-        CHECK(uevent_parse(buf, sizeof(buf), &u) == 0);
-        CHECK(!uevent_is_disk(&u));
+        ASSERT_TRUE(uevent_parse(buf, sizeof(buf), &u) == 0);
+        ASSERT_TRUE(!uevent_is_disk(&u));
 }

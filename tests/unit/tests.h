@@ -96,8 +96,3 @@ void test_fail_eq_int(const char *file, int line, const char *a, const char *b,
                                          TEST_IS_SIGNED(_test_b), (uintmax_t) _test_b); \
                 _Pragma("GCC diagnostic pop")                                          \
         } while (0)
-
-/* The names of the harness before its asserts were fatal, until the
- * cases are converted */
-#define CHECK(cond) ASSERT_TRUE(cond)
-#define CHECK_STR(a, b) ASSERT_STREQ(a, b)
