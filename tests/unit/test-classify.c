@@ -17,21 +17,21 @@ static Roots fixture(const char *machine, char bufs[3][PATH_MAX]) {
 TEST(scheduler_brackets_not_position) {
         SchedulerList l;
 
-        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq ", &l) == 0);
-        ASSERT_TRUE(l.n == 4);
+        ASSERT_EQ_INT(scheduler_list_parse("none [mq-deadline] kyber bfq ", &l), 0);
+        ASSERT_EQ_INT(l.n, 4);
         ASSERT_STREQ(scheduler_list_current(&l), "mq-deadline");
         ASSERT_STREQ(scheduler_list_at(&l, 0), "none");
         ASSERT_STREQ(scheduler_list_at(&l, 3), "bfq");
         ASSERT_TRUE(scheduler_list_has(&l, "kyber") && !scheduler_list_has(&l, "kyb"));
-        ASSERT_TRUE(scheduler_list_parse("mq-deadline kyber [bfq] none", &l) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("mq-deadline kyber [bfq] none", &l), 0);
         ASSERT_STREQ(scheduler_list_current(&l), "bfq");
-        ASSERT_TRUE(scheduler_list_parse("[none]", &l) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("[none]", &l), 0);
         ASSERT_TRUE(l.n == 1 && streq(scheduler_list_current(&l), "none"));
         /* bio-based queues on old kernels: "none" without brackets */
-        ASSERT_TRUE(scheduler_list_parse("none", &l) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("none", &l), 0);
         ASSERT_TRUE(l.n == 1 && streq(scheduler_list_current(&l), ""));
         ASSERT_TRUE(scheduler_list_parse("", &l) == 0 && l.n == 0 && streq(scheduler_list_current(&l), ""));
-        ASSERT_TRUE(scheduler_list_parse("none [adios] mq-deadline", &l) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("none [adios] mq-deadline", &l), 0);
         ASSERT_STREQ(scheduler_list_current(&l), "adios");
 }
 
@@ -43,9 +43,9 @@ TEST(scheduler_list_is_packed_and_bounded) {
         ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq adios ssg-iosched", &l) == 0 && l.n == 6);
         ASSERT_STREQ(scheduler_list_at(&l, 5), "ssg-iosched");
         /* a name as long as SCHED_NAME_MAX, or names past the bytes, do not */
-        ASSERT_TRUE(scheduler_list_parse("none abcdefghijklmnopqrstuvwx", &l) == -EBADMSG);
-        ASSERT_TRUE(scheduler_list_parse("aaaaaaaaa1 aaaaaaaaa2 aaaaaaaaa3 aaaaaaaaa4 aaaaaaaaa5 aaaaaaaaa6 aaaaaaaaa7", &l) ==
-                    -EBADMSG);
+        ASSERT_EQ_INT(scheduler_list_parse("none abcdefghijklmnopqrstuvwx", &l), -EBADMSG);
+        ASSERT_EQ_INT(scheduler_list_parse("aaaaaaaaa1 aaaaaaaaa2 aaaaaaaaa3 aaaaaaaaa4 aaaaaaaaa5 aaaaaaaaa6 aaaaaaaaa7", &l),
+                      -EBADMSG);
         /* zeroed facts (a vanished device, a probe) have no current scheduler */
         ASSERT_STREQ(device_facts_scheduler(&zeroed), "");
 }
@@ -53,10 +53,10 @@ TEST(scheduler_list_is_packed_and_bounded) {
 TEST(scheduler_lists_compare_by_their_names_only) {
         SchedulerList a, b;
 
-        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq", &a) == 0);
-        ASSERT_TRUE(scheduler_list_bytes(&a) == 27);
+        ASSERT_EQ_INT(scheduler_list_parse("none [mq-deadline] kyber bfq", &a), 0);
+        ASSERT_EQ_INT(scheduler_list_bytes(&a), 27);
         memset(&b, 'x', sizeof(b));     /* what lies after the names does not count */
-        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq", &b) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("none [mq-deadline] kyber bfq", &b), 0);
         b.names[30] = 'x';
         ASSERT_TRUE(scheduler_list_equal(&a, &b));
         ASSERT_TRUE(scheduler_list_parse("none mq-deadline kyber [bfq]", &b) == 0 && !scheduler_list_equal(&a, &b));
@@ -80,7 +80,7 @@ TEST(virtio_is_not_a_hard_disk) {
         Roots r = fixture("kvm-6.18", b);
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "vda", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "vda", &f), 0);
         ASSERT_TRUE(f.rotational);
         ASSERT_TRUE(!(f.classes & CLASS_BIT(CLASS_ROTATIONAL)));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_VIRTIO));
@@ -96,17 +96,17 @@ TEST(partitions_and_missing_devices) {
              target[PATH_MAX + 64];
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "vdz", &f) == -ENODEV);
+        ASSERT_EQ_INT(classify_device(&r, "vdz", &f), -ENODEV);
         ASSERT_TRUE(classify_device(&r, "../etc", &f) < 0);
         /* a root whose block/ lists a partition, as /sys/class/block does */
         ASSERT_TRUE(mkdtemp(tmp) != NULL);
         snprintf(blockdir, sizeof(blockdir), "%s/block", tmp);
-        ASSERT_TRUE(mkdir(blockdir, 0755) == 0);
+        ASSERT_EQ_INT(mkdir(blockdir, 0755), 0);
         snprintf(link, sizeof(link), "%s/vda1", blockdir);
         snprintf(target, sizeof(target), "%s/devices/pci0000:00/0000:00:02.0/virtio1/block/vda/vda1", b[0]);
-        ASSERT_TRUE(symlink(target, link) == 0);
+        ASSERT_EQ_INT(symlink(target, link), 0);
         part.sysfs = tmp;
-        ASSERT_TRUE(classify_device(&part, "vda1", &f) == -ENOTBLK);
+        ASSERT_EQ_INT(classify_device(&part, "vda1", &f), -ENOTBLK);
         ASSERT_TRUE(unlink(link) == 0 && rmdir(blockdir) == 0 && rmdir(tmp) == 0);
 }
 
@@ -115,9 +115,9 @@ TEST(bio_based_devices) {
         Roots r = fixture("kvm-6.18", b);
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "zram0", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "zram0", &f), 0);
         ASSERT_TRUE(f.classes == CLASS_BIT(CLASS_BIO_BASED) && f.hw_queues == 0 && f.schedulers.n == 0);
-        ASSERT_TRUE(classify_device(&r, "dm-0", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "dm-0", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_BIO_BASED));
 }
 
@@ -126,15 +126,15 @@ TEST(nvme_driver_through_the_controller) {
         Roots r = fixture("nvme-6.12", b);
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "nvme0n1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "nvme0n1", &f), 0);
         ASSERT_STREQ(f.driver, "nvme");
-        ASSERT_TRUE(f.classes == (CLASS_BIT(CLASS_NVME) | CLASS_BIT(CLASS_MULTI_QUEUE)));
+        ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_NVME) | CLASS_BIT(CLASS_MULTI_QUEUE)));
         ASSERT_STREQ(f.model, "QEMU NVMe Ctrl");
-        ASSERT_TRUE(classify_device(&r, "nvme1c1n1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "nvme1c1n1", &f), 0);
         ASSERT_TRUE(f.hidden);
-        ASSERT_TRUE(classify_device(&r, "nvme1n1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "nvme1n1", &f), 0);
         ASSERT_TRUE(!f.hidden && (f.classes & CLASS_BIT(CLASS_BIO_BASED)) && (f.classes & CLASS_BIT(CLASS_NVME)));
-        ASSERT_TRUE(classify_device(&r, "nvme2n1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "nvme2n1", &f), 0);
         ASSERT_TRUE(f.zoned == ZONED_HOST_MANAGED && (f.classes & CLASS_BIT(CLASS_ZONED)));
 }
 
@@ -143,17 +143,17 @@ TEST(null_blk_poll_queue_is_single_queue) {
         Roots r = fixture("ublk-nullb-6.12", b), nodebug;
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "nullb1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "nullb1", &f), 0);
         ASSERT_TRUE(f.hw_queues == 2 && f.poll_queues == 1);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_SINGLE_QUEUE));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_NULL_BLK));
         /* without debugfs the hctx types are unknown: two queues are two queues */
         nodebug = r;
         nodebug.debugfs = "/nonexistent";
-        ASSERT_TRUE(classify_device(&nodebug, "nullb1", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&nodebug, "nullb1", &f), 0);
         ASSERT_TRUE(f.poll_queues == 0 && (f.classes & CLASS_BIT(CLASS_MULTI_QUEUE)));
-        ASSERT_TRUE(classify_device(&r, "ublkb0", &f) == 0);
-        ASSERT_TRUE(f.classes == (CLASS_BIT(CLASS_UBLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
+        ASSERT_EQ_INT(classify_device(&r, "ublkb0", &f), 0);
+        ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_UBLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
         ASSERT_STREQ(f.driver, "ublk_drv");
 }
 
@@ -162,15 +162,15 @@ TEST(scsi_rotational_and_smr) {
         Roots r = fixture("hdd-6.1", b);
         DeviceFacts f;
 
-        ASSERT_TRUE(classify_device(&r, "sda", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "sda", &f), 0);
         ASSERT_STREQ(f.driver, "sd");
-        ASSERT_TRUE(f.classes == (CLASS_BIT(CLASS_SCSI) | CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_ROTATIONAL)));
-        ASSERT_TRUE(classify_device(&r, "sdb", &f) == 0);
+        ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_SCSI) | CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_ROTATIONAL)));
+        ASSERT_EQ_INT(classify_device(&r, "sdb", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_ZONED));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_ROTATIONAL));
-        ASSERT_TRUE(classify_device(&r, "sdc", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "sdc", &f), 0);
         ASSERT_STREQ(f.model, "scsi_debug");
-        ASSERT_TRUE(classify_device(&r, "mmcblk0", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&r, "mmcblk0", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_MMC));
 }
 
@@ -182,15 +182,15 @@ TEST(dispatch_direct_is_probed_not_assumed) {
         KernelCaps caps;
         DeviceFacts f;
 
-        ASSERT_TRUE(kernel_caps_read(&with, &caps) == 0);
+        ASSERT_EQ_INT(kernel_caps_read(&with, &caps), 0);
         ASSERT_TRUE(caps.dispatch_direct == TRISTATE_UNKNOWN && caps.version[0] == 7);
-        ASSERT_TRUE(classify_device(&with, "vdb", &f) == 0);   /* runs none: tells nothing */
+        ASSERT_EQ_INT(classify_device(&with, "vdb", &f), 0);   /* runs none: tells nothing */
         ASSERT_TRUE(!kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_UNKNOWN);
-        ASSERT_TRUE(classify_device(&with, "vda", &f) == 0);
+        ASSERT_EQ_INT(classify_device(&with, "vda", &f), 0);
         ASSERT_TRUE(kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_YES);
 
-        ASSERT_TRUE(kernel_caps_read(&without, &caps) == 0);
-        ASSERT_TRUE(classify_device(&without, "vda", &f) == 0);
+        ASSERT_EQ_INT(kernel_caps_read(&without, &caps), 0);
+        ASSERT_EQ_INT(classify_device(&without, "vda", &f), 0);
         ASSERT_TRUE(kernel_caps_learn(&caps, &without, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_NO);
 }
 
@@ -222,8 +222,8 @@ TEST(devices_alike_share_their_facts_but_not_their_name) {
         ASSERT_TRUE(sc && sc != sa && shared.n_entries == 2);
         intern_unref(&shared, sc);
         intern_unref(&shared, sb);
-        ASSERT_TRUE(shared.n_entries == 1);
+        ASSERT_EQ_INT(shared.n_entries, 1);
         intern_unref(&shared, sa);
-        ASSERT_TRUE(shared.n_entries == 0);
+        ASSERT_EQ_INT(shared.n_entries, 0);
         intern_table_done(&shared);
 }

@@ -72,24 +72,24 @@ static void write_file(const char *dir, const char *rel, const char *text) {
 TEST(udev_rule_tokens) {
         UdevRule r;
 
-        ASSERT_TRUE(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
-                                    "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r) == 0);
-        ASSERT_TRUE(r.n_tokens == 6);
+        ASSERT_EQ_INT(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
+                                      "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r), 0);
+        ASSERT_EQ_INT(r.n_tokens, 6);
         if (r.n_tokens == 6) {
                 ASSERT_STREQ(r.tokens[0].key, "ACTION");
                 ASSERT_TRUE(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
                 ASSERT_STREQ(r.tokens[0].value, "add|change");
-                ASSERT_TRUE(r.tokens[1].op == RULE_OP_NOMATCH);
+                ASSERT_EQ_INT(r.tokens[1].op, RULE_OP_NOMATCH);
                 ASSERT_STREQ(r.tokens[2].attr, "queue/scheduler");
-                ASSERT_TRUE(r.tokens[2].op == RULE_OP_ASSIGN_FINAL);
+                ASSERT_EQ_INT(r.tokens[2].op, RULE_OP_ASSIGN_FINAL);
                 ASSERT_STREQ(r.tokens[3].value, "a \"b\"");
                 ASSERT_TRUE(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
-                ASSERT_TRUE(r.tokens[5].op == RULE_OP_ASSIGN);
+                ASSERT_EQ_INT(r.tokens[5].op, RULE_OP_ASSIGN);
         }
         udev_rule_done(&r);
 
         /* white space around the operator, as udev allows */
-        ASSERT_TRUE(udev_rule_parse("KERNEL == \"vda\" , ATTR{queue/nr_requests} = \"64\"", &r) == 0);
+        ASSERT_EQ_INT(udev_rule_parse("KERNEL == \"vda\" , ATTR{queue/nr_requests} = \"64\"", &r), 0);
         ASSERT_TRUE(r.n_tokens == 2 && streq(r.tokens[1].value, "64"));
         udev_rule_done(&r);
 
@@ -110,7 +110,7 @@ TEST(udev_rule_errors) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 UdevRule r = {};
 
-                ASSERT_TRUE(udev_rule_parse(bad[i], &r) == -EINVAL);
+                ASSERT_EQ_INT(udev_rule_parse(bad[i], &r), -EINVAL);
                 ASSERT_TRUE(r.n_tokens == 0 && !r.tokens);
         }
 }
@@ -119,26 +119,26 @@ TEST(udev_text_assignments_lines_and_guards) {
         ConflictSet s = {};
         const Conflict *c;
 
-        ASSERT_TRUE(conflicts_parse_udev_text("/etc/udev/rules.d/t.rules",
-                                              "# comment ATTR{queue/scheduler}=\"x\"\n"
-                                              "ACTION==\"add\", KERNEL==\"sd*\", \\\n"
-                                              "  ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/slice_idle}=\"0\"\n"
-                                              "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"bfq\", ATTR{queue/rotational}=\"0\"\n"
-                                              "KERNEL!=\"vd*\", GOTO=\"vd_end\"\n"
-                                              "ATTR{bdi/read_ahead_kb}=\"2048\"\n"
-                                              "LABEL=\"vd_end\"\n"
-                                              "SUBSYSTEM==\"block\", ACTION==\"add\", GOTO=\"two\"\n"
-                                              "ATTR{queue/nomerges}=\"2\"\n"
-                                              "LABEL=\"two\"\n"
-                                              "GOTO=\"dead\"\n"
-                                              "ATTR{queue/add_random}=\"0\"\n"
-                                              "LABEL=\"dead\"\n"
-                                              "RUN+=\"/bin/sh -c 'echo 512 > /sys/block/%k/queue/nr_requests'\"\n"
-                                              "RUN+=\"/usr/bin/tune /sys/block/%k/queue/rq_affinity\"\n",
-                                              &s) == 0);
+        ASSERT_EQ_INT(conflicts_parse_udev_text("/etc/udev/rules.d/t.rules",
+                                                "# comment ATTR{queue/scheduler}=\"x\"\n"
+                                                "ACTION==\"add\", KERNEL==\"sd*\", \\\n"
+                                                "  ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/slice_idle}=\"0\"\n"
+                                                "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"bfq\", ATTR{queue/rotational}=\"0\"\n"
+                                                "KERNEL!=\"vd*\", GOTO=\"vd_end\"\n"
+                                                "ATTR{bdi/read_ahead_kb}=\"2048\"\n"
+                                                "LABEL=\"vd_end\"\n"
+                                                "SUBSYSTEM==\"block\", ACTION==\"add\", GOTO=\"two\"\n"
+                                                "ATTR{queue/nomerges}=\"2\"\n"
+                                                "LABEL=\"two\"\n"
+                                                "GOTO=\"dead\"\n"
+                                                "ATTR{queue/add_random}=\"0\"\n"
+                                                "LABEL=\"dead\"\n"
+                                                "RUN+=\"/bin/sh -c 'echo 512 > /sys/block/%k/queue/nr_requests'\"\n"
+                                                "RUN+=\"/usr/bin/tune /sys/block/%k/queue/rq_affinity\"\n",
+                                                &s), 0);
         /* 2 on line 2, none for the == match or queue/rotational (not managed),
          * 1 behind the guard, 1 behind the two-condition guard, none dead, 2 RUN */
-        ASSERT_TRUE(s.n_items == 6);
+        ASSERT_EQ_INT(s.n_items, 6);
         c = find(&s, "/etc/udev/rules.d/t.rules", 2);
         ASSERT_TRUE(c && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "bfq") && c->source == CONFLICT_UDEV);
         ASSERT_TRUE(c && streq(c->match, "KERNEL==\"sd*\"") && c->n_conditions == 2 && !c->maybe);
@@ -158,8 +158,8 @@ TEST(udev_text_assignments_lines_and_guards) {
         conflict_set_done(&s);
 
         /* a broken line is skipped with a warning naming it; the rest is read */
-        ASSERT_TRUE(conflicts_parse_udev_text("/x.rules", "KERNEL==\"a\n\nKERNEL==\"b\", ATTR{queue/scheduler}=\"none\"\n",
-                                              &s) == 0);
+        ASSERT_EQ_INT(conflicts_parse_udev_text("/x.rules", "KERNEL==\"a\n\nKERNEL==\"b\", ATTR{queue/scheduler}=\"none\"\n",
+                                                &s), 0);
         ASSERT_TRUE(s.n_items == 1 && s.items[0].line == 3);
         ASSERT_TRUE(s.warnings && streq(s.warnings[0], "/x.rules:1: not a valid udev rule, skipped"));
         conflict_set_done(&s);
@@ -174,36 +174,36 @@ TEST(udev_matcher) {
                          .env = (const char *const[]) { "ID_BUS=ata", NULL } };
         ConflictDevice sda = disk("sda", true, &rot), sdb = disk("sdb", true, &ssd), vda = disk("vda", true, NULL);
 
-        ASSERT_TRUE(conflicts_parse_udev_text("/r",
-                                              "ACTION==\"add|change\", KERNEL==\"sd[a-z]|mmcblk*\", "
-                                              "ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
-                                              "ACTION==\"remove\", ATTR{queue/scheduler}=\"none\"\n"
-                                              "ENV{ID_VENDOR}==\"*Google*\", ENV{DEVTYPE}!=\"partition\", "
-                                              "ATTR{queue/scheduler}=\"none\"\n"
-                                              "ENV{DEVTYPE}==\"partition\", ATTR{queue/scheduler}=\"none\"\n"
-                                              "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
-                                              &s) == 0);
-        ASSERT_TRUE(s.n_items == 5);
+        ASSERT_EQ_INT(conflicts_parse_udev_text("/r",
+                                                "ACTION==\"add|change\", KERNEL==\"sd[a-z]|mmcblk*\", "
+                                                "ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
+                                                "ACTION==\"remove\", ATTR{queue/scheduler}=\"none\"\n"
+                                                "ENV{ID_VENDOR}==\"*Google*\", ENV{DEVTYPE}!=\"partition\", "
+                                                "ATTR{queue/scheduler}=\"none\"\n"
+                                                "ENV{DEVTYPE}==\"partition\", ATTR{queue/scheduler}=\"none\"\n"
+                                                "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
+                                                &s), 0);
+        ASSERT_EQ_INT(s.n_items, 5);
         if (s.n_items < 5)
                 return conflict_set_done(&s);
         /* attributes are read, trailing newline and all */
         ASSERT_TRUE(conflict_matches(&s.items[0], &sda, &why) == CONFLICT_MATCH_YES && !why);
-        ASSERT_TRUE(conflict_matches(&s.items[0], &sdb, &why) == CONFLICT_MATCH_NO);
+        ASSERT_EQ_INT(conflict_matches(&s.items[0], &sdb, &why), CONFLICT_MATCH_NO);
         ASSERT_TRUE(why && streq(why->key, "ATTR") && streq(why->attr, "queue/rotational"));
         ASSERT_TRUE(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && why && streq(why->key, "KERNEL"));
         /* a disk with nothing to read: the ATTR condition stays unknown */
-        ASSERT_TRUE(conflict_matches(&s.items[0], &(ConflictDevice) { .name = "sdc", .blk_mq = true }, &why) == CONFLICT_MATCH_MAYBE);
+        ASSERT_EQ_INT(conflict_matches(&s.items[0], &(ConflictDevice) { .name = "sdc", .blk_mq = true }, &why), CONFLICT_MATCH_MAYBE);
         ASSERT_TRUE(why && streq(why->key, "ATTR"));
         /* remove-only rules never write to a live disk */
-        ASSERT_TRUE(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_NO);
         /* ENV from udev's database; a missing property is the empty string */
-        ASSERT_TRUE(conflict_matches(&s.items[2], &sda, NULL) == CONFLICT_MATCH_YES);
-        ASSERT_TRUE(conflict_matches(&s.items[2], &sdb, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_EQ_INT(conflict_matches(&s.items[2], &sda, NULL), CONFLICT_MATCH_YES);
+        ASSERT_EQ_INT(conflict_matches(&s.items[2], &sdb, NULL), CONFLICT_MATCH_NO);
         ASSERT_TRUE(conflict_matches(&s.items[2], &vda, &why) == CONFLICT_MATCH_MAYBE && why && streq(why->attr, "ID_VENDOR"));
         /* whole disks are never partitions */
-        ASSERT_TRUE(conflict_matches(&s.items[3], &sda, NULL) == CONFLICT_MATCH_NO);
-        ASSERT_TRUE(conflict_matches(&s.items[4], &sda, NULL) == CONFLICT_MATCH_NO);
-        ASSERT_TRUE(conflict_matches(&s.items[4], &sdb, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_EQ_INT(conflict_matches(&s.items[3], &sda, NULL), CONFLICT_MATCH_NO);
+        ASSERT_EQ_INT(conflict_matches(&s.items[4], &sda, NULL), CONFLICT_MATCH_NO);
+        ASSERT_EQ_INT(conflict_matches(&s.items[4], &sdb, NULL), CONFLICT_MATCH_YES);
         conflict_set_done(&s);
 }
 
@@ -225,14 +225,14 @@ TEST(udev_fixture_masking_and_order) {
                 { "/lib/udev/rules.d/99-gce.rules", 6, "scheduler", "none" },
         };
 
-        ASSERT_TRUE(conflicts_scan_udev(ROOT, &s) == 0);
+        ASSERT_EQ_INT(conflicts_scan_udev(ROOT, &s), 0);
         /* lexical order of names across the directories; /etc masks /usr/lib
          * and /run (60, 61 by a link to /dev/null, 63 by an empty file), /run
          * masks /usr/lib (62) */
-        ASSERT_TRUE(s.n_items == ELEMENTSOF(want));
+        ASSERT_EQ_INT(s.n_items, ELEMENTSOF(want));
         for (size_t i = 0; i < ELEMENTSOF(want) && i < s.n_items; i++) {
                 ASSERT_STREQ(s.items[i].path, want[i].path);
-                ASSERT_TRUE(s.items[i].line == want[i].line);
+                ASSERT_EQ_INT(s.items[i].line, want[i].line);
                 ASSERT_STREQ(tunables[s.items[i].tunable].attr, want[i].attr);
                 ASSERT_STREQ(s.items[i].value, want[i].value);
         }
@@ -248,7 +248,7 @@ TEST(tuned_fixture_include_chain) {
         ConflictDevice vda = disk("vda", true, &fixed), loop0 = disk("loop0", true, &fixed), sdx = disk("sdx", true, &usb);
         const Conflict *c;
 
-        ASSERT_TRUE(conflicts_scan_tuned(ROOT, &s) == 0);
+        ASSERT_EQ_INT(conflicts_scan_tuned(ROOT, &s), 0);
         ASSERT_TRUE(s.n_items == 3 && !s.warnings);
         /* the parent's readahead=>4096, where the parent sets it */
         c = find(&s, "/usr/lib/tuned/profiles/throughput-performance/tuned.conf", 16);
@@ -288,19 +288,19 @@ TEST(tuned_merge_rules) {
         write_file(dir, "/usr/lib/tuned/top/tuned.conf",
                    "[main]\ninclude=base\n[disk]\nreplace=1\ndevices=sd*\nreadahead_multiply=2\n"
                    "[other]\nenabled=false\n[vm]\ntransparent_hugepages=never\n");
-        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
         /* base: its include top first, then base over it (top's own include
          * of base is passed over: loaded once). Base's [disk] merges into
          * top's: devices= from base (none: every disk), options added to
          * top's; base's [other] sets enabled back to true */
-        ASSERT_TRUE(s.n_items == 4);
+        ASSERT_EQ_INT(s.n_items, 4);
         if (s.n_items == 4) {
                 ASSERT_TRUE(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
                 ASSERT_TRUE(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
                 ASSERT_TRUE(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
                 ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
                 ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
-                ASSERT_TRUE(conflict_matches(&s.items[1], &sda, NULL) == CONFLICT_MATCH_MAYBE);   /* removable unknown */
+                ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_MAYBE);   /* removable unknown */
                 /* tuned.service not enabled: said so */
                 ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
         }
@@ -308,14 +308,14 @@ TEST(tuned_merge_rules) {
         conflict_set_done(&s);
 
         write_file(dir, "/etc/tuned/active_profile", "top\n");
-        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
         /* top over base: replace=1 drops base's elevator, [other] disabled */
         ASSERT_TRUE(s.n_items == 1 && s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
         ASSERT_TRUE(s.n_items == 1 && streq(s.items[0].match, "[disk] devices=sd*"));
         conflict_set_done(&s);
 
         write_file(dir, "/etc/tuned/active_profile", "gone ../etc ${x}\n");
-        ASSERT_TRUE(conflicts_scan_tuned(dir, &s) == 0);
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
         ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 3);
         conflict_set_done(&s);
 }
@@ -328,13 +328,13 @@ TEST(gce_agent) {
         ConflictDevice lssd = disk("sdb", true, &eph);
 
         /* the fixture: installed, optimize_local_ssd = false */
-        ASSERT_TRUE(conflicts_scan_gce(ROOT, &s) == 0);
-        ASSERT_TRUE(s.n_items == 1);
+        ASSERT_EQ_INT(conflicts_scan_gce(ROOT, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 1);
         if (s.n_items == 1) {
                 ASSERT_STREQ(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
                 ASSERT_TRUE(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
-                ASSERT_TRUE(conflict_matches(&s.items[0], &mq, NULL) == CONFLICT_MATCH_YES);
-                ASSERT_TRUE(conflict_matches(&s.items[0], &bio, NULL) == CONFLICT_MATCH_NO);
+                ASSERT_EQ_INT(conflict_matches(&s.items[0], &mq, NULL), CONFLICT_MATCH_YES);
+                ASSERT_EQ_INT(conflict_matches(&s.items[0], &bio, NULL), CONFLICT_MATCH_NO);
                 ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
         }
         conflict_set_done(&s);
@@ -346,21 +346,21 @@ TEST(gce_agent) {
         /* the .template overrides the .cfg, as the agent reads them */
         write_file(dir, "/etc/default/instance_configs.cfg", "[InstanceSetup]\noptimize_local_ssd = false\n");
         write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
-        ASSERT_TRUE(conflicts_scan_gce(dir, &s) == 0);
-        ASSERT_TRUE(s.n_items == 5);
+        ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 5);
         if (s.n_items == 5) {
                 /* not enabled: the fixture's is, this one is not */
                 ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
                 ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
-                ASSERT_TRUE(conflict_matches(&s.items[4], &lssd, NULL) == CONFLICT_MATCH_YES);
-                ASSERT_TRUE(conflict_matches(&s.items[4], &mq, NULL) == CONFLICT_MATCH_MAYBE);
+                ASSERT_EQ_INT(conflict_matches(&s.items[4], &lssd, NULL), CONFLICT_MATCH_YES);
+                ASSERT_EQ_INT(conflict_matches(&s.items[4], &mq, NULL), CONFLICT_MATCH_MAYBE);
         }
         conflict_set_done(&s);
 
         /* masked in /etc: the agent does not run */
         write_file(dir, "/etc/systemd/system/multi-user.target.wants/.keep", "");
         snprintf(path, sizeof(path), "%s/etc/systemd/system/google-guest-agent.service", dir);
-        ASSERT_TRUE(symlink("/dev/null", path) == 0);
+        ASSERT_EQ_INT(symlink("/dev/null", path), 0);
         ASSERT_TRUE(conflicts_scan_gce(dir, &s) == 0 && s.n_items == 0);
         conflict_set_done(&s);
 }
@@ -370,8 +370,8 @@ TEST(kernel_cmdline) {
         ConflictDevice vda = disk("vda", true, NULL);
         const RuleToken *why = (const RuleToken *) &s;
 
-        ASSERT_TRUE(conflicts_scan_cmdline(PROC, &s) == 0);
-        ASSERT_TRUE(s.n_items == 1);
+        ASSERT_EQ_INT(conflicts_scan_cmdline(PROC, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 1);
         if (s.n_items == 1) {
                 ASSERT_TRUE(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
                 ASSERT_STREQ(s.items[0].value, "deadline");
@@ -394,8 +394,8 @@ TEST(drift_attribution) {
         const Conflict *c;
         char *text;
 
-        ASSERT_TRUE(conflicts_scan(&roots, &s) == 0);
-        ASSERT_TRUE(s.n_items == 14);
+        ASSERT_EQ_INT(conflicts_scan(&roots, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 14);
         /* the udev rule that names vda and writes what is live */
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
         ASSERT_TRUE(c && c->source == CONFLICT_UDEV && c->line == 18);
@@ -424,7 +424,7 @@ TEST(drift_attribution) {
         conflict_set_done(&s);
 
         /* "deadline" is the kernel's alias of mq-deadline */
-        ASSERT_TRUE(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s) == 0);
+        ASSERT_EQ_INT(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s), 0);
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
         ASSERT_TRUE(c && streq(c->value, "deadline"));
         conflict_set_done(&s);

@@ -10,7 +10,7 @@ static DeviceFacts sq_virtio(void) {
                           .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_VIRTIO),
                           .driver = "virtio_blk" };
 
-        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline] kyber bfq", &f.schedulers) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("none [mq-deadline] kyber bfq", &f.schedulers), 0);
         return f;
 }
 
@@ -28,7 +28,7 @@ static Policy *policy(const char *name, const char *sched) {
         p->match.rotational = p->match.hidden = -1;
         p->match.hwq_max = ~0u;
         if (sched)
-                ASSERT_TRUE(sched_choices_parse(sched, p->sched, &p->n_sched, &error) == 0);
+                ASSERT_EQ_INT(sched_choices_parse(sched, p->sched, &p->n_sched, &error), 0);
         return p;
 }
 
@@ -90,7 +90,7 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         ASSERT_TRUE(dd && streq(dd->target, "1") && dd->result != RESULT_UNSUPPORTED);
         ASSERT_STREQ(dd->source, "20-fast.policy");
         /* scheduler first, its tunable after */
-        ASSERT_TRUE(plan.items[0].tunable == TUNABLE_SCHEDULER);
+        ASSERT_EQ_INT(plan.items[0].tunable, TUNABLE_SCHEDULER);
         policy_set_free(s);
 }
 
@@ -144,7 +144,7 @@ TEST(later_files_override_setting_by_setting) {
         s = set_of(a, b);
         run(&f, &k, s, &plan);
         ASSERT_STREQ(plan.policy, "90-admin.policy");
-        ASSERT_TRUE(plan.n_matched == 2);
+        ASSERT_EQ_INT(plan.n_matched, 2);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "kyber");
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->source, "90-admin.policy");
         ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "32");
@@ -188,11 +188,11 @@ TEST(devices_with_the_same_plan_share_one_copy) {
         run(&f, &k, s, &plan);
         ASSERT_TRUE(plan.n_items == 1 && intern_count(&plans, &plan) == 0);
         intern_unref(&plans, other);
-        ASSERT_TRUE(plans.n_entries == 1);
+        ASSERT_EQ_INT(plans.n_entries, 1);
         intern_unref(&plans, second);
         ASSERT_TRUE(plans.n_entries == 1 && intern_count(&plans, first) == 1);
         intern_unref(&plans, first);
-        ASSERT_TRUE(plans.n_entries == 0);
+        ASSERT_EQ_INT(plans.n_entries, 0);
         intern_unref(&plans, NULL);
         /* a plan with no items and no names (undecided, unmanaged) */
         first = intern_ref(&plans, &(Plan) { .reason = "not decided yet" });
@@ -247,9 +247,9 @@ TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
         set_value(p, "Queue", "nomerges", "1");
         s = set_of(p, NULL);
         run(&f, &k, s, &plan);
-        ASSERT_TRUE(item(&plan, "mq-deadline", "fifo_batch")->result == RESULT_UNSUPPORTED);
+        ASSERT_EQ_INT(item(&plan, "mq-deadline", "fifo_batch")->result, RESULT_UNSUPPORTED);
         ASSERT_TRUE(strstr(item(&plan, "mq-deadline", "fifo_batch")->error, "runs none"));
-        ASSERT_TRUE(item(&plan, "Queue", "nomerges")->result == RESULT_PLANNED);
+        ASSERT_EQ_INT(item(&plan, "Queue", "nomerges")->result, RESULT_PLANNED);
         policy_set_free(s);
 }
 
@@ -262,11 +262,11 @@ TEST(unavailable_schedulers_are_skipped) {
 
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "kyber");
-        ASSERT_TRUE(scheduler_list_parse("[none]", &f.schedulers) == 0);    /* the queue takes no scheduler */
+        ASSERT_EQ_INT(scheduler_list_parse("[none]", &f.schedulers), 0);    /* the queue takes no scheduler */
         policy_set_free(s);
         s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
         run(&f, &k, s, &plan);
-        ASSERT_TRUE(item(&plan, "Queue", "scheduler")->result == RESULT_UNSUPPORTED);
+        ASSERT_EQ_INT(item(&plan, "Queue", "scheduler")->result, RESULT_UNSUPPORTED);
         policy_set_free(s);
 }
 
@@ -278,7 +278,7 @@ TEST(modular_schedulers_are_tried_before_they_are_loaded) {
         Plan plan = *plan_buffer_init(&pb);
 
         /* Debian at boot: bfq and kyber not loaded yet */
-        ASSERT_TRUE(scheduler_list_parse("none [mq-deadline]", &f.schedulers) == 0);
+        ASSERT_EQ_INT(scheduler_list_parse("none [mq-deadline]", &f.schedulers), 0);
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "bfq");
         ASSERT_TRUE(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
@@ -311,22 +311,22 @@ TEST(match_conditions) {
         p->match.classes_excluded = CLASS_BIT(CLASS_VIRTIO);
         ASSERT_TRUE(matches(p, &f, &k, "class (excluded)"));
         p->match.classes_excluded = 0;
-        ASSERT_TRUE(strv_push(&p->match.names, "sd*") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.names, "sd*"), 0);
         ASSERT_TRUE(matches(p, &f, &k, "name"));
-        ASSERT_TRUE(strv_push(&p->match.names, "vd[a-z]") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.names, "vd[a-z]"), 0);
         ASSERT_TRUE(matches(p, &f, &k, NULL));
-        ASSERT_TRUE(strv_push(&p->match.drivers, "nvme") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.drivers, "nvme"), 0);
         ASSERT_TRUE(matches(p, &f, &k, "driver"));
-        ASSERT_TRUE(strv_push(&p->match.drivers, "virtio_blk") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.drivers, "virtio_blk"), 0);
         p->match.rotational = 0;
         ASSERT_TRUE(matches(p, &f, &k, "rotational"));
         p->match.rotational = 1;
         p->match.hwq_min = 2;
         ASSERT_TRUE(matches(p, &f, &k, "hw_queues"));
         p->match.hwq_min = 1;
-        ASSERT_TRUE(strv_push(&p->match.properties, "ID_MODEL=Samsung*") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.properties, "ID_MODEL=Samsung*"), 0);
         ASSERT_TRUE(matches(p, &f, &k, NULL));
-        ASSERT_TRUE(strv_push(&p->match.properties, "ID_WWN=*") == 0);
+        ASSERT_EQ_INT(strv_push(&p->match.properties, "ID_WWN=*"), 0);
         ASSERT_TRUE(matches(p, &f, &k, "property"));
         p->match.properties = strv_free(p->match.properties);
         p->match.zoned_mask = 1u << ZONED_HOST_MANAGED;
@@ -358,7 +358,7 @@ TEST(busy_settings_layer_over_the_base) {
         set_value(base, "Queue", "nr_requests", "256");
         set_value(base, "Queue", "read_ahead_kb", "128");
         dyn->dynamic.enabled = dyn->dynamic.has_busy = true;
-        ASSERT_TRUE(sched_choices_parse("mq-deadline", dyn->dynamic.busy_sched, &dyn->dynamic.n_busy_sched, &error) == 0);
+        ASSERT_EQ_INT(sched_choices_parse("mq-deadline", dyn->dynamic.busy_sched, &dyn->dynamic.n_busy_sched, &error), 0);
         dyn->dynamic.busy_values[tunable_find("Queue", "nr_requests")] = strdup("64");
         dyn->dynamic.busy_values[tunable_find("mq-deadline", "fifo_batch")] = strdup("8");
         s = set_of(base, dyn);
@@ -390,7 +390,7 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
 
         plan = *plan_buffer_init(&pb);
         /* a kernel with a scheduler newer than blkpolicyd: listed, so usable */
-        ASSERT_TRUE(scheduler_list_add(&f.schedulers, "adios") == 4);
+        ASSERT_EQ_INT(scheduler_list_add(&f.schedulers, "adios"), 4);
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "adios");
         /* and where it is not listed, the next one */

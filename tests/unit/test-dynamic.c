@@ -7,8 +7,8 @@
 static DynamicPolicy iops_policy(void) {
         DynamicPolicy p = { .enabled = true, .enter_ticks = 3, .leave_ticks = 5, .window = 1,
                             .min_dwell_ticks = 10, .max_flips = 4, .flip_window_ticks = 100, .has_busy = true };
-        ASSERT_TRUE(condition_parse("iops > 10000", &p.enter[p.n_enter++]) == 0);
-        ASSERT_TRUE(condition_parse("iops < 5000", &p.leave[p.n_leave++]) == 0);
+        ASSERT_EQ_INT(condition_parse("iops > 10000", &p.enter[p.n_enter++]), 0);
+        ASSERT_EQ_INT(condition_parse("iops < 5000", &p.leave[p.n_leave++]), 0);
         return p;
 }
 
@@ -22,12 +22,12 @@ static unsigned run_trace(const DynamicPolicy *p, DynState *s, const double *iop
                           uint64_t *flips) {
         unsigned k = 0;
 
-        ASSERT_TRUE(dyn_state_fit(s, p) == 0);
+        ASSERT_EQ_INT(dyn_state_fit(s, p), 0);
         for (unsigned i = 0; i < n; i++) {
                 Signals sig = at(iops[i]);
                 DynDecision d;
 
-                ASSERT_TRUE(dynamic_step(p, s, &sig, first + i, &d) == 0);
+                ASSERT_EQ_INT(dynamic_step(p, s, &sig, first + i, &d), 0);
                 if (d.flip)
                         flips[k++] = first + i;
         }
@@ -72,13 +72,13 @@ TEST(oscillation_around_one_threshold_does_not_flap) {
         /* 9000..11000 around the enter threshold: never 3 ticks in a row above */
         for (unsigned i = 0; i < 200; i++)
                 trace[i] = i % 3 == 2 ? 9000 : 11000;
-        ASSERT_TRUE(run_trace(&p, &s, trace, 200, 0, flips) == 0);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, 200, 0, flips), 0);
         /* once busy, the same oscillation never reaches the leave threshold */
         dyn_state_done(&s);
         s = (DynState) {};
         for (unsigned i = 0; i < 200; i++)
                 trace[i] = i < 20 ? 50000 : (i % 2 ? 9000 : 11000);
-        ASSERT_TRUE(run_trace(&p, &s, trace, 200, 0, flips) == 1);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, 200, 0, flips), 1);
 }
 
 TEST(dwell_time_holds_a_fresh_state) {
@@ -113,7 +113,7 @@ TEST(flip_cap_holds) {
                 trace[i] = i % 2 ? 50000 : 100;   /* a flip-worthy change every tick */
         n = run_trace(&p, &s, trace, 100, 0, flips);
         /* 3 flips, then none until the first leaves the 50-tick window */
-        ASSERT_TRUE(n == 6);
+        ASSERT_EQ_INT(n, 6);
         ASSERT_TRUE(flips[2] - flips[0] <= 4 && flips[3] >= flips[0] + 50);
         ASSERT_TRUE(s.capped > 0);
 }
@@ -130,16 +130,16 @@ TEST(refit_keeps_the_newest_flips) {
         p.flip_window_ticks = 50;
         for (unsigned i = 0; i < 10; i++)
                 trace[i] = i % 2 ? 50000 : 100;
-        ASSERT_TRUE(run_trace(&p, &s, trace, 10, 0, flips) == 3);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, 10, 0, flips), 3);
         ASSERT_TRUE(flips[0] == 1 && flips[2] == 3);
         /* a reload that lowers the cap keeps the two newest flips */
         p.max_flips = 2;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
         ASSERT_TRUE(s.n_flip_ticks == 2 && s.flip_ticks[0] + s.flip_ticks[1] == 2 + 3);
         /* raising it to 4 leaves room for two more in the same window */
         p.max_flips = 4;
-        ASSERT_TRUE(run_trace(&p, &s, trace, 10, 10, flips) == 2);
-        ASSERT_TRUE(s.n_flip_ticks == 4);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, 10, 10, flips), 2);
+        ASSERT_EQ_INT(s.n_flip_ticks, 4);
         /* the averaging ring comes and goes with a window over 1 tick; the flips stay */
         p.window = 2;
         ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
@@ -154,12 +154,12 @@ TEST(the_flip_ring_comes_with_the_first_flip) {
         uint64_t flips[8];
 
         p.min_dwell_ticks = 0;
-        ASSERT_TRUE(run_trace(&p, &s, idle, 5, 0, flips) == 0);
+        ASSERT_EQ_INT(run_trace(&p, &s, idle, 5, 0, flips), 0);
         ASSERT_TRUE(!s.flip_ticks && s.flip_ring == p.max_flips);
         /* a reload fits a state that never flipped without allocating */
         p.max_flips = 4;
         ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.flip_ticks && s.flip_ring == 4);
-        ASSERT_TRUE(run_trace(&p, &s, busy, 5, 5, flips) == 1);
+        ASSERT_EQ_INT(run_trace(&p, &s, busy, 5, 5, flips), 1);
         ASSERT_TRUE(s.flip_ticks && s.n_flip_ticks == 1 && s.flip_ticks[0] == flips[0]);
 }
 
@@ -171,7 +171,7 @@ TEST(invalid_samples_hold_everything) {
 
         /* two busy ticks, a gap (device vanished or a counter wrapped), one more busy */
         p.min_dwell_ticks = 0;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
         for (uint64_t t = 0; t < 2; t++) {
                 Signals sig = at(50000);
                 dynamic_step(&p, &s, &sig, t, &d);
@@ -195,24 +195,24 @@ TEST(window_averages_signals) {
 
         p.min_dwell_ticks = 0;
         /* without a window, no three busy ticks in a row */
-        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips), 0);
         /* over a two-tick window the mean is 10000: still not > 10000 */
         p.window = 2;
         dyn_state_done(&s);
         s = (DynState) {};
-        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 0);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips), 0);
         p.enter[0].threshold = 9000;
         dyn_state_done(&s);
         s = (DynState) {};
-        ASSERT_TRUE(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips) == 1);
+        ASSERT_EQ_INT(run_trace(&p, &s, trace, ELEMENTSOF(trace), 0, flips), 1);
 }
 
 TEST(unknown_dispatch_busy_satisfies_nothing) {
         Condition gt, lt;
         Signals unknown = { .valid = true, .dispatch_busy = -1 }, idle = { .valid = true, .dispatch_busy = 0 };
 
-        ASSERT_TRUE(condition_parse("dispatch_busy > 3", &gt) == 0);
-        ASSERT_TRUE(condition_parse("dispatch_busy < 1", &lt) == 0);
+        ASSERT_EQ_INT(condition_parse("dispatch_busy > 3", &gt), 0);
+        ASSERT_EQ_INT(condition_parse("dispatch_busy < 1", &lt), 0);
         ASSERT_TRUE(!condition_holds(&gt, &unknown) && !condition_holds(&lt, &unknown));
         ASSERT_TRUE(condition_holds(&lt, &idle));
 }
@@ -226,9 +226,9 @@ TEST(window_leaves_unknown_dispatch_busy_out) {
         Signals known = { .valid = true, .dispatch_busy = 3 }, unknown = { .valid = true, .dispatch_busy = -1 };
         DynDecision d;
 
-        ASSERT_TRUE(condition_parse("dispatch_busy > 2", &p.enter[p.n_enter++]) == 0);
-        ASSERT_TRUE(condition_parse("dispatch_busy < 1", &p.leave[p.n_leave++]) == 0);
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_EQ_INT(condition_parse("dispatch_busy > 2", &p.enter[p.n_enter++]), 0);
+        ASSERT_EQ_INT(condition_parse("dispatch_busy < 1", &p.leave[p.n_leave++]), 0);
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
         ASSERT_TRUE(dynamic_step(&p, &s, &unknown, 0, &d) == 0 && !d.flip);
         ASSERT_TRUE(dynamic_step(&p, &s, &known, 1, &d) == 0 && d.flip && d.to_busy);
 }
@@ -243,7 +243,7 @@ TEST(unknown_mix_satisfies_nothing) {
 
         reads.wpct = 0;
         ASSERT_TRUE(condition_parse("wpct > 50", &gt) == 0 && gt.signal == SIGNAL_WPCT);
-        ASSERT_TRUE(condition_parse("wpct < 10", &lt) == 0);
+        ASSERT_EQ_INT(condition_parse("wpct < 10", &lt), 0);
         ASSERT_TRUE(!condition_holds(&gt, &idle) && !condition_holds(&lt, &idle));
         ASSERT_TRUE(condition_holds(&lt, &reads) && !condition_holds(&gt, &reads));
         ASSERT_TRUE(condition_parse("merge_pct >= 0", &gt) == 0 && !condition_holds(&gt, &idle));
@@ -262,9 +262,9 @@ TEST(window_leaves_unknown_mix_out) {
                 w512 = { .valid = true, .wpct = 100, .rkb = SIGNAL_UNKNOWN, .wkb = 512 };
         DynDecision d;
 
-        ASSERT_TRUE(condition_parse("wkb > 350", &p.enter[p.n_enter++]) == 0);
-        ASSERT_TRUE(condition_parse("wkb < 64", &p.leave[p.n_leave++]) == 0);
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0);
+        ASSERT_EQ_INT(condition_parse("wkb > 350", &p.enter[p.n_enter++]), 0);
+        ASSERT_EQ_INT(condition_parse("wkb < 64", &p.leave[p.n_leave++]), 0);
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
         ASSERT_TRUE(dynamic_step(&p, &s, &idle, 0, &d) == 0 && !d.flip);
         ASSERT_TRUE(dynamic_step(&p, &s, &w256, 1, &d) == 0 && !d.flip);
         ASSERT_TRUE(dynamic_step(&p, &s, &w512, 2, &d) == 0 && d.flip && d.to_busy);
@@ -279,7 +279,7 @@ TEST(conditions_parse) {
         char buf[64];
 
         ASSERT_TRUE(condition_parse("util >= 80.5", &c) == 0 && c.signal == SIGNAL_UTIL && c.op == CMP_GE);
-        ASSERT_TRUE(condition_format(&c, buf, sizeof(buf)) == 0);
+        ASSERT_EQ_INT(condition_format(&c, buf, sizeof(buf)), 0);
         ASSERT_STREQ(buf, "util >= 80.5");
         ASSERT_TRUE(condition_parse("util => 80", &c) < 0);
         ASSERT_TRUE(condition_parse("speed > 1", &c) < 0);

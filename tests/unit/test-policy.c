@@ -27,7 +27,7 @@ static PolicySet *load(const char *d1, const char *d2) {
         char *dirs[] = { (char *) d1, (char *) d2, NULL };
         PolicySet *s = NULL;
 
-        ASSERT_TRUE(policy_set_load(dirs, &s) == 0);
+        ASSERT_EQ_INT(policy_set_load(dirs, &s), 0);
         return s;
 }
 
@@ -46,7 +46,7 @@ static void setup(void) {
 static void teardown(void) {
         char cmd[PATH_MAX + 16];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-        ASSERT_TRUE(system(cmd) == 0);
+        ASSERT_EQ_INT(system(cmd), 0);
 }
 
 static const char *GOOD =
@@ -83,17 +83,17 @@ TEST(parse_every_key) {
         make_dir("a", d);
         put(d, "10-good.policy", GOOD);
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_errors == 0);
-        ASSERT_TRUE(s->n_policies == 1);
+        ASSERT_EQ_INT(s->n_errors, 0);
+        ASSERT_EQ_INT(s->n_policies, 1);
         p = find(s, "10-good.policy");
         ASSERT_TRUE(p != NULL);
         if (p) {
-                ASSERT_TRUE(p->match.classes_required == CLASS_BIT(CLASS_SINGLE_QUEUE));
-                ASSERT_TRUE(p->match.classes_excluded == CLASS_BIT(CLASS_ROTATIONAL));
-                ASSERT_TRUE(strv_length(p->match.names) == 2);
+                ASSERT_EQ_INT(p->match.classes_required, CLASS_BIT(CLASS_SINGLE_QUEUE));
+                ASSERT_EQ_INT(p->match.classes_excluded, CLASS_BIT(CLASS_ROTATIONAL));
+                ASSERT_EQ_INT(strv_length(p->match.names), 2);
                 ASSERT_STREQ(p->match.models[0], "QEMU HARDDISK*");
                 ASSERT_TRUE(p->match.rotational == 1 && p->match.hidden == 0);
-                ASSERT_TRUE(p->match.zoned_mask == ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
+                ASSERT_EQ_INT(p->match.zoned_mask, ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
                 ASSERT_TRUE(p->match.hwq_min == 1 && p->match.hwq_max == 4);
                 ASSERT_TRUE(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
                             p->match.kernel[1].version[1] == 10);
@@ -193,8 +193,8 @@ TEST(all_errors_of_a_file_reported) {
         make_dir("a", d);
         put(d, "20-bad.policy", "[Match]\nclass = nope\n[Queue]\nnr_requests = x\nfoo = 1\n");
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_policies == 0);
-        ASSERT_TRUE(s->n_errors == 3);
+        ASSERT_EQ_INT(s->n_policies, 0);
+        ASSERT_EQ_INT(s->n_errors, 3);
         ASSERT_TRUE(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
         policy_set_free(s);
         teardown();
@@ -214,13 +214,13 @@ TEST(etc_masks_usr_lib) {
         put(admin, "60-emptied.policy", "");
         put(vendor, "70-nulled.policy", "[Queue]\nscheduler = kyber\n");
         ASSERT_TRUE(snprintf(path, sizeof(path), "%s/70-nulled.policy", admin) < PATH_MAX);
-        ASSERT_TRUE(symlink("/dev/null", path) == 0);
+        ASSERT_EQ_INT(symlink("/dev/null", path), 0);
         put(vendor, "40-vendor-only.policy", "[Queue]\nnr_requests = 32\n");
         put(admin, "45-admin-only.policy", "[Queue]\nnr_requests = 16\n");
         put(admin, "README", "not a policy\n");
         s = load(vendor, admin);
-        ASSERT_TRUE(s->n_errors == 0);
-        ASSERT_TRUE(s->n_policies == 3);
+        ASSERT_EQ_INT(s->n_errors, 0);
+        ASSERT_EQ_INT(s->n_policies, 3);
         /* sorted by file name across both directories */
         if (s->n_policies == 3) {
                 ASSERT_STREQ(s->policies[0]->name, "40-vendor-only.policy");
@@ -298,7 +298,7 @@ TEST(rejected_file_falls_back) {
         put(vendor, "40-masked.policy", "[Queue]\nscheduler = kyber\n");
         put(admin, "40-masked.policy", "");
         ASSERT_TRUE(snprintf(path, sizeof(path), "%s/50-dir.policy", admin) < PATH_MAX);
-        ASSERT_TRUE(mkdir(path, 0755) == 0);
+        ASSERT_EQ_INT(mkdir(path, 0755), 0);
         put(vendor, "50-dir.policy", "[Queue]\nscheduler = bfq\n");
         s = load(vendor, admin);
         p = find(s, "20-fast.policy");
@@ -307,10 +307,10 @@ TEST(rejected_file_falls_back) {
         ASSERT_TRUE(!find(s, "30-both-bad.policy") && !find(s, "40-masked.policy"));
         p = find(s, "50-dir.policy");
         ASSERT_TRUE(p && p->n_sched == 1 && streq(p->sched[0].name, "bfq"));
-        ASSERT_TRUE(s->n_policies == 2);
+        ASSERT_EQ_INT(s->n_policies, 2);
         /* files, not errors: 20 (2 errors), 30 twice (1 each), the directory (1) */
         ASSERT_TRUE(s->n_files_rejected == 4 && s->n_errors == 5);
-        ASSERT_TRUE(policy_set_summary(s, buf, sizeof(buf)) == 0);
+        ASSERT_EQ_INT(policy_set_summary(s, buf, sizeof(buf)), 0);
         ASSERT_STREQ(buf, "2 policies loaded, 4 files rejected, 5 errors");
         policy_set_free(s);
         teardown();
@@ -322,9 +322,9 @@ TEST(sched_choices) {
         unsigned n = 0;
         char buf[64];
 
-        ASSERT_TRUE(sched_choices_parse("mq-deadline+dispatch_direct none", c, &n, &error) == 0);
+        ASSERT_EQ_INT(sched_choices_parse("mq-deadline+dispatch_direct none", c, &n, &error), 0);
         ASSERT_TRUE(n == 2 && c[0].dispatch_direct && streq(c[0].name, "mq-deadline") && streq(c[1].name, "none"));
-        ASSERT_TRUE(sched_choice_format(&c[0], buf, sizeof(buf)) == 0);
+        ASSERT_EQ_INT(sched_choice_format(&c[0], buf, sizeof(buf)), 0);
         ASSERT_STREQ(buf, "mq-deadline+dispatch_direct");
         ASSERT_TRUE(sched_choices_parse("mq-deadline+fast", c, &n, &error) < 0);
         ASSERT_TRUE(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
@@ -434,7 +434,7 @@ TEST(inline_comments) {
         p = find(s, "10-inline.policy");
         ASSERT_TRUE(p != NULL);
         if (p) {
-                ASSERT_TRUE(p->n_sched == 2);
+                ASSERT_EQ_INT(p->n_sched, 2);
                 ASSERT_STREQ(p->sched[0].name, "kyber");
                 ASSERT_STREQ(p->sched[1].name, "none");
                 ASSERT_STREQ(p->values[tunable_find("Queue", "read_ahead_kb")], "512");

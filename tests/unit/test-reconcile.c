@@ -27,7 +27,7 @@ static void live(Case *c, const char *attr, const char *value) {
 }
 
 static void recorded(Case *c, const char *attr, const char *found, const char *written) {
-        ASSERT_TRUE(device_record_found(&c->record, T(attr), found) == 1);
+        ASSERT_EQ_INT(device_record_found(&c->record, T(attr), found), 1);
         ASSERT_TRUE(device_record_written(&c->record, T(attr), written) >= 0);
 }
 
@@ -39,7 +39,7 @@ static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
                               .new_media = c->new_media, .media_live = c->media_live };
 
-        ASSERT_TRUE(reconcile(&in, out) == 0);
+        ASSERT_EQ_INT(reconcile(&in, out), 0);
 }
 
 static const char *found_of(const Reconciled *r, const char *attr) {
@@ -60,7 +60,7 @@ static const char *intent_of(const Reconciled *r, const char *attr) {
 /* The record as reconciled becomes the case's, as apply.c saves it. */
 static void take(Case *c, Reconciled *r) {
         device_record_done(&c->record);
-        ASSERT_TRUE(device_record_copy(&r->record, &c->record) == 0);
+        ASSERT_EQ_INT(device_record_copy(&r->record, &c->record), 0);
         device_record_done(&r->record);
 }
 
@@ -120,7 +120,7 @@ TEST(stop_puts_back_scheduler_then_what_followed_it) {
         ASSERT_TRUE(r.n_steps == 2 && !r.switches);
         ASSERT_TRUE(r.steps[0].tunable == T("nr_requests") && r.steps[0].kind == STEP_RESTORE);
         ASSERT_STREQ(r.steps[0].value, "50");
-        ASSERT_TRUE(r.steps[1].tunable == T("iosched/fifo_batch"));
+        ASSERT_EQ_INT(r.steps[1].tunable, T("iosched/fifo_batch"));
         ASSERT_STREQ(r.steps[1].value, "7");
         take(&c, &r);
 
@@ -277,7 +277,7 @@ TEST(first_found_value_wins) {
         live(&c, "scheduler", "none");
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 1);
+        ASSERT_EQ_INT(r.n_steps, 1);
         ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "128");
         ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), "8192");
         ASSERT_STREQ(written_of(&r, "read_ahead_kb"), "4096");
@@ -315,8 +315,8 @@ TEST(skip_stops_writes_not_bookkeeping) {
         live(&c, "read_ahead_kb", "4096");
         live(&c, "rq_affinity", "1");
         skip[T("read_ahead_kb")] = skip[T("rq_affinity")] = true;
-        ASSERT_TRUE(reconcile(&in, &r) == 0);
-        ASSERT_TRUE(r.n_steps == 0);
+        ASSERT_EQ_INT(reconcile(&in, &r), 0);
+        ASSERT_EQ_INT(r.n_steps, 0);
         ASSERT_TRUE(found_of(&r, "read_ahead_kb") && !found_of(&r, "rq_affinity"));  /* back: dropped */
         done(&c, &r);
 }
@@ -439,7 +439,7 @@ TEST(dropped_value_under_a_switch_stays_recorded) {
         take(&c, &r);
         live(&c, "nr_requests", "100");
         run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 0);
+        ASSERT_EQ_INT(r.n_steps, 0);
         ASSERT_STREQ(written_of(&r, "nr_requests"), WRITTEN_UNKNOWN);
         done(&c, &r);
 }

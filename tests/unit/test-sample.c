@@ -13,14 +13,14 @@ TEST(diskstats_field_counts) {
         DiskStat st;
 
         /* 6.x: 20 fields */
-        ASSERT_TRUE(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st) == 0);
+        ASSERT_EQ_INT(parse(" 254       0 vda 5216 1722 402290 1571 4008 3419 188962 4393 0 6068 7104 0 0 0 0 1210 1138\n", &st), 0);
         ASSERT_TRUE(st.n_fields == 20 && st.major == 254 && streq(name, "vda"));
         ASSERT_TRUE(st.c.rd_ios == 5216 && st.c.wr_sectors == 188962 && st.c.time_in_queue == 7104);
         /* 4.18-5.4: 18 fields */
-        ASSERT_TRUE(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st) == 0);
+        ASSERT_EQ_INT(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &st), 0);
         ASSERT_TRUE(st.n_fields == 18 && st.c.time_in_queue == 11);
         /* before 4.18: 14 fields */
-        ASSERT_TRUE(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) == 0);
+        ASSERT_EQ_INT(parse("   8 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st), 0);
         ASSERT_TRUE(st.n_fields == 14 && st.c.io_ticks == 10);
 }
 
@@ -37,8 +37,8 @@ TEST(diskstats_malformed_lines) {
         ASSERT_TRUE(parse("x 0 sda 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
         ASSERT_TRUE(parse("8 0 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 2 3 4 5 6 7 8 9 10 11", &st) < 0);
         /* a line cut short by len is judged by what is inside len */
-        ASSERT_TRUE(diskstat_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", strlen("8 0 sda 1 2 3 4 5 6 7 8 9 10 11"), &st,
-                                        name) == 0);
+        ASSERT_EQ_INT(diskstat_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", strlen("8 0 sda 1 2 3 4 5 6 7 8 9 10 11"), &st,
+                                          name), 0);
 }
 
 TEST(signals_from_two_samples) {
@@ -163,7 +163,7 @@ TEST(mix_counters_going_backwards_invalidate_the_tick) {
 
 TEST(signal_names) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
-                ASSERT_TRUE(signal_from_string(signal_to_string((SignalId) i)) == i);
+                ASSERT_EQ_INT(signal_from_string(signal_to_string((SignalId) i)), i);
         ASSERT_TRUE(signal_from_string("bogus") < 0);
         ASSERT_TRUE(signal_from_string("wpct") == SIGNAL_WPCT && signal_from_string("rkb") == SIGNAL_RKB);
         ASSERT_TRUE(signal_from_string("wkb") == SIGNAL_WKB && signal_from_string("merge_pct") == SIGNAL_MERGE_PCT);

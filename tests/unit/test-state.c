@@ -15,18 +15,18 @@ static void rm_rf(const char *dir) {
         char cmd[PATH_MAX + 16];
 
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-        ASSERT_TRUE(system(cmd) == 0);
+        ASSERT_EQ_INT(system(cmd), 0);
 }
 
 static void sample_record(DeviceRecord *r) {
         *r = (DeviceRecord) { .id = { .major = 7, .minor = 9, .queue_id = 18398, .diskseq = 12 } };
-        ASSERT_TRUE(device_record_found(r, T("nr_requests"), "256") == 1);
-        ASSERT_TRUE(device_record_found(r, TUNABLE_SCHEDULER, "mq-deadline") == 1);
-        ASSERT_TRUE(device_record_found(r, TUNABLE_SCHEDULER, "none") == 0);        /* our own value never overwrites */
-        ASSERT_TRUE(device_record_written(r, TUNABLE_SCHEDULER, "none") == 1);
-        ASSERT_TRUE(device_record_written(r, T("nr_requests"), WRITTEN_UNKNOWN) == 1);
+        ASSERT_EQ_INT(device_record_found(r, T("nr_requests"), "256"), 1);
+        ASSERT_EQ_INT(device_record_found(r, TUNABLE_SCHEDULER, "mq-deadline"), 1);
+        ASSERT_EQ_INT(device_record_found(r, TUNABLE_SCHEDULER, "none"), 0);        /* our own value never overwrites */
+        ASSERT_EQ_INT(device_record_written(r, TUNABLE_SCHEDULER, "none"), 1);
+        ASSERT_EQ_INT(device_record_written(r, T("nr_requests"), WRITTEN_UNKNOWN), 1);
         ASSERT_TRUE(device_record_intent(r, T("nr_requests"), "64") == 1 && device_record_intent(r, T("nr_requests"), NULL) == 1);
-        ASSERT_TRUE(device_record_found(r, TUNABLES_MAX, "x") == -EINVAL);
+        ASSERT_EQ_INT(device_record_found(r, TUNABLES_MAX, "x"), -EINVAL);
 }
 
 TEST(record_model_and_text_round_trip) {
@@ -38,11 +38,11 @@ TEST(record_model_and_text_round_trip) {
         text = device_record_format(&r, "loop9");
         ASSERT_STREQ(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
                            "scheduler mq-deadline none -\nnr_requests 256 * -\n");
-        ASSERT_TRUE(device_record_parse(text, strlen(text), &back) == 0);
+        ASSERT_EQ_INT(device_record_parse(text, strlen(text), &back), 0);
         ASSERT_TRUE(device_identity_same(&r.id, &back.id) && back.id.diskseq == 12);
         ASSERT_STREQ(device_record_get(&back, T("nr_requests"))->written, WRITTEN_UNKNOWN);
         ASSERT_TRUE(device_record_drop(&back, TUNABLE_SCHEDULER) == 1 && device_record_drop(&back, TUNABLE_SCHEDULER) == 0);
-        ASSERT_TRUE(back.n_attrs == 1);
+        ASSERT_EQ_INT(back.n_attrs, 1);
         device_record_done(&back);
         device_record_done(&r);
         device_record_done(NULL);
@@ -56,16 +56,16 @@ TEST(record_parse_rejects_and_counts) {
                                    "rq_affinity 1 2\nread_ahead_kb 128 40";
 
         /* six bad lines and a torn last one (no newline: cut by a crash), counted */
-        ASSERT_TRUE(device_record_parse(torn, strlen(torn), &r) == 7);
-        ASSERT_TRUE(r.n_attrs == 1);
+        ASSERT_EQ_INT(device_record_parse(torn, strlen(torn), &r), 7);
+        ASSERT_EQ_INT(r.n_attrs, 1);
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->found, "none");
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->written, "mq-deadline");
         ASSERT_TRUE(!device_record_get(&r, TUNABLE_SCHEDULER)->intent);
         device_record_done(&r);
-        ASSERT_TRUE(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r) == -EBADMSG);
-        ASSERT_TRUE(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r) == -EBADMSG);
-        ASSERT_TRUE(device_record_parse("# blkpolicyd state v2\n\0device", 29, &r) == -EBADMSG);
-        ASSERT_TRUE(device_record_parse("", 0, &r) == -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\n\0device", 29, &r), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("", 0, &r), -EBADMSG);
 }
 
 TEST(state_dir_save_load_remove) {
@@ -76,21 +76,21 @@ TEST(state_dir_save_load_remove) {
         size_t n;
 
         ASSERT_TRUE(mkdtemp(dir) != NULL);
-        ASSERT_TRUE(state_dir_open(dir, true, &sd) == 0);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
         sample_record(&r);
-        ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0);
-        ASSERT_TRUE(state_load(&sd, 7, 9, &back) == 0);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), 0);
         ASSERT_TRUE(back.n_attrs == 2 && device_identity_same(&r.id, &back.id));
         device_record_done(&back);
         ASSERT_TRUE(state_list(&sd, &list, &n) == 0 && n == 1 && list[0][0] == 7 && list[0][1] == 9);
         free(list);
         /* a record filed under another number is not that device's */
-        ASSERT_TRUE(renameat(sd.fd, "7:9", sd.fd, "7:10") == 0);
-        ASSERT_TRUE(state_load(&sd, 7, 10, &back) == -EBADMSG);
-        ASSERT_TRUE(state_remove(&sd, 7, 10) == 0);
-        ASSERT_TRUE(state_load(&sd, 7, 9, &back) == -ENOENT);
+        ASSERT_EQ_INT(renameat(sd.fd, "7:9", sd.fd, "7:10"), 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 10, &back), -EBADMSG);
+        ASSERT_EQ_INT(state_remove(&sd, 7, 10), 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), -ENOENT);
         /* an empty record is no file */
-        ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
         while (r.n_attrs)
                 (void) device_record_drop(&r, r.attrs[0].tunable);
         ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0 && state_load(&sd, 7, 9, &back) == -ENOENT);
@@ -110,30 +110,30 @@ TEST(state_dir_refuses_hostile_layouts) {
         FILE *f;
 
         ASSERT_TRUE(mkdtemp(dir) != NULL);
-        ASSERT_TRUE(chmod(dir, 0777) == 0);
-        ASSERT_TRUE(state_dir_open(dir, true, &sd) == -EPERM);         /* world-writable: refused */
-        ASSERT_TRUE(chmod(dir, 0755) == 0);
+        ASSERT_EQ_INT(chmod(dir, 0777), 0);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), -EPERM);         /* world-writable: refused */
+        ASSERT_EQ_INT(chmod(dir, 0755), 0);
         snprintf(path, sizeof(path), "%s/devices", dir);
         ASSERT_TRUE(mkdir(path, 0770) == 0 || errno == EEXIST);
-        ASSERT_TRUE(chmod(path, 0770) == 0);
-        ASSERT_TRUE(state_dir_open(dir, true, &sd) == -EPERM);         /* group-writable devices/ */
-        ASSERT_TRUE(rmdir(path) == 0);
+        ASSERT_EQ_INT(chmod(path, 0770), 0);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), -EPERM);         /* group-writable devices/ */
+        ASSERT_EQ_INT(rmdir(path), 0);
         snprintf(target, sizeof(target), "%s/elsewhere", dir);
         ASSERT_TRUE(mkdir(target, 0700) == 0 && symlink(target, path) == 0);
-        ASSERT_TRUE(state_dir_open(dir, true, &sd) == -ELOOP);         /* a symlink for devices/ */
-        ASSERT_TRUE(unlink(path) == 0);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), -ELOOP);         /* a symlink for devices/ */
+        ASSERT_EQ_INT(unlink(path), 0);
 
-        ASSERT_TRUE(state_dir_open(dir, true, &sd) == 0);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
         snprintf(target, sizeof(target), "%s/victim", dir);
         f = fopen(target, "we");
         ASSERT_TRUE(f && fputs("precious\n", f) >= 0 && fclose(f) == 0);
-        ASSERT_TRUE(symlinkat(target, sd.fd, ".7:9.tmp") == 0);       /* planted temporary */
+        ASSERT_EQ_INT(symlinkat(target, sd.fd, ".7:9.tmp"), 0);       /* planted temporary */
         sample_record(&r);
-        ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
         ASSERT_TRUE(stat(target, &st) == 0 && st.st_size == 9);       /* not followed */
         ASSERT_TRUE(unlinkat(sd.fd, "7:9", 0) == 0 && symlinkat(target, sd.fd, "7:9") == 0);
         DeviceRecord back = {};
-        ASSERT_TRUE(state_load(&sd, 7, 9, &back) == -EBADMSG);          /* a symlink is no record */
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), -EBADMSG);          /* a symlink is no record */
         device_record_done(&r);
         state_dir_close(&sd);
         rm_rf(dir);

@@ -24,7 +24,7 @@ TEST(kernel_add_of_a_loop_disk) {
         size_t n = msg(buf, sizeof(buf), parts);
         Uevent u;
 
-        ASSERT_TRUE(uevent_parse(buf, n, &u) == 0);
+        ASSERT_EQ_INT(uevent_parse(buf, n, &u), 0);
         ASSERT_TRUE(u.action == UEVENT_ADD && u.has_devnum && u.major == 7 && u.minor == 8);
         ASSERT_TRUE(u.diskseq == 42 && u.seqnum == 3001);
         ASSERT_TRUE(uevent_is_disk(&u));
@@ -67,12 +67,12 @@ TEST(malformed_messages) {
         char buf[512];
         Uevent u;
 
-        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), libudev), &u) == -EPROTO);
-        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), noat), &u) == -EBADMSG);
-        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), nosub), &u) == -EBADMSG);
-        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), badnum), &u) == -EBADMSG);
-        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), novalue), &u) == -EBADMSG);
-        ASSERT_TRUE(uevent_parse(buf, 1, &u) == -EBADMSG);
+        ASSERT_EQ_INT(uevent_parse(buf, msg(buf, sizeof(buf), libudev), &u), -EPROTO);
+        ASSERT_EQ_INT(uevent_parse(buf, msg(buf, sizeof(buf), noat), &u), -EBADMSG);
+        ASSERT_EQ_INT(uevent_parse(buf, msg(buf, sizeof(buf), nosub), &u), -EBADMSG);
+        ASSERT_EQ_INT(uevent_parse(buf, msg(buf, sizeof(buf), badnum), &u), -EBADMSG);
+        ASSERT_EQ_INT(uevent_parse(buf, msg(buf, sizeof(buf), novalue), &u), -EBADMSG);
+        ASSERT_EQ_INT(uevent_parse(buf, 1, &u), -EBADMSG);
 }
 
 TEST(unterminated_buffer_is_safe) {
@@ -80,6 +80,6 @@ TEST(unterminated_buffer_is_safe) {
         Uevent u;
 
         /* the last byte becomes the terminator: "SUBSYSTEM=" (empty, parsed) */
-        ASSERT_TRUE(uevent_parse(buf, sizeof(buf), &u) == 0);
+        ASSERT_EQ_INT(uevent_parse(buf, sizeof(buf), &u), 0);
         ASSERT_TRUE(!uevent_is_disk(&u));
 }
