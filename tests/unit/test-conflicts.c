@@ -63,10 +63,8 @@ static void write_file(const char *dir, const char *rel, const char *text) {
         }
         f = fopen(path, "we");
         ASSERT_TRUE(f);
-        if (f) {
-                fputs(text, f);
-                fclose(f);
-        }
+        fputs(text, f);
+        fclose(f);
 }
 
 TEST(udev_rule_tokens) {
@@ -75,17 +73,15 @@ TEST(udev_rule_tokens) {
         ASSERT_EQ_INT(udev_rule_parse("ACTION==\"add|change\", KERNEL!=\"sd*\",ATTR{queue/scheduler}:=\"bfq\" "
                                       "ENV{X}+=\"a \\\"b\\\"\" RUN-=\"x\" GOTO=\"end\"", &r), 0);
         ASSERT_EQ_INT(r.n_tokens, 6);
-        if (r.n_tokens == 6) {
-                ASSERT_STREQ(r.tokens[0].key, "ACTION");
-                ASSERT_TRUE(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
-                ASSERT_STREQ(r.tokens[0].value, "add|change");
-                ASSERT_EQ_INT(r.tokens[1].op, RULE_OP_NOMATCH);
-                ASSERT_STREQ(r.tokens[2].attr, "queue/scheduler");
-                ASSERT_EQ_INT(r.tokens[2].op, RULE_OP_ASSIGN_FINAL);
-                ASSERT_STREQ(r.tokens[3].value, "a \"b\"");
-                ASSERT_TRUE(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
-                ASSERT_EQ_INT(r.tokens[5].op, RULE_OP_ASSIGN);
-        }
+        ASSERT_STREQ(r.tokens[0].key, "ACTION");
+        ASSERT_TRUE(r.tokens[0].op == RULE_OP_MATCH && !r.tokens[0].attr);
+        ASSERT_STREQ(r.tokens[0].value, "add|change");
+        ASSERT_EQ_INT(r.tokens[1].op, RULE_OP_NOMATCH);
+        ASSERT_STREQ(r.tokens[2].attr, "queue/scheduler");
+        ASSERT_EQ_INT(r.tokens[2].op, RULE_OP_ASSIGN_FINAL);
+        ASSERT_STREQ(r.tokens[3].value, "a \"b\"");
+        ASSERT_TRUE(r.tokens[3].op == RULE_OP_ADD && r.tokens[4].op == RULE_OP_REMOVE);
+        ASSERT_EQ_INT(r.tokens[5].op, RULE_OP_ASSIGN);
         udev_rule_done(&r);
 
         /* white space around the operator, as udev allows */
@@ -184,8 +180,6 @@ TEST(udev_matcher) {
                                                 "KERNEL!=\"sda\", SUBSYSTEM==\"block\", ATTR{queue/nomerges}=\"1\"\n",
                                                 &s), 0);
         ASSERT_EQ_INT(s.n_items, 5);
-        if (s.n_items < 5)
-                return conflict_set_done(&s);
         /* attributes are read, trailing newline and all */
         ASSERT_TRUE(conflict_matches(&s.items[0], &sda, &why) == CONFLICT_MATCH_YES && !why);
         ASSERT_EQ_INT(conflict_matches(&s.items[0], &sdb, &why), CONFLICT_MATCH_NO);
@@ -294,16 +288,14 @@ TEST(tuned_merge_rules) {
          * top's: devices= from base (none: every disk), options added to
          * top's; base's [other] sets enabled back to true */
         ASSERT_EQ_INT(s.n_items, 4);
-        if (s.n_items == 4) {
-                ASSERT_TRUE(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
-                ASSERT_TRUE(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
-                ASSERT_TRUE(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
-                ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
-                ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
-                ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_MAYBE);   /* removable unknown */
-                /* tuned.service not enabled: said so */
-                ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
-        }
+        ASSERT_TRUE(s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "x2"));
+        ASSERT_TRUE(s.items[1].tunable == TUNABLE_SCHEDULER && streq(s.items[1].value, "kyber"));
+        ASSERT_TRUE(s.items[2].tunable == T("read_ahead_kb") && streq(s.items[2].value, "4096"));
+        ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
+        ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
+        ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_MAYBE);   /* removable unknown */
+        /* tuned.service not enabled: said so */
+        ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
         ASSERT_TRUE(!s.warnings);
         conflict_set_done(&s);
 
@@ -330,13 +322,11 @@ TEST(gce_agent) {
         /* the fixture: installed, optimize_local_ssd = false */
         ASSERT_EQ_INT(conflicts_scan_gce(ROOT, &s), 0);
         ASSERT_EQ_INT(s.n_items, 1);
-        if (s.n_items == 1) {
-                ASSERT_STREQ(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
-                ASSERT_TRUE(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
-                ASSERT_EQ_INT(conflict_matches(&s.items[0], &mq, NULL), CONFLICT_MATCH_YES);
-                ASSERT_EQ_INT(conflict_matches(&s.items[0], &bio, NULL), CONFLICT_MATCH_NO);
-                ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
-        }
+        ASSERT_STREQ(s.items[0].path, "/usr/lib/systemd/system/google-guest-agent.service");
+        ASSERT_TRUE(s.items[0].source == CONFLICT_GCE && streq(s.items[0].value, "none") && s.items[0].line == 0);
+        ASSERT_EQ_INT(conflict_matches(&s.items[0], &mq, NULL), CONFLICT_MATCH_YES);
+        ASSERT_EQ_INT(conflict_matches(&s.items[0], &bio, NULL), CONFLICT_MATCH_NO);
+        ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
         conflict_set_done(&s);
 
         ASSERT_TRUE(mkdtemp(dir));
@@ -348,13 +338,11 @@ TEST(gce_agent) {
         write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
         ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
         ASSERT_EQ_INT(s.n_items, 5);
-        if (s.n_items == 5) {
-                /* not enabled: the fixture's is, this one is not */
-                ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
-                ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
-                ASSERT_EQ_INT(conflict_matches(&s.items[4], &lssd, NULL), CONFLICT_MATCH_YES);
-                ASSERT_EQ_INT(conflict_matches(&s.items[4], &mq, NULL), CONFLICT_MATCH_MAYBE);
-        }
+        /* not enabled: the fixture's is, this one is not */
+        ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
+        ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
+        ASSERT_EQ_INT(conflict_matches(&s.items[4], &lssd, NULL), CONFLICT_MATCH_YES);
+        ASSERT_EQ_INT(conflict_matches(&s.items[4], &mq, NULL), CONFLICT_MATCH_MAYBE);
         conflict_set_done(&s);
 
         /* masked in /etc: the agent does not run */
@@ -372,13 +360,11 @@ TEST(kernel_cmdline) {
 
         ASSERT_EQ_INT(conflicts_scan_cmdline(PROC, &s), 0);
         ASSERT_EQ_INT(s.n_items, 1);
-        if (s.n_items == 1) {
-                ASSERT_TRUE(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
-                ASSERT_STREQ(s.items[0].value, "deadline");
-                ASSERT_STREQ(s.items[0].path, "/proc/cmdline");
-                /* blk-mq ignores it: it applies to no disk */
-                ASSERT_TRUE(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && !why);
-        }
+        ASSERT_TRUE(s.items[0].source == CONFLICT_CMDLINE && !s.items[0].effective);
+        ASSERT_STREQ(s.items[0].value, "deadline");
+        ASSERT_STREQ(s.items[0].path, "/proc/cmdline");
+        /* blk-mq ignores it: it applies to no disk */
+        ASSERT_TRUE(conflict_matches(&s.items[0], &vda, &why) == CONFLICT_MATCH_NO && !why);
         conflict_set_done(&s);
         ASSERT_TRUE(conflicts_scan_cmdline(FIXTURES_DIR "/kvm-6.18/proc", &s) == 0 && s.n_items == 0);
         conflict_set_done(&s);

@@ -87,24 +87,22 @@ TEST(parse_every_key) {
         ASSERT_EQ_INT(s->n_policies, 1);
         p = find(s, "10-good.policy");
         ASSERT_TRUE(p != NULL);
-        if (p) {
-                ASSERT_EQ_INT(p->match.classes_required, CLASS_BIT(CLASS_SINGLE_QUEUE));
-                ASSERT_EQ_INT(p->match.classes_excluded, CLASS_BIT(CLASS_ROTATIONAL));
-                ASSERT_EQ_INT(strv_length(p->match.names), 2);
-                ASSERT_STREQ(p->match.models[0], "QEMU HARDDISK*");
-                ASSERT_TRUE(p->match.rotational == 1 && p->match.hidden == 0);
-                ASSERT_EQ_INT(p->match.zoned_mask, ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
-                ASSERT_TRUE(p->match.hwq_min == 1 && p->match.hwq_max == 4);
-                ASSERT_TRUE(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
-                            p->match.kernel[1].version[1] == 10);
-                ASSERT_TRUE(p->n_sched == 3 && p->sched[0].dispatch_direct && !p->sched[1].dispatch_direct);
-                ASSERT_STREQ(p->sched[2].name, "none");
-                ASSERT_STREQ(p->values[tunable_find("Queue", "nr_requests")], "64");
-                ASSERT_STREQ(p->values[tunable_find("Queue", "add_random")], "0");
-                ASSERT_STREQ(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
-                ASSERT_STREQ(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
-                ASSERT_STREQ(p->values[tunable_find("bfq", "low_latency")], "0");
-        }
+        ASSERT_EQ_INT(p->match.classes_required, CLASS_BIT(CLASS_SINGLE_QUEUE));
+        ASSERT_EQ_INT(p->match.classes_excluded, CLASS_BIT(CLASS_ROTATIONAL));
+        ASSERT_EQ_INT(strv_length(p->match.names), 2);
+        ASSERT_STREQ(p->match.models[0], "QEMU HARDDISK*");
+        ASSERT_TRUE(p->match.rotational == 1 && p->match.hidden == 0);
+        ASSERT_EQ_INT(p->match.zoned_mask, ((1u << ZONED_NONE) | (1u << ZONED_HOST_AWARE)));
+        ASSERT_TRUE(p->match.hwq_min == 1 && p->match.hwq_max == 4);
+        ASSERT_TRUE(p->match.n_kernel == 2 && p->match.kernel[1].op == KOP_LT &&
+                    p->match.kernel[1].version[1] == 10);
+        ASSERT_TRUE(p->n_sched == 3 && p->sched[0].dispatch_direct && !p->sched[1].dispatch_direct);
+        ASSERT_STREQ(p->sched[2].name, "none");
+        ASSERT_STREQ(p->values[tunable_find("Queue", "nr_requests")], "64");
+        ASSERT_STREQ(p->values[tunable_find("Queue", "add_random")], "0");
+        ASSERT_STREQ(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
+        ASSERT_STREQ(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
+        ASSERT_STREQ(p->values[tunable_find("bfq", "low_latency")], "0");
         policy_set_free(s);
         teardown();
 }
@@ -123,12 +121,10 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         ASSERT_TRUE(snprintf(expect_path, sizeof(expect_path), "%s/20-bad.policy", d) < PATH_MAX);
         ASSERT_TRUE(s->n_policies == 1 && find(s, "10-good.policy"));
         ASSERT_TRUE(s->n_errors >= 1);
-        if (s->n_errors >= 1) {
-                ASSERT_STREQ(s->errors[0].path, expect_path);
-                if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
-                        TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
-                                  s->errors[0].message, line, needle);
-        }
+        ASSERT_STREQ(s->errors[0].path, expect_path);
+        if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
+                TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
+                          s->errors[0].message, line, needle);
         policy_set_free(s);
         teardown();
 }
@@ -335,6 +331,7 @@ TEST(dynamic_sections) {
         char d[PATH_MAX];
         PolicySet *s;
         const Policy *p;
+        const DynamicPolicy *y;
 
         setup();
         make_dir("a", d);
@@ -346,17 +343,16 @@ TEST(dynamic_sections) {
         s = load(d, NULL);
         ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
         p = find(s, "30-dyn.policy");
-        if (p) {
-                const DynamicPolicy *y = &p->dynamic;
-                ASSERT_TRUE(y->enabled && y->n_enter == 2 && y->n_leave == 1);
-                ASSERT_TRUE(y->enter[1].signal == SIGNAL_UTIL && y->enter[1].op == CMP_GE && y->enter[1].threshold == 90);
-                ASSERT_TRUE(y->enter_ticks == 2 && y->leave_ticks == 4 && y->window == 3);
-                ASSERT_TRUE(y->min_dwell_ticks == 5 && y->max_flips == 10 && y->flip_window_ticks == 300);
-                ASSERT_TRUE(y->n_busy_sched == 1 && streq(y->busy_sched[0].name, "mq-deadline"));
-                ASSERT_STREQ(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
-                ASSERT_STREQ(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
-                ASSERT_TRUE(p->values[tunable_find("Queue", "nr_requests")] == NULL);
-        }
+        ASSERT_TRUE(p != NULL);
+        y = &p->dynamic;
+        ASSERT_TRUE(y->enabled && y->n_enter == 2 && y->n_leave == 1);
+        ASSERT_TRUE(y->enter[1].signal == SIGNAL_UTIL && y->enter[1].op == CMP_GE && y->enter[1].threshold == 90);
+        ASSERT_TRUE(y->enter_ticks == 2 && y->leave_ticks == 4 && y->window == 3);
+        ASSERT_TRUE(y->min_dwell_ticks == 5 && y->max_flips == 10 && y->flip_window_ticks == 300);
+        ASSERT_TRUE(y->n_busy_sched == 1 && streq(y->busy_sched[0].name, "mq-deadline"));
+        ASSERT_STREQ(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
+        ASSERT_STREQ(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
+        ASSERT_TRUE(p->values[tunable_find("Queue", "nr_requests")] == NULL);
         policy_set_free(s);
         teardown();
 }
@@ -379,6 +375,7 @@ TEST(dynamic_mix_signals) {
         char d[PATH_MAX];
         PolicySet *s;
         const Policy *p;
+        const DynamicPolicy *y;
 
         setup();
         make_dir("a", d);
@@ -389,13 +386,11 @@ TEST(dynamic_mix_signals) {
         ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
         p = find(s, "30-mix.policy");
         ASSERT_TRUE(p != NULL);
-        if (p) {
-                const DynamicPolicy *y = &p->dynamic;
-                ASSERT_TRUE(y->n_enter == 2 && y->n_leave == 2);
-                ASSERT_TRUE(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
-                ASSERT_TRUE(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
-                ASSERT_TRUE(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
-        }
+        y = &p->dynamic;
+        ASSERT_TRUE(y->n_enter == 2 && y->n_leave == 2);
+        ASSERT_TRUE(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
+        ASSERT_TRUE(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
+        ASSERT_TRUE(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
         policy_set_free(s);
         teardown();
 }
@@ -433,15 +428,13 @@ TEST(inline_comments) {
         s = load(d, NULL);
         p = find(s, "10-inline.policy");
         ASSERT_TRUE(p != NULL);
-        if (p) {
-                ASSERT_EQ_INT(p->n_sched, 2);
-                ASSERT_STREQ(p->sched[0].name, "kyber");
-                ASSERT_STREQ(p->sched[1].name, "none");
-                ASSERT_STREQ(p->values[tunable_find("Queue", "read_ahead_kb")], "512");
-                ASSERT_STREQ(p->match.names[0], "loop*");
-                ASSERT_TRUE(p->match.names[1] == NULL);
-                ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
-        }
+        ASSERT_EQ_INT(p->n_sched, 2);
+        ASSERT_STREQ(p->sched[0].name, "kyber");
+        ASSERT_STREQ(p->sched[1].name, "none");
+        ASSERT_STREQ(p->values[tunable_find("Queue", "read_ahead_kb")], "512");
+        ASSERT_STREQ(p->match.names[0], "loop*");
+        ASSERT_TRUE(p->match.names[1] == NULL);
+        ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
         ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
                     !strstr(s->errors[0].message, "number\n"));
         policy_set_free(s);
