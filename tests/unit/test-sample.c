@@ -63,6 +63,28 @@ TEST(signals_from_two_samples) {
         ASSERT_TRUE(s.dispatch_busy == 4);
 }
 
+/* What the tick keeps between samples: the first has nothing to compare
+ * with, the second gives rates, and each becomes the last. */
+TEST(sample_state_keeps_the_last_counters) {
+        DiskStat a = { .c.rd_ios = 1000, .c.io_ticks = 100 };
+        DiskStat b = a, c;
+        SampleState st = {};
+
+        sample_update(&st, &a, 0, -1);
+        ASSERT_TRUE(!st.signals.valid && st.have_last);
+        ASSERT_EQ_INT(st.last.rd_ios, 1000);
+        b.c.rd_ios += 500;
+        sample_update(&st, &b, 1000, -1);
+        ASSERT_TRUE(st.signals.valid && st.signals.riops == 500);
+        ASSERT_EQ_INT(st.last.rd_ios, 1500);
+        /* a counter going back (the disk was replaced): no rates, and the
+         * new counters are the base of the next tick */
+        c = a;
+        sample_update(&st, &c, 1000, -1);
+        ASSERT_TRUE(!st.signals.valid);
+        ASSERT_EQ_INT(st.last.rd_ios, 1000);
+}
+
 TEST(stale_dispatch_busy_reads_as_idle) {
         DiskStat a = { .c.rd_ios = 10 }, b = a;
         Signals s;
