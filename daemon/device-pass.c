@@ -180,7 +180,7 @@ static const char *device_why_not(const Manager *m, const Device *d) {
                 return "dry run";
         if (!manager_writes(m))
                 return "mode=observe";
-        if (d->paused || m->paused_all)
+        if (device_is_paused(m, d))
                 return "paused";
         if (device_overridden(d))
                 return "overridden";
@@ -219,7 +219,7 @@ static bool device_writes(const Manager *m, const Device *d) {
  * still owns there goes back. A paused one stays as it is until resume. */
 static bool device_gives_back(const Manager *m, const Device *d, const Plan *plan) {
         return (!plan->managed || plan->n_items == 0) && manager_restores(m) && device_overridden(d) &&
-               !d->paused && !m->paused_all &&
+               !device_is_paused(m, d) &&
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 /* decide, then apply: on the loop for a look (dry run, held), in the

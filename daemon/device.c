@@ -200,7 +200,7 @@ ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
                                 .signals = d->sample.signals.valid ? &d->sample.signals : NULL };
 }
 bool device_is_held(const Manager *m, const Device *d) {
-        return m->paused_all || d->paused || device_overridden(d);
+        return device_is_paused(m, d) || device_overridden(d);
 }
 /* Paused or overridden: resume ends both. */
 void device_clear_hold(Device *d) {
