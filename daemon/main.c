@@ -169,6 +169,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         if (r < 0)
                                 return log_error_errno(r, "Unknown log level: %s", optarg);
                         log_set_max_level(r);
+                        o->log_level = r;
                         break;
                 case ARG_RECORD:
                         o->record_path = optarg;
@@ -320,7 +321,7 @@ static int run_daemon(Manager *m) {
 }
 
 static int run(int argc, char *argv[]) {
-        Options o = { .config_path = CONFIG_PATH, .roots = ROOTS_DEFAULT };
+        Options o = { .config_path = CONFIG_PATH, .roots = ROOTS_DEFAULT, .log_level = -1 };
         Manager *m = NULL;
         int r;
 

@@ -199,6 +199,15 @@ int manager_pause(Manager *m, Device *d, bool pause) {
         return n < 0 ? n : 0;
 }
 
+/* --log-level wins over the config's log_level=, at start and at every
+ * reload; without either, the default. */
+static void manager_set_log_level(const Manager *m) {
+        if (m->options->log_level >= 0)
+                log_set_max_level(m->options->log_level);
+        else
+                log_set_max_level(m->config.log_level >= 0 ? m->config.log_level : LOG_INFO);
+}
+
 /* The same lines at start and at reload: every error as file:line, for a
  * rejected file the file that stays in force instead, and the count of
  * files (not errors) rejected. */
@@ -265,8 +274,7 @@ int manager_reload(Manager *m, cJSON **errors) {
         swap = m->config;
         m->config = c;
         c = swap;
-        if (m->config.log_level >= 0)
-                log_set_max_level(m->config.log_level);
+        manager_set_log_level(m);
         /* every plan points into the old set: decide them all before freeing it;
          * apply writes only what the new decisions change */
         r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
@@ -383,8 +391,7 @@ int manager_new(const Options *o, Manager **ret) {
         r = config_load(&m->config, o->config_path, o->config_required);
         if (r < 0)
                 return r;
-        if (m->config.log_level >= 0 && log_get_max_level() == LOG_INFO)
-                log_set_max_level(m->config.log_level);
+        manager_set_log_level(m);
         r = load_policies(m);
         if (r < 0)
                 return r;

@@ -48,6 +48,7 @@ typedef struct Options {
         bool dry_run;
         const char *record_path;        /* --record: append every tick's raw samples */
         const char *replay_path;        /* --replay=FILE */
+        int log_level;          /* --log-level; -1: not given, the config's log_level= applies */
 } Options;
 
 typedef struct Manager Manager;

@@ -25,7 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         snprintf(proc, sizeof(proc), "%s/proc", fixtures);
         snprintf(debug, sizeof(debug), "%s/debug", fixtures);
         options = (Options) { .config_path = "/dev/null", .policy_dirs = dirs, .roots = { sys, debug, proc },
-                              .state_dir = "/nonexistent", .dry_run = true, .mode = RUN_ONCE };
+                              .state_dir = "/nonexistent", .dry_run = true, .mode = RUN_ONCE, .log_level = LOG_EMERG };
         if (manager_new(&options, &manager) < 0 || manager_scan(manager) < 0)
                 abort();
         return 0;

@@ -70,8 +70,19 @@ def pause_all_in_metrics():
             daemon.wait(10)
 
 
+def log_level_given_wins():
+    """--log-level=info, the default level, named on purpose: the config's log_level=err does not win."""
+    conf = write(os.path.join(work, "quiet.conf"), "[Daemon]\nlog_level = err\n")
+    p = subprocess.run([blkpolicyd, "--once", "--dry-run", "--log-level=info", "--config", conf,
+                        "--policy-dir", f"{top}/policies", *roots, "--state-dir", os.path.join(work, "state")],
+                       capture_output=True, text=True, timeout=30)
+    check("--log-level=info over log_level=err: the decisions are logged",
+          p.returncode == 0 and "vda: [" in p.stderr, p.stderr)
+
+
 try:
     pause_all_in_metrics()
+    log_level_given_wins()
 finally:
     shutil.rmtree(work, ignore_errors=True)
 print(f"{failed} failed")
