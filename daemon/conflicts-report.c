@@ -31,25 +31,21 @@ static int device_read_attr(void *userdata, const char *attr, char *buf, size_t 
         return r < 0 ? r : sysfs_read(path, buf, size);
 }
 
-/* ENV{} of a rule: udev's database, <root>/run/udev/data/b<major>:<minor>,
- * "E:KEY=value" lines. */
+/* ENV{} of a rule: udev's database, as a policy's property= reads it. */
 static int device_read_env(void *userdata, const char *key, char *buf, size_t size) {
         const DeviceRead *dr = userdata;
-        const char *root = dr->roots->root && !streq(dr->roots->root, "/") ? dr->roots->root : "";
-        _cleanup_fclose_ FILE *f = NULL;
-        char path[PATH_MAX], line[512];
-        size_t klen = strlen(key);
+        _cleanup_strv_free_ char **props = NULL;
+        char *const keys[] = { (char *) key, NULL };
+        int r;
 
-        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", root, major(device_devnum(dr->device)),
-                 minor(device_devnum(dr->device)));
-        if (fopen_regular(path, &f) < 0)
+        r = udev_db_properties(dr->roots, major(device_devnum(dr->device)), minor(device_devnum(dr->device)), keys, &props);
+        if (r == -ENOENT)
                 return -EIO;    /* no database: the condition stays unknown */
-        while (fgets(line, sizeof(line), f))
-                if (startswith(line, "E:") && strncmp(line + 2, key, klen) == 0 && line[2 + klen] == '=') {
-                        line[strcspn(line, "\n")] = 0;
-                        return strscpy(buf, size, line + 3 + klen);
-                }
-        return -ENOENT;
+        if (r < 0)
+                return r;
+        if (!props)
+                return -ENOENT; /* the disk has no such property: udev matches "" */
+        return strscpy(buf, size, props[0] + strlen(key) + 1);
 }
 
 static ConflictDevice conflict_device(const Device *d, DeviceRead *dr) {

@@ -1377,8 +1377,7 @@ int conflicts_scan_cmdline(const char *proc, ConflictSet *s) {
 }
 
 int conflicts_scan(const Roots *roots, ConflictSet *ret) {
-        /* a fixture sysfs and no --root: this machine's /etc is about other disks */
-        const char *root = roots->root ?: (roots->sysfs && roots_are_live(roots) ? "/" : NULL);
+        const char *root = roots_root(roots);
         ConflictSet s = {};
         int r = 0;
 

@@ -113,6 +113,22 @@ void device_set_error(Device *d, int error, const char *what) {
         else
                 device_set_errorf(d, "%s: %s", what, strerror(error < 0 ? -error : error));
 }
+
+/* The udev properties some policy names, from udev's database: the
+ * daemon and --once alike (--once has no udev monitor, but udevd keeps
+ * the database all the same). No database: none, property= matches
+ * nothing. Only the named ones are kept: under udevd an NVMe disk has a
+ * dozen ID_* ones, some 0.5 KiB a device. */
+static int device_read_properties(Manager *m, unsigned major, unsigned minor, char ***ret) {
+        int r;
+
+        *ret = NULL;
+        if (!m->policies->property_keys)
+                return 0;
+        r = udev_db_properties(&m->roots, major, minor, m->policies->property_keys, ret);
+        return r == -ENOENT ? 0 : r;
+}
+
 static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;
@@ -120,7 +136,7 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         r = classify_device(&m->roots, name, f);
         if (r < 0)
                 return r;
-        r = discover_properties(m->discover, name, m->policies->property_keys, &props);
+        r = device_read_properties(m, f->major, f->minor, &props);
         if (r < 0)
                 return r;
         f->properties = props;
@@ -175,7 +191,7 @@ void device_forget(Manager *m, Device *d, bool drop_state) {
 int device_refresh_properties(Manager *m) {
         DEVICE_FOREACH(d, m) {
                 char **props = NULL;
-                int r = discover_properties(m->discover, d->name, m->policies->property_keys, &props);
+                int r = device_read_properties(m, major(d->node.devnum), minor(d->node.devnum), &props);
 
                 if (r < 0)
                         return r;

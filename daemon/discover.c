@@ -113,37 +113,6 @@ int discover_enumerate(Discover *d, char ***ret) {
         return 0;
 }
 
-int discover_properties(Discover *d, const char *name, char *const *keys, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
-        struct udev_device *dev;
-        struct udev_list_entry *entry;
-
-        *ret = NULL;
-        /* udev's database exists where udevd runs: the daemon's monitor says
-         * so, and --once (no monitor) asks udevd's control socket */
-        if (!d->udev || !keys || (!d->udev_monitor && access("/run/udev/control", F_OK) < 0))
-                return 0;
-        dev = udev_device_new_from_subsystem_sysname(d->udev, "block", name);
-        if (!dev)
-                return 0;
-        udev_list_entry_foreach(entry, udev_device_get_properties_list_entry(dev)) {
-                char kv[512];
-
-                if (!strv_contains(keys, udev_list_entry_get_name(entry)))
-                        continue;
-                snprintf(kv, sizeof(kv), "%s=%s", udev_list_entry_get_name(entry),
-                         udev_list_entry_get_value(entry) ?: "");
-                if (strv_push(&l, kv) < 0) {
-                        udev_device_unref(dev);
-                        return -ENOMEM;
-                }
-        }
-        udev_device_unref(dev);
-        *ret = l;
-        l = NULL;
-        return 0;
-}
-
 /* After an overflow the kernel reports ENOBUFS once and then drops quietly
  * until the queue has been empty again (NETLINK_S_CONGESTED): empty it before
  * rescanning, so that a loss during the rescan is reported too. What is

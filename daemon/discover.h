@@ -26,11 +26,6 @@ Discover *discover_free(Discover *d);
 
 /* Sorted kernel names of whole disks that pass the --device globs. */
 int discover_enumerate(Discover *d, char ***ret);
-/* The udev properties of a disk ("KEY=VALUE") whose KEY is in keys; NULL
- * when udev has none of them. A device keeps only what the policies can
- * match: under udevd an NVMe disk has a dozen ID_* ones (serial, WWN,
- * model, path, partition table), some 0.5 KiB as a device kept them. */
-int discover_properties(Discover *d, const char *name, char *const *keys, char ***ret);
 
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
 /* "udev", "kernel" or "none". */

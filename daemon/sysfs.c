@@ -12,6 +12,10 @@ bool roots_are_live(const Roots *r) {
         return streq(r->sysfs, "/sys");
 }
 
+const char *roots_root(const Roots *r) {
+        return r->root ?: (r->sysfs && roots_are_live(r) ? "/" : NULL);
+}
+
 int sysfs_read(const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = -1;
         int fault = fault_check("read", path);
@@ -165,6 +169,40 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
                 if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
                         return -ENOMEM;
         strv_sort(l);
+        *ret = l;
+        l = NULL;
+        return 0;
+}
+
+int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        const char *root = roots_root(r);
+        char path[PATH_MAX];
+        size_t size = 0;
+        ssize_t n;
+
+        *ret = NULL;
+        if (!root)
+                return -ENOENT;
+        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", streq(root, "/") ? "" : root, major, minor);
+        if (fopen_regular(path, &f) < 0)
+                return -ENOENT;
+        while ((n = getline(&line, &size, f)) >= 0) {
+                char *eq;
+
+                if (n > 0 && line[n - 1] == '\n')
+                        line[n - 1] = 0;
+                if (!startswith(line, "E:") || !(eq = strchr(line + 2, '=')))
+                        continue;
+                *eq = 0;
+                if (!strv_contains(keys, line + 2))
+                        continue;
+                *eq = '=';
+                if (strv_push(&l, line + 2) < 0)
+                        return -ENOMEM;
+        }
         *ret = l;
         l = NULL;
         return 0;

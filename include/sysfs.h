@@ -20,6 +20,10 @@ typedef struct Roots {
 #define ROOTS_DEFAULT ((Roots) { "/sys", "/sys/kernel/debug", "/proc", NULL })
 
 bool roots_are_live(const Roots *r);
+/* Where /etc, /usr/lib and /run are: --root, else / on a live system;
+ * NULL under a fixture sysfs without --root (this machine's are about
+ * other disks). */
+const char *roots_root(const Roots *r);
 
 /* Reads a small attribute file whole, trailing newline stripped.
  * -ENOENT/-ENODEV/... from open/read; -EFBIG if it does not fit. */
@@ -45,6 +49,12 @@ int block_path(char *buf, size_t size, const Roots *r, const char *dev, const ch
 int hctx_path(char *buf, size_t size, const Roots *r, const char *dev, unsigned hctx, const char *attr);
 int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size);
 int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value);
+
+/* udev's database entry of a disk, <root>/run/udev/data/b<major>:<minor>
+ * ("E:KEY=value" lines), which udevd writes: the properties named in keys,
+ * as "KEY=value", in the file's order; *ret NULL when none of keys is in
+ * it. -ENOENT when there is no entry (no udevd, or no root), -ENOMEM. */
+int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret);
 
 /* Names of whole disks below <sysfs>/block, sorted. */
 int sysfs_list_disks(const Roots *r, char ***ret);

@@ -80,9 +80,26 @@ def log_level_given_wins():
           p.returncode == 0 and "vda: [" in p.stderr, p.stderr)
 
 
+def once_reads_udev_properties():
+    """--once has no udev monitor, yet property= matches from udev's database (<root>/run/udev/data)."""
+    root = os.path.join(work, "root")
+    write(os.path.join(root, "run/udev/data/b254:0"), "I:1234\nE:ID_PATH=pci-0000:00:02.0\nE:ID_BLKPOLICY_TEST=fast\n")
+    policies = os.path.join(work, "property-policies")
+    write(os.path.join(policies, "90-property.policy"), "[Match]\nproperty = ID_BLKPOLICY_TEST=fast\n\n"
+                                                          "[Queue]\nread_ahead_kb = 512\n")
+    p = subprocess.run([blkpolicyd, "--once", "--dry-run", "--config", "/dev/null", "--policy-dir", policies, *roots,
+                        "--root", root, "--state-dir", os.path.join(work, "state")],
+                       capture_output=True, text=True, timeout=30)
+    devs = {d["name"]: d for d in json.loads(p.stdout)["devices"]} if p.returncode == 0 else {}
+    check("--once: property= matches the udev database's entry",
+          devs.get("vda", {}).get("policy") == "90-property.policy"
+          and devs.get("loop0", {}).get("policy") is None, p.stdout + p.stderr)
+
+
 try:
     pause_all_in_metrics()
     log_level_given_wins()
+    once_reads_udev_properties()
 finally:
     shutil.rmtree(work, ignore_errors=True)
 print(f"{failed} failed")
