@@ -62,9 +62,16 @@ ApplyJob *applier_job_new(const char *dev) {
         return j;
 }
 
+void applier_job_set_plan(ApplyJob *j, const Plan *plan) {
+        j->plan = plan_buffer_copy(&j->plan_copy, plan);
+        policy_set_ref(j->plan->set);
+}
+
 ApplyJob *applier_job_free(ApplyJob *j) {
         if (!j)
                 return NULL;
+        if (j->plan)
+                policy_set_unref(j->plan->set);
         device_record_done(&j->record);
         (void) munmap(j, job_size(j->dev));
         return NULL;

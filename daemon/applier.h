@@ -35,7 +35,8 @@ typedef struct ApplyJob {
         bool has_media_live;
         LiveValue media_live[TUNABLES_MAX];     /* new_media: the values when the change was seen */
         bool restore;                   /* nothing wanted: put back (stop, restore) */
-        Plan *plan;                     /* NULL for a restore, else into plan_copy */
+        Plan *plan;                     /* NULL for a restore, else into plan_copy, whose
+                                         * policy set the job holds (applier_job_set_plan) */
         PlanBuffer plan_copy;
         DeviceRecord record;            /* in: the device's; out: as last saved */
         ApplyStats stats;
@@ -60,6 +61,8 @@ int applier_attach_event(Applier *a, sd_event *e);
 /* job->dev, devnum, queue_id, plan, record filled by the caller, who gives
  * it up. */
 ApplyJob *applier_job_new(const char *dev);
+/* j's own copy of plan, and a reference on the policy set it points into. */
+void applier_job_set_plan(ApplyJob *j, const Plan *plan);
 ApplyJob *applier_job_free(ApplyJob *j);
 void applier_submit(Applier *a, ApplyJob *j);
 /* Drops the jobs not started yet for devnum (the device is gone); a

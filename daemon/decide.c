@@ -193,6 +193,7 @@ void decide(const DecideInput *in, Plan *plan) {
                 plan->reason = "no policy matches: left as the kernel set it";
                 return;
         }
+        plan->set = in->policies;
         if (in->busy && plan->dynamic) {
                 const DynamicPolicy *dyn = plan->dynamic;
 

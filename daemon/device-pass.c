@@ -165,7 +165,7 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         d->new_media = false;
         j->restore = restore;
         if (plan)
-                j->plan = plan_buffer_copy(&j->plan_copy, plan);
+                applier_job_set_plan(j, plan);
         if (device_record_copy(&d->record, &j->record) < 0) {
                 applier_job_free(j);
                 return -ENOMEM;

@@ -4,8 +4,8 @@
 /* Shared read-only copies, counted. A thousand NVMe namespaces or loop
  * devices have the same facts apart from their name and number, and get
  * the same plan: each distinct value is kept once, and a device holds a
- * pointer to it. A value goes when its last holder lets go, so nothing
- * outlives what it points into (a reload's old policy set). */
+ * pointer to it. A value goes when its last holder lets go; what it
+ * points into it holds itself (a plan its policy set, shared.c). */
 
 #include <stdbool.h>
 #include <stddef.h>

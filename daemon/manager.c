@@ -267,7 +267,7 @@ int manager_reload(Manager *m, cJSON **errors) {
         if (!m->options->state_dir && !streq(c.state_dir, m->config.state_dir))
                 log_warning("state_dir=%s takes effect at the next start; the records stay in %s until then",
                             c.state_dir, m->state.path ?: m->config.state_dir);
-        /* plans in flight point into the running set: let them land first */
+        /* what runs lands first: the new decisions start from what it wrote */
         applier_drain(m->applier);
         old = m->policies;
         m->policies = set;
@@ -275,8 +275,8 @@ int manager_reload(Manager *m, cJSON **errors) {
         m->config = c;
         c = swap;
         manager_set_log_level(m);
-        /* every plan points into the old set: decide them all before freeing it;
-         * apply writes only what the new decisions change */
+        /* every plan decided again from the new set; apply writes only what
+         * the new decisions change */
         r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
         k = device_process_all(m);
         r = r < 0 ? r : k;
@@ -285,7 +285,9 @@ int manager_reload(Manager *m, cJSON **errors) {
         applier_drain(m->applier);
         if (!swap.observe && m->config.observe)
                 log_notice("mode=observe: putting back what blkpolicyd changed; changes are reported, not made");
-        policy_set_free(old);
+        /* the manager lets go of the old set: a plan not decided again (the
+         * deciding failed) still holds it, and it goes with that plan */
+        policy_set_unref(old);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
         conflicts_report_log(m);
@@ -427,7 +429,7 @@ Manager *manager_free(Manager *m) {
         free(m->flips);
         free(m->media);
         discover_free(m->discover);
-        policy_set_free(m->policies);
+        policy_set_unref(m->policies);
         config_done(&m->config);
         state_dir_close(&m->state);
         conflict_set_done(&m->conflicts);

@@ -1,13 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A PolicySet: the policy files of the drop-in directories, masked and
  * sorted, each parsed by policy.c, with the errors of the rejected ones. */
+#include <assert.h>
 #include <sys/stat.h>
 
 #include "policy.h"
 #include "util.h"
 
-PolicySet *policy_set_free(PolicySet *s) {
+const PolicySet *policy_set_ref(const PolicySet *s) {
+        if (s)
+                ((PolicySet *) s)->n_ref++;
+        return s;
+}
+
+PolicySet *policy_set_unref(const PolicySet *cs) {
+        PolicySet *s = (PolicySet *) cs;
+
         if (!s)
+                return NULL;
+        assert(s->n_ref > 0);
+        if (--s->n_ref > 0)
                 return NULL;
         for (size_t i = 0; i < s->n_policies; i++)
                 policy_free(s->policies[i]);
@@ -153,6 +165,7 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
         set = calloc(1, sizeof(PolicySet));
         if (!set)
                 return -ENOMEM;
+        set->n_ref = 1;
         for (char *const *d = dirs; d && *d && r >= 0; d++)
                 r = collect_dir(*d, &c, &n, set);
         if (r >= 0 && n > 0)
@@ -163,7 +176,7 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
         if (r >= 0)
                 r = collect_property_keys(set);
         if (r < 0) {
-                policy_set_free(set);
+                policy_set_unref(set);
                 return r;
         }
         *ret = set;

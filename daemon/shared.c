@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What devices share through the intern table: facts and plans. Equal
  * means equal to a reader: the same texts, the same pointers into the
- * policy set. */
+ * same policy set, which a plan's copy holds a reference on. */
 #include <stdlib.h>
 
 #include "facts.h"
@@ -74,6 +74,7 @@ static uint64_t plan_hash(const void *value) {
         unsigned head[] = { p->n_matched, p->n_items, p->fallback_mask, p->managed, p->busy };
         uint64_t h = hash_numbers(head, ELEMENTSOF(head));
 
+        h = hash_ptr(h, p->set);
         h = hash_ptr(h, p->reason);
         h = hash_ptr(h, p->policy);
         h = hash_ptr(h, p->dynamic);
@@ -96,7 +97,7 @@ static bool plan_item_equal(const PlanItem *a, const PlanItem *b) {
 static bool plan_equal(const void *va, const void *vb) {
         const Plan *a = va, *b = vb;
 
-        if (a->reason != b->reason || a->policy != b->policy || a->choices != b->choices ||
+        if (a->set != b->set || a->reason != b->reason || a->policy != b->policy || a->choices != b->choices ||
             a->dynamic != b->dynamic || a->dynamic_source != b->dynamic_source ||
             a->n_matched != b->n_matched || a->n_items != b->n_items ||
             a->fallback_mask != b->fallback_mask || a->managed != b->managed || a->busy != b->busy)
@@ -125,12 +126,20 @@ static void *plan_dup(const void *value) {
                 memcpy(p->items, src->items, sizeof(PlanItem) * src->n_items);
         if (src->n_matched)
                 memcpy(p->matched, src->matched, sizeof(const char *) * src->n_matched);
+        policy_set_ref(p->set);
         return p;
+}
+
+static void plan_free(void *value) {
+        Plan *p = value;
+
+        policy_set_unref(p->set);
+        free(p);
 }
 
 const InternType plan_intern_type = {
         .hash = plan_hash,
         .equal = plan_equal,
         .dup = plan_dup,
-        .free = free,
+        .free = plan_free,
 };

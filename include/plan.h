@@ -43,12 +43,14 @@ typedef struct Plan {
         PlanItem *items;                /* decide() needs room for TUNABLES_MAX; the copy
                                          * keeps items and matched in one block */
         /* the scheduler candidates after the target, tried on EINVAL: the
-         * bits of fallback_mask into `choices`, which points into the policy
-         * set as matched[] does (a reload decides every device again before
-         * the old set goes) */
+         * bits of fallback_mask into `choices`, which points into `set` as
+         * policy, matched[], sources and dynamic do */
         const SchedChoice *choices;
         const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
         const char *dynamic_source;
+        /* the set decided from, NULL when no policy matched: a kept copy
+         * (shared.c, an applier job) holds a reference on it */
+        const PolicySet *set;
         unsigned n_matched;
         unsigned n_items;
         uint32_t fallback_mask;

@@ -94,6 +94,7 @@ typedef struct PolicyError {
 } PolicyError;
 
 typedef struct PolicySet {
+        unsigned n_ref;         /* policy_set_ref()/unref(); 1 from policy_set_load() */
         Policy **policies;      /* sorted by file name */
         size_t n_policies;
         PolicyError *errors;
@@ -105,7 +106,13 @@ typedef struct PolicySet {
 } PolicySet;
 
 Policy *policy_free(Policy *p);
-PolicySet *policy_set_free(PolicySet *s);
+/* A set is counted: the manager holds the set in force, and every kept
+ * plan decided from it holds it too (its names, choices and [Dynamic]
+ * point into the set), so a reload's old set goes with the last plan of
+ * it, whether or not deciding again succeeded. The count is bookkeeping,
+ * not content: holders of a const set count too. The last unref frees. */
+const PolicySet *policy_set_ref(const PolicySet *s);
+PolicySet *policy_set_unref(const PolicySet *s);
 /* policy-error.c: appends "path:line: message" to the set's errors; -ENOMEM only. */
 int policy_error_add(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

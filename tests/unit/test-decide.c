@@ -41,6 +41,7 @@ static void set_value(Policy *p, const char *section, const char *key, const cha
 static PolicySet *set_of(Policy *a, Policy *b) {
         PolicySet *s = calloc(1, sizeof(PolicySet));
 
+        s->n_ref = 1;
         s->policies = calloc(2, sizeof(Policy *));
         s->policies[s->n_policies++] = a;
         if (b)
@@ -71,7 +72,30 @@ TEST(fallback_without_dispatch_direct) {
                 ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
                 ASSERT_TRUE(item(&plan, "mq-deadline", "dispatch_direct") == NULL);
         }
-        policy_set_free(s);
+        policy_set_unref(s);
+}
+
+/* A kept plan holds the set it was decided from: a reload whose deciding
+ * failed lets go of the old set, and the plans not decided again still
+ * read their policy's names and choices (ASan: no use after free). */
+TEST(kept_plan_holds_its_policy_set) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        PolicySet *s = set_of(policy("20-fast.policy", "mq-deadline none"), NULL);
+        InternTable plans = { .type = &plan_intern_type };
+        PlanBuffer pb;
+        Plan plan = *plan_buffer_init(&pb);
+        const Plan *kept;
+
+        run(&f, &k, s, &plan);
+        kept = intern_ref(&plans, &plan);
+        ASSERT_TRUE(kept && kept->set == s && s->n_ref == 2);
+        policy_set_unref(s);            /* the manager's reference: a reload */
+        ASSERT_STREQ(kept->policy, "20-fast.policy");
+        ASSERT_STREQ(kept->items[0].source, "20-fast.policy");
+        ASSERT_TRUE(kept->fallback_mask == 1u << 1 && streq(kept->choices[1].name, "none"));
+        intern_unref(&plans, kept);     /* the last holder: the set goes (LSan: nothing leaks) */
+        intern_table_done(&plans);
 }
 
 TEST(dispatch_direct_when_the_kernel_has_it) {
@@ -91,7 +115,7 @@ TEST(dispatch_direct_when_the_kernel_has_it) {
         ASSERT_STREQ(dd->source, "20-fast.policy");
         /* scheduler first, its tunable after */
         ASSERT_EQ_INT(plan.items[0].tunable, TUNABLE_SCHEDULER);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(zoned_keeps_mq_deadline_before_6_10) {
@@ -111,7 +135,7 @@ TEST(zoned_keeps_mq_deadline_before_6_10) {
         f.zoned = ZONED_HOST_AWARE;
         run(&f, &old, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(bio_based_and_excluded_are_left_alone) {
@@ -127,7 +151,7 @@ TEST(bio_based_and_excluded_are_left_alone) {
         ASSERT_TRUE(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "bio-based"));
         decide(&in, &plan);
         ASSERT_TRUE(!plan.managed && plan.n_items == 0 && strstr(plan.reason, "excluded"));
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(later_files_override_setting_by_setting) {
@@ -150,7 +174,7 @@ TEST(later_files_override_setting_by_setting) {
         ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "32");
         ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "4096");
         ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->source, "20-vendor.policy");
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(devices_with_the_same_plan_share_one_copy) {
@@ -199,7 +223,7 @@ TEST(devices_with_the_same_plan_share_one_copy) {
         ASSERT_TRUE(first && first->n_items == 0 && streq(first->reason, "not decided yet") && plans.n_entries == 1);
         intern_unref(&plans, first);
         intern_table_done(&plans);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
@@ -216,7 +240,7 @@ TEST(a_later_file_without_scheduler_keeps_the_earlier_choice) {
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->source, "20-vendor.policy");
         ASSERT_STREQ(plan.policy, "90-admin.policy");
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(no_match_leaves_the_kernel_choice) {
@@ -232,7 +256,7 @@ TEST(no_match_leaves_the_kernel_choice) {
         run(&f, &k, s, &plan);
         ASSERT_TRUE(plan.managed && plan.policy == NULL && plan.n_items == 0);
         ASSERT_TRUE(strstr(plan.reason, "no policy"));
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
@@ -250,7 +274,7 @@ TEST(iosched_tunables_of_another_scheduler_are_unsupported) {
         ASSERT_EQ_INT(item(&plan, "mq-deadline", "fifo_batch")->result, RESULT_UNSUPPORTED);
         ASSERT_TRUE(strstr(item(&plan, "mq-deadline", "fifo_batch")->error, "runs none"));
         ASSERT_EQ_INT(item(&plan, "Queue", "nomerges")->result, RESULT_PLANNED);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(unavailable_schedulers_are_skipped) {
@@ -263,11 +287,11 @@ TEST(unavailable_schedulers_are_skipped) {
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "kyber");
         ASSERT_EQ_INT(scheduler_list_parse("[none]", &f.schedulers), 0);    /* the queue takes no scheduler */
-        policy_set_free(s);
+        policy_set_unref(s);
         s = set_of(policy("20-y.policy", "mq-deadline bfq"), NULL);
         run(&f, &k, s, &plan);
         ASSERT_EQ_INT(item(&plan, "Queue", "scheduler")->result, RESULT_UNSUPPORTED);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(modular_schedulers_are_tried_before_they_are_loaded) {
@@ -282,12 +306,12 @@ TEST(modular_schedulers_are_tried_before_they_are_loaded) {
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "bfq");
         ASSERT_TRUE(plan.fallback_mask == 1u << 1 && streq(plan.choices[1].name, "mq-deadline"));
-        policy_set_free(s);
+        policy_set_unref(s);
         /* an out-of-tree name must be listed to be chosen */
         s = set_of(policy("80-y.policy", "bfq-mq none"), NULL);
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 static bool matches(const Policy *p, const DeviceFacts *f, const KernelCaps *k, const char *why) {
@@ -378,7 +402,7 @@ TEST(busy_settings_layer_over_the_base) {
         ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "64");
         ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "128");
         ASSERT_TRUE(item(&plan, "mq-deadline", "fifo_batch")->result != RESULT_UNSUPPORTED);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
@@ -397,5 +421,5 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
         f.schedulers.n--;
         run(&f, &k, s, &plan);
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
-        policy_set_free(s);
+        policy_set_unref(s);
 }

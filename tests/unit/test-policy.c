@@ -103,7 +103,7 @@ TEST(parse_every_key) {
         ASSERT_STREQ(p->values[tunable_find("Queue", "wbt_lat_usec")], "-1");
         ASSERT_STREQ(p->values[tunable_find("mq-deadline", "fifo_batch")], "8");
         ASSERT_STREQ(p->values[tunable_find("bfq", "low_latency")], "0");
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -125,7 +125,7 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
                 TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
                           s->errors[0].message, line, needle);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -192,7 +192,7 @@ TEST(all_errors_of_a_file_reported) {
         ASSERT_EQ_INT(s->n_policies, 0);
         ASSERT_EQ_INT(s->n_errors, 3);
         ASSERT_TRUE(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -228,7 +228,7 @@ TEST(etc_masks_usr_lib) {
         ASSERT_TRUE(snprintf(path, sizeof(path), "%s/50-x.policy", admin) < PATH_MAX);
         ASSERT_TRUE(p && streq(p->path, path));
         ASSERT_TRUE(!find(s, "60-emptied.policy") && !find(s, "70-nulled.policy"));
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -236,7 +236,7 @@ TEST(missing_dirs_are_fine) {
         PolicySet *s = load("/nonexistent/blkpolicyd/a", "/nonexistent/blkpolicyd/b");
 
         ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 0);
-        policy_set_free(s);
+        policy_set_unref(s);
 }
 
 TEST(property_keys_are_collected_once) {
@@ -251,11 +251,11 @@ TEST(property_keys_are_collected_once) {
         ASSERT_TRUE(s->n_errors == 0 && strv_length(s->property_keys) == 2);
         ASSERT_STREQ(s->property_keys[0], "ID_MODEL");
         ASSERT_STREQ(s->property_keys[1], "ID_SERIAL");
-        policy_set_free(s);
+        policy_set_unref(s);
         /* no property= anywhere: a device keeps no udev property at all */
         s = load("/nonexistent/blkpolicyd/a", NULL);
         ASSERT_TRUE(s->property_keys == NULL);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -273,7 +273,7 @@ TEST(line_too_long_rejects_file) {
         s = load(d, NULL);
         ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 1 && s->n_files_rejected == 1);
         ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 2);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -308,7 +308,7 @@ TEST(rejected_file_falls_back) {
         ASSERT_TRUE(s->n_files_rejected == 4 && s->n_errors == 5);
         ASSERT_EQ_INT(policy_set_summary(s, buf, sizeof(buf)), 0);
         ASSERT_STREQ(buf, "2 policies loaded, 4 files rejected, 5 errors");
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -353,7 +353,7 @@ TEST(dynamic_sections) {
         ASSERT_STREQ(y->busy_values[tunable_find("Queue", "nr_requests")], "32");
         ASSERT_STREQ(y->busy_values[tunable_find("mq-deadline", "fifo_batch")], "4");
         ASSERT_TRUE(p->values[tunable_find("Queue", "nr_requests")] == NULL);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -391,7 +391,7 @@ TEST(dynamic_mix_signals) {
         ASSERT_TRUE(y->enter[0].signal == SIGNAL_WPCT && y->enter[0].op == CMP_GT && y->enter[0].threshold == 50);
         ASSERT_TRUE(y->enter[1].signal == SIGNAL_WKB && y->enter[1].op == CMP_GE);
         ASSERT_TRUE(y->leave[0].signal == SIGNAL_RKB && y->leave[1].signal == SIGNAL_MERGE_PCT);
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
 
@@ -437,6 +437,6 @@ TEST(inline_comments) {
         ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
         ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
                     !strstr(s->errors[0].message, "number\n"));
-        policy_set_free(s);
+        policy_set_unref(s);
         teardown();
 }
