@@ -11,39 +11,35 @@
 #include "manager.h"
 #include "util.h"
 
-/* The first managed setting whose live value differs from the target. */
-static const PlanItem *device_find_drift(Manager *m, Device *d, char *live, size_t size) {
+/* The next managed setting, from *i on, whose live value differs from
+ * the target. Only what blkpolicyd holds: planned (dry run, paused) is no
+ * drift. */
+static const PlanItem *device_next_drift(Manager *m, Device *d, unsigned *i, char *live, size_t size) {
         const Plan *plan = device_plan(d);
 
-        for (unsigned i = 0; i < plan->n_items; i++) {
-                const PlanItem *it = &plan->items[i];
+        for (; *i < plan->n_items; (*i)++) {
+                const PlanItem *it = &plan->items[*i];
 
                 if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
                         continue;
                 if (attr_read_current(&m->roots, device_name(d), it->tunable, live, size) < 0)
                         continue;       /* gone or unreadable: the uevent path handles that */
-                if (!streq(live, it->target))
+                if (!streq(live, it->target)) {
+                        (*i)++;
                         return it;
+                }
         }
         return NULL;
 }
 
 static cJSON *device_drift_json(Manager *m, Device *d) {
-        const Plan *plan = device_plan(d);
         cJSON *a = cJSON_CreateArray();
+        char live[VALUE_MAX];
+        const PlanItem *it;
 
-        for (unsigned i = 0; i < plan->n_items; i++) {
-                const PlanItem *it = &plan->items[i];
-                char live[VALUE_MAX];
-                cJSON *o;
+        for (unsigned i = 0; (it = device_next_drift(m, d, &i, live, sizeof(live)));) {
+                cJSON *o = cJSON_CreateObject();
 
-                /* only what blkpolicyd holds: planned (dry run, paused) is no drift */
-                if (it->result != RESULT_APPLIED && it->result != RESULT_UNCHANGED)
-                        continue;
-                if (attr_read_current(&m->roots, device_name(d), it->tunable, live, sizeof(live)) < 0 ||
-                    streq(live, it->target))
-                        continue;
-                o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "attr", tunables[it->tunable].attr);
                 cJSON_AddStringToObject(o, "intended", it->target);
                 cJSON_AddStringToObject(o, "live", live);
@@ -109,10 +105,11 @@ static int device_check_drift(Manager *m, Device *d) {
         const char *name = device_name(d);
         char live[VALUE_MAX], *note = NULL;
         const PlanItem *it;
+        unsigned first = 0;
 
         if (!device_plan(d)->managed || device_is_held(m, d) || device_pass_pending(d))
                 return 0;       /* a pass in flight: what it writes is no drift */
-        it = device_find_drift(m, d, live, sizeof(live));
+        it = device_next_drift(m, d, &first, live, sizeof(live));
         if (!it)
                 return 0;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
