@@ -97,7 +97,7 @@ static int config_set_list(char ***list, bool *seen, const char *value, const ch
         *seen = true;
         r = strv_split(value, &words);
         if (r == -ENAMETOOLONG)
-                *error = "a word longer than 255 characters";
+                *error = "a word longer than " STRINGIFY(STRV_WORD_MAX) " characters";
         if (r < 0)
                 return r == -ENOMEM ? r : -EINVAL;
         for (char **w = words; w && *w; w++)

@@ -171,13 +171,15 @@ static int client_process(Client *c) {
                 int r;
 
                 if (!nl) {
+                        char why[64];
+
                         if (c->in_len < CONTROL_REQUEST_MAX)
                                 return 0;
                         c->closing = true;
                         log_warning("Control client pid %d uid %u sent a request over %zu bytes, closing",
                                     (int) c->peer.pid, (unsigned) c->peer.uid, CONTROL_REQUEST_MAX);
-                        return client_queue_reply(c, control_reply_error("request-too-large",
-                                                                         "a request is one line of at most 65536 bytes"));
+                        snprintf(why, sizeof(why), "a request is one line of at most %zu bytes", CONTROL_REQUEST_MAX);
+                        return client_queue_reply(c, control_reply_error("request-too-large", why));
                 }
                 len = (size_t) (nl - c->in);
                 r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c->in, len));

@@ -86,7 +86,7 @@ int strv_split(const char *s, char ***ret) {
         const char *p = s;
 
         for (;;) {
-                char word[256];
+                char word[STRV_WORD_MAX + 1];
                 size_t n;
 
                 p += strspn(p, " \t\n");

@@ -18,6 +18,10 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+/* A limit's number in a message's text, from the macro that sets it (a
+ * plain number): changing the limit changes what the message says. */
+#define STRINGIFY(x) STRINGIFY_(x)
+#define STRINGIFY_(x) #x
 
 static inline bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
@@ -107,7 +111,9 @@ bool strv_contains(char *const *l, const char *s);
 bool strv_equal(char *const *a, char *const *b);      /* NULL equals empty */
 void strv_sort(char **l);      /* by strcmp(); NULL is fine */
 bool strv_fnmatch(char *const *patterns, const char *s);
-int strv_split(const char *s, char ***ret);   /* whitespace separated */
+#define STRV_WORD_MAX 255
+/* whitespace separated; -ENAMETOOLONG for a word over STRV_WORD_MAX */
+int strv_split(const char *s, char ***ret);
 static inline void strv_freep(char ***l) {
         strv_free(*l);
 }
