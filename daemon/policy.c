@@ -324,7 +324,7 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
                 Condition *c = enter ? d->enter : d->leave;
 
                 if (*n >= CONDITIONS_MAX || condition_parse(value, &c[*n]) < 0) {
-                        *error = "expected SIGNAL OP NUMBER, e.g. iops > 20000 (at most 4 per key)";
+                        *error = "expected SIGNAL OP NUMBER, e.g. iops > 20000 (at most " STRINGIFY(CONDITIONS_MAX) " per key)";
                         return -EINVAL;
                 }
                 (*n)++;
@@ -337,7 +337,7 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
         if (streq(key, "window")) {
                 int r = parse_ticks(value, 1, &d->window, error);
                 if (r == 0 && d->window > DYNAMIC_WINDOW_MAX) {
-                        *error = "window is at most 8 ticks";
+                        *error = "window is at most " STRINGIFY(DYNAMIC_WINDOW_MAX) " ticks";
                         return -EINVAL;
                 }
                 return r;
@@ -347,7 +347,7 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
         if (streq(key, "max_flips")) {
                 int r = parse_ticks(value, 1, &d->max_flips, error);
                 if (r == 0 && d->max_flips > DYNAMIC_FLIPS_CAP) {
-                        *error = "max_flips is at most 64";
+                        *error = "max_flips is at most " STRINGIFY(DYNAMIC_FLIPS_CAP);
                         return -EINVAL;
                 }
                 return r;

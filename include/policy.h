@@ -49,6 +49,7 @@ typedef struct Condition {
         double threshold;
 } Condition;
 
+/* plain numbers: the parser's messages spell them (STRINGIFY) */
 #define CONDITIONS_MAX 4
 #define DYNAMIC_WINDOW_MAX 8
 #define DYNAMIC_FLIPS_CAP 64
