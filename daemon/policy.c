@@ -436,8 +436,7 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
                 return -ENOMEM;
         p->match.rotational = p->match.hidden = -1;
         p->match.hwq_max = UINT_MAX;
-        p->dynamic = (DynamicPolicy) { .enter_ticks = 3, .leave_ticks = 5, .window = 1,
-                                       .min_dwell_ticks = 10, .max_flips = 6, .flip_window_ticks = 600 };
+        p->dynamic = DYNAMIC_POLICY_DEFAULTS;
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;

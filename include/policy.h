@@ -74,6 +74,13 @@ typedef struct DynamicPolicy {
         bool has_busy;
 } DynamicPolicy;
 
+/* What a [Dynamic] section leaves unset, as blkpolicyd.policy(5) and
+ * docs/policy-language.md say: a flip needs 3 ticks in, 5 out, 10 apart,
+ * at most 6 in 600 ticks (10 minutes at the default tick). */
+#define DYNAMIC_POLICY_DEFAULTS                                                         \
+        ((DynamicPolicy) { .enter_ticks = 3, .leave_ticks = 5, .window = 1, .min_dwell_ticks = 10, \
+                           .max_flips = 6, .flip_window_ticks = 600 })
+
 int condition_parse(const char *s, Condition *ret);
 int condition_format(const Condition *c, char *buf, size_t size);
 bool dynamic_uses_signal(const DynamicPolicy *p, SignalId s);
