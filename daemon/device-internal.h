@@ -51,3 +51,5 @@ void device_media_drop(Manager *m, dev_t devnum);
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...);
 void device_set_error(Device *d, int error, const char *what);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
+/* Unlinks and frees d; drop_state: its queue is gone, so is its record. */
+void device_forget(Manager *m, Device *d, bool drop_state);

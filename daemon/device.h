@@ -115,5 +115,4 @@ void device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
  * forget d. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec);
-void device_forget(Manager *m, Device *d, bool drop_state);
 Device *device_free(Device *d);

@@ -60,7 +60,7 @@ Discover *discover_free(Discover *d) {
         return NULL;
 }
 
-bool discover_name_wanted(const Discover *d, const char *name) {
+static bool discover_name_wanted(const Discover *d, const char *name) {
         return !d->globs || strv_fnmatch(d->globs, name);
 }
 

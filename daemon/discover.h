@@ -30,4 +30,3 @@ int discover_enumerate(Discover *d, char ***ret);
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
 /* "udev", "kernel" or "none". */
 const char *discover_monitor_kind(const Discover *d);
-bool discover_name_wanted(const Discover *d, const char *name);

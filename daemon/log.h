@@ -9,7 +9,6 @@
  * unit hands stderr to journald. Returns -abs(error) so call sites can
  * write "return log_error_errno(r, ...)". */
 void log_set_max_level(int level);
-int log_get_max_level(void);
 int log_parse_level(const char *s);
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 

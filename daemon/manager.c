@@ -145,7 +145,9 @@ int manager_print_report(Manager *m) {
         return fflush(stdout) == 0 ? 0 : -errno;
 }
 
-int manager_restore_all(Manager *m) {
+/* Puts back every recorded original (restore_on_exit). Returns the count
+ * of values left changed (their records stay on disk). */
+static int manager_restore_all(Manager *m) {
         /* what runs finishes first: its record is the one to restore from */
         applier_drain(m->applier);
         m->restore_left = 0;

@@ -156,6 +156,3 @@ int manager_run(Manager *m, ControlHandler handler);
 /* The state dir, for the modes that change or restore devices. */
 int manager_open_state_dir(Manager *m);
 int manager_print_report(Manager *m);
-/* Puts back every recorded original (restore_on_exit). Returns the count
- * of values left changed (their records stay on disk). */
-int manager_restore_all(Manager *m);

@@ -59,7 +59,7 @@ static cJSON *report_settings(const Plan *p) {
         return o;
 }
 
-cJSON *report_signals(const Signals *s) {
+static cJSON *report_signals(const Signals *s) {
         cJSON *o = cJSON_CreateObject();
 
         for (int i = 0; i < _SIGNAL_MAX; i++) {

@@ -216,8 +216,9 @@ static void tick_metrics(Manager *m) {
 
 /* The tick: sample → flips → drift → metrics. The flips the step decided
  * are applied after the whole pass (even a failed one: they were decided
- * on good samples). Returns 0, or -ENOMEM. */
-int sampler_tick(Manager *m, uint64_t now) {
+ * on good samples). Returns 0, or -ENOMEM. noinline: bench/scale.py has
+ * callgrind count from this symbol. */
+static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
         int sampled, r;
 

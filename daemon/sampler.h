@@ -6,5 +6,3 @@
 #include "manager.h"
 
 int sampler_start(Manager *m);
-/* One tick (the timer's, or a test's): 0, or -ENOMEM. */
-int sampler_tick(Manager *m, uint64_t now_usec);

@@ -39,7 +39,8 @@ int sysfs_read(const char *path, char *buf, size_t size) {
         return 0;
 }
 
-int sysfs_write(const char *path, const char *value) {
+/* One write() of value; returns the kernel's -errno. */
+static int sysfs_write(const char *path, const char *value) {
         _cleanup_close_ int fd = -1;
         size_t len = strlen(value);
         int fault = fault_check("write", path);
@@ -82,7 +83,8 @@ bool sysfs_exists(const char *path) {
         return access(path, F_OK) == 0;
 }
 
-int sysfs_inode(const char *path, uint64_t *ret) {
+/* The inode number of path (not following a last symlink). */
+static int sysfs_inode(const char *path, uint64_t *ret) {
         struct stat st;
 
         if (lstat(path, &st) < 0)

@@ -17,7 +17,6 @@ typedef struct ReportDevice {
         const Signals *signals; /* of the last tick, NULL before the first one */
 } ReportDevice;
 
-cJSON *report_signals(const Signals *s);
 cJSON *report_policy_error(const PolicyError *e);
 
 cJSON *report_device(const ReportDevice *d);

@@ -28,15 +28,11 @@ const char *roots_root(const Roots *r);
 /* Reads a small attribute file whole, trailing newline stripped.
  * -ENOENT/-ENODEV/... from open/read; -EFBIG if it does not fit. */
 int sysfs_read(const char *path, char *buf, size_t size);
-/* One write() of value; returns the kernel's -errno. */
-int sysfs_write(const char *path, const char *value);
 /* For what is read more than once a file: a directory's entries,
  * /proc/diskstats in chunks. Both go through fault injection. */
 DIR *sysfs_opendir(const char *path);
 int sysfs_open_read(const char *path);
 bool sysfs_exists(const char *path);
-/* The inode number of path (not following a last symlink). */
-int sysfs_inode(const char *path, uint64_t *ret);
 /* The inode of <sysfs>/block/<dev>/queue: which registered queue the name
  * stands for now (a disk removed and added again has another). */
 int queue_inode(const Roots *r, const char *dev, uint64_t *ret);
