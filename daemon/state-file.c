@@ -248,38 +248,60 @@ static DIR *open_listing(const StateDir *d) {
         return dir;
 }
 
-int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
+/* Calls each(name) for every entry of the records' dir, in readdir order;
+ * nothing when no dir is open. Stops at the first error each returns. */
+static int for_each_entry(const StateDir *d, int (*each)(const char *name, void *userdata), void *userdata) {
         _cleanup_closedir_ DIR *dir = NULL;
-        unsigned (*l)[2] = NULL;
         struct dirent *de;
-        size_t count = 0;
+        int r;
 
-        *ret = NULL;
-        *n = 0;
         if (d->fd < 0)
                 return 0;
         dir = open_listing(d);
         if (!dir)
                 return -errno;
-        while ((de = readdir(dir))) {
-                unsigned major, minor;
-                char end;
-                void *grown;
+        while ((de = readdir(dir)))
+                if ((r = each(de->d_name, userdata)) < 0)
+                        return r;
+        return 0;
+}
 
-                if (sscanf(de->d_name, "%u:%u%c", &major, &minor, &end) != 2)
-                        continue;       /* ".", temporaries, anything else */
-                grown = realloc(l, sizeof(*l) * (count + 1));
-                if (!grown) {
-                        free(l);
-                        return -ENOMEM;
-                }
-                l = grown;
-                l[count][0] = major;
-                l[count][1] = minor;
-                count++;
+typedef struct NumberList {
+        unsigned (*l)[2];
+        size_t count;
+} NumberList;
+
+static int add_number(const char *name, void *userdata) {
+        NumberList *nl = userdata;
+        unsigned major, minor;
+        char end;
+        void *grown;
+
+        if (sscanf(name, "%u:%u%c", &major, &minor, &end) != 2)
+                return 0;       /* ".", temporaries, anything else */
+        grown = realloc(nl->l, sizeof(*nl->l) * (nl->count + 1));
+        if (!grown)
+                return -ENOMEM;
+        nl->l = grown;
+        nl->l[nl->count][0] = major;
+        nl->l[nl->count][1] = minor;
+        nl->count++;
+        return 0;
+}
+
+int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n) {
+        NumberList nl = {};
+        int r;
+
+        *ret = NULL;
+        *n = 0;
+        r = for_each_entry(d, add_number, &nl);
+        if (r < 0) {
+                free(nl.l);
+                return r;
         }
-        *ret = l;
-        *n = count;
+        *ret = nl.l;
+        *n = nl.count;
         return 0;
 }
 
@@ -300,23 +322,20 @@ int state_remove_named(const StateDir *d, const char *name) {
 
 /* Names that are neither records of today ("M:m", "M:m.torn") nor
  * temporaries (".M:m.tmp"): a device's name, as the first format had. */
+static int add_named(const char *name, void *userdata) {
+        if (name[0] == '.' || strchr(name, ':'))
+                return 0;
+        return strv_push(userdata, name) < 0 ? -ENOMEM : 0;
+}
+
 int state_list_named(const StateDir *d, char ***ret) {
-        _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_strv_free_ char **l = NULL;
-        struct dirent *de;
+        int r;
 
         *ret = NULL;
-        if (d->fd < 0)
-                return 0;
-        dir = open_listing(d);
-        if (!dir)
-                return -errno;
-        while ((de = readdir(dir))) {
-                if (de->d_name[0] == '.' || strchr(de->d_name, ':'))
-                        continue;
-                if (strv_push(&l, de->d_name) < 0)
-                        return -ENOMEM;
-        }
+        r = for_each_entry(d, add_named, &l);
+        if (r < 0)
+                return r;
         *ret = l;
         l = NULL;
         return 0;
