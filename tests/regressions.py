@@ -40,13 +40,7 @@ def call(sock_path, req):
         s.settimeout(5)
         s.connect(sock_path)
         s.sendall(json.dumps(req).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)
+        return json.loads(s.makefile("rb").readline())
 
 
 def pause_all_in_metrics():
