@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The file-level call graph among daemon/*.c, from the built objects.
+"""The file-level call graph among daemon/*.c, from the built objects,
+and the public functions of daemon/*.c that nothing calls.
 
     scripts/callgraph.py BUILD
 
@@ -17,6 +18,15 @@ and code compiled out by #if are not edges. Only objects of a daemon/*.c in
 the source tree count: a generated source would have no file there. fault.c
 and fake-kernel.c are empty unless -Dfault_injection=true; in such a build
 (the one CI lints) they are part of the graph like any other file.
+
+Dead public functions: a function daemon/X.c defines without static that
+no other object needs is either dead or belongs static in X.c. Its users
+are the other daemon/ objects, the daemon's main(), blkpolicyctl (which
+compiles protocol.c), and what tests/unit and fuzz/ link: a function kept
+for a unit test or a fuzzer is used. Each such function is printed and
+the script exits 1. The unit tests' and fuzzers' objects must be in
+BUILD (meson builds them always); without them the check would see
+their functions as dead, so it fails instead.
 """
 import glob
 import os
@@ -33,6 +43,46 @@ def symbols(obj):
     out = subprocess.run(["nm", "--undefined-only", "-g", obj], capture_output=True, text=True, check=True).stdout
     undefined = {line.split()[-1] for line in out.splitlines() if line.strip()}
     return defined, undefined
+
+
+def functions(obj):
+    """The global functions (text symbols) an object defines."""
+    out = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True, text=True, check=True).stdout
+    return {f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] == "T"}
+
+
+def users(build):
+    """What the objects outside the daemon's libraries need: main, blkpolicyctl,
+    the unit tests and the fuzzers. None of tests/unit or fuzz/: None."""
+    groups = {
+        "main": glob.glob(os.path.join(build, "daemon", "blkpolicyd.p", "*.o")),
+        "ctl": glob.glob(os.path.join(build, "ctl", "*.p", "*.o")),
+        "tests/unit": glob.glob(os.path.join(build, "tests", "test-*.p", "*.o")),
+        "fuzz": glob.glob(os.path.join(build, "fuzz", "*.p", "*.o")),
+    }
+    if not groups["tests/unit"] or not groups["fuzz"]:
+        return None
+    needed = set()
+    for objs in groups.values():
+        for obj in objs:
+            needed |= symbols(obj)[1]
+    return needed
+
+
+def dead_functions(build, found, syms):
+    """{source: sorted functions no other object needs}."""
+    needed = users(build)
+    if needed is None:
+        sys.exit(f"callgraph: no tests/unit or fuzz/ objects under {build}: build them first "
+                 "(the dead-function check counts what they call)")
+    for src, (_, undefined) in syms.items():
+        needed |= undefined - functions(found[src])
+    dead = {}
+    for src, obj in found.items():
+        unused = sorted(functions(obj) - needed - {"main"})
+        if unused:
+            dead[src] = unused
+    return dead
 
 
 def objects(build, srcdir):
@@ -113,8 +163,13 @@ def main():
             for dst in sorted(graph[src] & set(comp)):
                 used = sorted(s for s in syms[src][1] if owner.get(s) == dst)
                 print(f"  {src} -> {dst}: {' '.join(used)}")
-    print(f"callgraph: {len(graph)} files, {len(cycles)} cycles")
-    return 1 if cycles else 0
+    dead = dead_functions(sys.argv[1], found, syms)
+    for src, names in sorted(dead.items()):
+        print(f"dead: {src}: {' '.join(names)} (called by no other file, main, blkpolicyctl, "
+              "tests/unit or fuzz/: make it static or remove it)")
+    n_dead = sum(len(v) for v in dead.values())
+    print(f"callgraph: {len(graph)} files, {len(cycles)} cycles, {n_dead} dead public functions")
+    return 1 if cycles or n_dead else 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@
 #     listed there with the reason), over build/compile_commands.json.
 #   callgraph: scripts/callgraph.py over the built daemon objects; files of
 #     daemon/ that call each other in a loop fail (the graph and the symbols
-#     of each loop are printed). Needs a built tree: the test command builds
-#     before it lints.
+#     of each loop are printed), and so does a public function of daemon/
+#     that no other file, main, blkpolicyctl, tests/unit or fuzz/ calls.
+#     Needs a built tree: the test command builds before it lints.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
