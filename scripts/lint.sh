@@ -12,13 +12,15 @@
 #     of each loop are printed), and so does a public function of daemon/
 #     that no other file, main, blkpolicyctl, tests/unit or fuzz/ calls.
 #     Needs a built tree: the test command builds before it lints.
+#   layout: scripts/layout.py, README's source layout names every C file of
+#     daemon/ and ctl/, and only files that exist.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 passed=0 failed=0
 
 out=$(cppcheck --enable=warning,performance,portability --inline-suppr --quiet --error-exitcode=1 \
-        -I include -I "$build" -D_GNU_SOURCE "-DcJSON_ArrayForEach(e,a)=for(e=(a)?(a)->child:NULL;e;e=e->next)" \
+        -I include -I daemon -I "$build" -D_GNU_SOURCE "-DcJSON_ArrayForEach(e,a)=for(e=(a)?(a)->child:NULL;e;e=e->next)" \
         --suppress=resourceLeak --suppress=memleak --std=c11 daemon/ ctl/ fuzz/ bench/ tests/vm/ 2>&1)
 if [ $? -eq 0 ] && [ -z "$out" ]; then
         echo "ok - cppcheck"; passed=$((passed + 1))
@@ -37,6 +39,12 @@ if [ $? -eq 0 ]; then
         echo "ok - callgraph"; passed=$((passed + 1))
 else
         echo "not ok - callgraph"; echo "$out"; failed=$((failed + 1))
+fi
+out=$(scripts/layout.py . 2>&1)
+if [ $? -eq 0 ]; then
+        echo "ok - layout"; passed=$((passed + 1))
+else
+        echo "not ok - layout"; echo "$out"; failed=$((failed + 1))
 fi
 echo "lint: $passed passed, $failed failed"
 [ $failed -eq 0 ]
