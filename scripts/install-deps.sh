@@ -7,6 +7,8 @@ set -euo pipefail
 
 build=(gcc meson ninja-build pkgconf libudev-dev libsystemd-dev libinih-dev libnl-3-dev libcjson-dev python3 bash-completion)
 test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian valgrind cppcheck clang-tidy qemu-system-x86 busybox-static cpio kmod xz-utils liburing-dev debootstrap e2fsprogs
+      # the test suites are pytest files (tests/conftest.py, tests/blkptest)
+      python3-pytest
       # tests/prometheus.py: node_exporter's textfile collector serves the metrics, Prometheus scrapes them
       prometheus prometheus-node-exporter
       # tests/vm/dd_kernel.py builds a kernel: the VM test bed's dispatch_direct one

@@ -22,7 +22,7 @@ import time
 blkpolicyd, fixture = sys.argv[1:3]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import faketree  # noqa: E402
+from blkptest import faketree  # noqa: E402
 from loopdev import Results, control_call, require_fault_injection  # noqa: E402
 
 require_fault_injection(blkpolicyd)

@@ -27,8 +27,8 @@ import time
 blkpolicyd, fixture = sys.argv[1:3]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import faketree  # noqa: E402
-from faketree import DISKS  # noqa: E402
+from blkptest import faketree  # noqa: E402
+from blkptest.faketree import DISKS  # noqa: E402
 from loopdev import Daemon, Results, require_fault_injection  # noqa: E402
 
 require_fault_injection(blkpolicyd)

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""blkpolicyd in the foreground as systemd would run it, its control socket,
+and blkpolicyctl."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+
+def wait_for(predicate, timeout, what):
+    """Polls an observable condition until it holds or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.005)
+
+
+def fixture_roots(tree):
+    """The daemon's view of a fixture tree instead of the real /sys, /proc and debugfs."""
+    return ["--sysfs-root", os.path.join(tree, "sys"), "--proc-root", os.path.join(tree, "proc"),
+            "--debugfs-root", os.path.join(tree, "debug")]
+
+
+def control_call(sock_path, req, timeout=5):
+    """One request on the control socket; the whole reply (ok/result or error)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    return json.loads(buf)
+
+
+def ctl(blkpolicyctl, sock_path, *args, env=None, timeout=30):
+    """blkpolicyctl against one daemon's socket, its output captured."""
+    return subprocess.run([blkpolicyctl, "--socket", sock_path, *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+class Daemon:
+    """blkpolicyd in the foreground: its log in a file, its readiness and
+    reloads heard on a NOTIFY_SOCKET the test binds, as systemd would."""
+
+    def __init__(self, blkpolicyd, work, args, env=None, append_log=False, notify_name="notify"):
+        """append_log: a restarted daemon continues the log of the one before."""
+        path = os.path.join(work, notify_name)
+        if os.path.exists(path):        # left by a daemon started before in the same work dir
+            os.unlink(path)
+        self.notify_path = path
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(path)
+        self.log_path = os.path.join(work, "daemon.log")
+        if not append_log:
+            open(self.log_path, "w").close()
+        # O_APPEND, and text() reads through a file of its own: a seek on
+        # this one would move the offset the daemon writes at
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, NOTIFY_SOCKET=path, **(env or {})))
+
+    def wait_for(self, word, timeout=10):
+        """Returns the sd_notify message that carries word (e.g. READY=1)."""
+        self.notify.settimeout(timeout)
+        while True:
+            msg = self.notify.recv(4096).decode()
+            if word in msg.split("\n"):
+                return msg
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def reload(self, timeout=10):
+        """SIGHUP, and back when the daemon says READY=1 again."""
+        self.proc.send_signal(signal.SIGHUP)
+        return self.wait_for("READY=1", timeout)
+
+    def stop(self, timeout=10):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def cleanup(self):
+        """Kills a daemon a failed test left running; never leaves one behind."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        self.notify.close()

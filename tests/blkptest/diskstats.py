@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Fakes load on one disk of a fixture tree: its /proc/diskstats line's read
+counter grows while the load is on. The daemon reads the file every tick;
+each version is written whole and renamed into place, so a tick never sees
+half of one."""
+import os
+import threading
+
+
+class Feeder:
+    """Use as a context manager: the thread stops and is joined on the way
+    out, whatever the test did. `on` switches the load."""
+
+    def __init__(self, path, name, major, minor, on=False):
+        self.path = path
+        self.name = name
+        self.major, self.minor = major, minor
+        self.on = on
+        self.reads = 0
+        with open(path) as f:
+            self.others = [line for line in f if f" {name} " not in line]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.writelines(self.others)
+            f.write(f"{self.major:4d} {self.minor:7d} {self.name} {self.reads} 0 {self.reads * 8} 10 0 0 0 0 0 10 10"
+                    " 0 0 0 0 0 0\n")
+        os.rename(tmp, self.path)
+
+    def _run(self):
+        while not self._stop.is_set():
+            if self.on:
+                self.reads += 1000
+            self._write()
+            # the feeder's pace, the rate of the fake load; the tests wait on
+            # observed state, never on this
+            self._stop.wait(0.01)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
