@@ -1,94 +1,67 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """sd_notify as systemd would see it, through a NOTIFY_SOCKET the test
 binds: READY=1 after the first pass over all devices, with a STATUS= line;
 WATCHDOG=1 at the rate WATCHDOG_USEC asks; RELOADING=1 then READY=1 on
-SIGHUP; STOPPING=1 on SIGTERM. The daemon runs on a fixture tree, dry-run."""
+SIGHUP; STOPPING=1 on SIGTERM. The daemon runs on a fixture tree, dry-run.
+
+The tests run in file order against one daemon: reload, then stop."""
 import os
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 
-blkpolicyd, fixture, top = sys.argv[1:4]
+import pytest
+
+from blkptest.daemon import fixture_roots
+
 WATCHDOG_USEC = 400000
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import Results  # noqa: E402
-
-res = Results()
-check = res.check
 
 
-work = tempfile.mkdtemp(prefix="blkpolicyd-notify-")
-notify_path = os.path.join(work, "notify")
-sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-sock.bind(notify_path)
-sock.settimeout(10)
-log_path = os.path.join(work, "log")
-log = open(log_path, "w")
-env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC))
-env.pop("WATCHDOG_PID", None)
-daemon = subprocess.Popen([blkpolicyd, "--dry-run", "--config", "/dev/null", "--policy-dir", os.path.join(top, "policies"),
-                           "--sysfs-root", f"{fixture}/sys", "--proc-root", f"{fixture}/proc",
-                           "--debugfs-root", f"{fixture}/debug", "--state-dir", os.path.join(work, "state"),
-                           "--socket", os.path.join(work, "control.sock")], stderr=log, env=env)
+@pytest.fixture(scope="module")
+def daemon(module_daemons, kvm_fixture, top):
+    work = module_daemons.work
+    return module_daemons.start(
+        ["--dry-run", "--config", "/dev/null", "--policy-dir", os.path.join(top, "policies"), *fixture_roots(kvm_fixture),
+         "--state-dir", os.path.join(work, "state"), "--socket", module_daemons.sock],
+        env={"WATCHDOG_USEC": str(WATCHDOG_USEC), "WATCHDOG_PID": None}, ready=False)
 
 
-def receive_until(word, timeout=10):
-    """Returns every message (with its arrival time) up to the one with word."""
-    got = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
-        try:
-            msg = sock.recv(4096).decode()
-        except socket.timeout:
-            break
-        got.append((time.monotonic(), msg))
-        if word in msg.split("\n"):
-            return got
-    return got
-
-
-try:
-    msgs = receive_until("READY=1")
+def test_ready_after_first_pass(daemon):
+    msgs = daemon.receive_until("READY=1")
     ready = msgs[-1][1] if msgs else ""
-    first_pass = open(log_path).read()
-    check("READY=1 arrives", "READY=1" in ready, msgs)
-    check("READY=1 comes after the first pass over every device",
-          all(f"{d}: [" in first_pass for d in ("dm-0", "loop0", "vda", "zram0")), first_pass)
-    check("STATUS= with a summary", "STATUS=Managing 4 block devices" in ready, ready)
+    first_pass = daemon.text()
+    assert "READY=1" in ready, msgs
+    missing = [d for d in ("dm-0", "loop0", "vda", "zram0") if f"{d}: [" not in first_pass]
+    assert not missing, f"READY=1 came before the first pass over {missing}\n{first_pass}"
+    assert "STATUS=Managing 4 block devices" in ready, ready
 
+
+def test_watchdog(daemon):
     start = time.monotonic()
     pings = []
     while time.monotonic() - start < 2.0:
-        sock.settimeout(0.5)
+        daemon.notify.settimeout(0.5)
         try:
-            msg = sock.recv(4096).decode()
+            msg = daemon.notify.recv(4096).decode()
         except socket.timeout:
             continue
         if "WATCHDOG=1" in msg.split("\n"):
             pings.append(time.monotonic())
     gaps = [b - a for a, b in zip(pings, pings[1:])]
-    check(f"WATCHDOG=1 at least every {WATCHDOG_USEC // 1000} ms ({len(pings)} pings in 2 s)",
-          len(pings) >= 4 and gaps and max(gaps) < WATCHDOG_USEC / 1e6, gaps)
+    # WATCHDOG=1 at least every WATCHDOG_USEC
+    assert len(pings) >= 4 and gaps and max(gaps) < WATCHDOG_USEC / 1e6, (len(pings), gaps)
 
-    daemon.send_signal(signal.SIGHUP)
-    msgs = receive_until("READY=1")
+
+def test_sighup_reloading_then_ready(daemon):
+    daemon.signal(signal.SIGHUP)
+    msgs = daemon.receive_until("READY=1")
     words = [w for _, m in msgs for w in m.split("\n")]
-    check("SIGHUP: RELOADING=1 then READY=1", "RELOADING=1" in words and "READY=1" in words
-          and words.index("RELOADING=1") < words.index("READY=1"), words)
+    assert "RELOADING=1" in words and "READY=1" in words, words
+    assert words.index("RELOADING=1") < words.index("READY=1"), words
 
-    daemon.send_signal(signal.SIGTERM)
-    msgs = receive_until("STOPPING=1")
-    check("SIGTERM: STOPPING=1", any("STOPPING=1" in m.split("\n") for _, m in msgs), msgs)
-    check("exits 0", daemon.wait(timeout=10) == 0)
-finally:
-    if daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
-    subprocess.run(["rm", "-rf", work])
 
-res.finish()
+def test_sigterm_stopping(daemon):
+    daemon.signal(signal.SIGTERM)
+    msgs = daemon.receive_until("STOPPING=1")
+    assert any("STOPPING=1" in m.split("\n") for _, m in msgs), msgs
+    assert daemon.proc.wait(timeout=10) == 0

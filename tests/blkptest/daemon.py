@@ -54,9 +54,9 @@ class Daemon:
     """blkpolicyd in the foreground: its log in a file, its readiness and
     reloads heard on a NOTIFY_SOCKET the test binds, as systemd would."""
 
-    def __init__(self, blkpolicyd, work, args, env=None, append_log=False, notify_name="notify"):
+    def __init__(self, blkpolicyd, work, args, env=None, append_log=False, ):
         """append_log: a restarted daemon continues the log of the one before."""
-        path = os.path.join(work, notify_name)
+        path = os.path.join(work, "notify")
         if os.path.exists(path):        # left by a daemon started before in the same work dir
             os.unlink(path)
         self.notify_path = path
@@ -68,8 +68,29 @@ class Daemon:
         # O_APPEND, and text() reads through a file of its own: a seek on
         # this one would move the offset the daemon writes at
         self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, NOTIFY_SOCKET=path, **(env or {})))
+        full_env = dict(os.environ, NOTIFY_SOCKET=path)
+        for key, value in (env or {}).items():
+            if value is None:           # None: not inherited from the test's environment
+                full_env.pop(key, None)
+            else:
+                full_env[key] = value
+        self.proc = subprocess.Popen([blkpolicyd, *args], stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+
+    def receive_until(self, word, timeout=10):
+        """Every sd_notify message (with its arrival time) up to the one
+        that carries word, or all that came before the timeout."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.notify.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                msg = self.notify.recv(4096).decode()
+            except socket.timeout:
+                break
+            got.append((time.monotonic(), msg))
+            if word in msg.split("\n"):
+                break
+        return got
 
     def wait_for(self, word, timeout=10):
         """Returns the sd_notify message that carries word (e.g. READY=1)."""
