@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The tick reads /proc/diskstats a chunk at a time (DISKSTATS_CHUNK, 8 KiB)
 and parses each chunk as it comes. On a fixture tree the file is a regular
@@ -10,19 +9,11 @@ needed: dry run on a copy of the kvm-6.18 tree). The device JSON shows the
 I/O mix signals computed from those counters, null while they are unknown."""
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 
-blkpolicyd, fixture, top = sys.argv[1:4]
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import Results, control_call  # noqa: E402
+from blkptest.daemon import wait_for
 
 CHUNK = 8192
-res = Results()
-check = res.check
 
 
 def line(major, minor, name, rd_ios):
@@ -46,73 +37,55 @@ def diskstats():
     return text, dm0
 
 
-work = tempfile.mkdtemp(prefix="blkpolicyd-sampling-")
-daemon = None
-try:
+def test_layout_cuts_dm0_at_the_chunk_end():
+    text, dm0 = diskstats()
+    assert dm0 < CHUNK < dm0 + len(line(253, 0, "dm-0", 1000)), dm0
+
+
+def test_chunked_parse_and_mix_signals(daemons, kvm_fixture, top):
+    work = daemons.work
     proc = os.path.join(work, "proc")
     os.makedirs(proc)
-    text, dm0 = diskstats()
+    text, _ = diskstats()
     with open(os.path.join(proc, "diskstats"), "w") as f:
         f.write(text)
-    check("the layout cuts dm-0's line at the first chunk's end",
-          dm0 < CHUNK < dm0 + len(line(253, 0, "dm-0", 1000)), dm0)
     conf = os.path.join(work, "blkpolicyd.conf")
     with open(conf, "w") as f:
         f.write("[Daemon]\ntick_interval_ms = 20\n")
     record = os.path.join(work, "record.jsonl")
-    sock = os.path.join(work, "control.sock")
-    daemon = subprocess.Popen([blkpolicyd, "--dry-run", "--config", conf, "--policy-dir", os.path.join(top, "policies"),
-                               "--sysfs-root", f"{fixture}/sys", "--proc-root", proc,
-                               "--debugfs-root", f"{fixture}/debug", "--state-dir", os.path.join(work, "state"),
-                               "--socket", sock, "--record", record],
-                              stderr=subprocess.DEVNULL)
+    d = daemons.start(["--dry-run", "--config", conf, "--policy-dir", os.path.join(top, "policies"),
+                       "--sysfs-root", f"{kvm_fixture}/sys", "--proc-root", proc,
+                       "--debugfs-root", f"{kvm_fixture}/debug", "--state-dir", os.path.join(work, "state"),
+                       "--socket", daemons.sock, "--record", record])
+    wait_for(lambda: daemons.call({"command": "status"})["result"]["tick"]["count"] >= 5, 20, "5 ticks")
 
-    def ticks():
-        return control_call(sock, {"command": "status"})["result"]["tick"]["count"]
-
-    deadline = time.monotonic() + 20
-    while True:
-        if daemon.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the daemon did not come up and tick 5 times")
-        try:
-            if ticks() >= 5:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
     # The device JSON carries the mix signals. vda is idle so far: its mix
     # is unknown (null), not 0. Then only writes move, in steps of one
     # 128 KiB write with one merge; a tick sees whole steps (the file is
     # replaced), so whatever the timing the mix is exact: 100% writes of
     # 128 KiB, 50% merged, and no read size. rd_ios stays 33 for the
     # record check below.
-    sig = control_call(sock, {"command": "device", "device": "vda"})["result"]["signals"]
-    check("an idle device's mix is unknown (null), its rates 0",
-          sig and sig["iops"] == 0 and all(sig[k] is None for k in ("wpct", "rkb", "wkb", "merge_pct")), sig)
+    sig = daemons.call({"command": "device", "device": "vda"})["result"]["signals"]
+    assert sig and sig["iops"] == 0 and all(sig[k] is None for k in ("wpct", "rkb", "wkb", "merge_pct")), \
+        f"an idle device's mix is unknown (null), its rates 0: {sig}"
     vda = len(text) - len(line(254, 0, "vda", 33).rstrip("\n"))
     deadline = time.monotonic() + 20
     for k in range(1, 100000):
         with open(os.path.join(proc, "diskstats.tmp"), "w") as f:
             f.write(text[:vda] + f" 254       0 vda 33 0 264 0 {k} {k} {k * 256} {k} 0 {k} {k} 0 0 0 0 0 0")
         os.replace(os.path.join(proc, "diskstats.tmp"), os.path.join(proc, "diskstats"))
-        time.sleep(0.005)
-        sig = control_call(sock, {"command": "device", "device": "vda"})["result"]["signals"]
+        time.sleep(0.005)       # the pace of the fake writes; the loop ends on what the daemon shows
+        sig = daemons.call({"command": "device", "device": "vda"})["result"]["signals"]
         if sig and sig["wpct"] is not None or time.monotonic() > deadline:
             break
-    check("writes only: wpct 100, wkb 128, merge_pct 50, rkb unknown",
-          sig and sig["wpct"] == 100 and sig["wkb"] == 128 and sig["merge_pct"] == 50 and sig["rkb"] is None, sig)
-    daemon.terminate()
-    check("exits 0", daemon.wait(timeout=10) == 0)
+    assert sig and sig["wpct"] == 100 and sig["wkb"] == 128 and sig["merge_pct"] == 50 and sig["rkb"] is None, \
+        f"writes only: wpct 100, wkb 128, merge_pct 50, rkb unknown: {sig}"
+    assert d.stop() == 0
+
     with open(record) as f:
         samples = [json.loads(x)["stats"] for x in f if '"stats"' in x]
-    check("ticks recorded", len(samples) >= 5, len(samples))
+    assert len(samples) >= 5, "ticks recorded"
     want = {"loop0": 11, "dm-0": 1000, "zram0": 22, "vda": 33}
     got = [{name: st[0] for name, st in s.items()} for s in samples]
-    check("every tick parsed each device once, with its own line's counters", all(g == want for g in got), got[:2])
-finally:
-    if daemon and daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
-    shutil.rmtree(work, ignore_errors=True)
-
-res.finish()
+    bad = [g for g in got if g != want]
+    assert not bad, f"every tick parses each device once, with its own line's counters; {len(bad)} did not: {bad[:2]}"
