@@ -32,7 +32,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vmtest  # noqa: E402
-from vmtest import Results  # noqa: E402
+# vmtest put tests/ on the path: the shared harness, as vmtest's own
+from blkptest.results import Results  # noqa: E402
 
 # what the image needs beyond minbase: systemd as init, udevd, modprobe, and
 # the .deb's dependencies (dpkg -i runs offline)
