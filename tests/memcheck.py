@@ -1,119 +1,89 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """valgrind memcheck over the daemon's paths: --once on every fixture
 machine, --check-config, --replay, and a daemon on a fixture serving every
 control request, a reload and SIGTERM. No error and no leak allowed
 (--error-exitcode, --errors-for-leak-kinds=definite,indirect)."""
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-from loopdev import SKIP, Results  # noqa: E402
+import pytest
 
-blkpolicyd, top = sys.argv[1:3]
-if not shutil.which("valgrind"):
-    if os.environ.get("CI") == "true":
-        sys.exit("FAIL: valgrind is not installed")
-    print("SKIP: valgrind is not installed")
-    sys.exit(SKIP)
-if "-fsanitize" in open(os.path.join(os.path.dirname(blkpolicyd), "..", "build.ninja")).read():
-    print("SKIP: valgrind cannot run an ASan build; the plain build runs this test")
-    sys.exit(SKIP)
+from blkptest import require
+from blkptest.daemon import Daemon, control_call, fixture_roots
+
 VALGRIND = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
             "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect"]
-fixtures = os.path.join(top, "tests", "fixtures")
-policies = os.path.join(top, "policies")
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-memcheck-")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+MACHINES = sorted(m for m in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, m)))
 
 
-def roots(machine):
-    m = os.path.join(fixtures, machine)
-    return ["--sysfs-root", f"{m}/sys", "--proc-root", f"{m}/proc", "--debugfs-root", f"{m}/debug"]
+@pytest.fixture(scope="module", autouse=True)
+def valgrind_usable(blkpolicyd):
+    if not shutil.which("valgrind"):
+        require.skip_or_fail("valgrind is not installed")
+    with open(os.path.join(os.path.dirname(blkpolicyd), "..", "build.ninja")) as f:
+        if "-fsanitize" in f.read():
+            pytest.skip("valgrind cannot run an ASan build; the plain build runs this test")
 
 
-def vg(*args, **kw):
-    return subprocess.run([*VALGRIND, blkpolicyd, *args], capture_output=True, text=True, **kw)
+@pytest.fixture
+def vg(blkpolicyd):
+    return lambda *args: subprocess.run([*VALGRIND, blkpolicyd, *args], capture_output=True, text=True)
 
 
-try:
-    for machine in sorted(os.listdir(fixtures)):
-        if not os.path.isdir(os.path.join(fixtures, machine)):
-            continue
-        r = vg("--once", "--dry-run", "--config", "/dev/null", "--policy-dir", policies, *roots(machine),
-               "--state-dir", os.path.join(work, "state"))
-        res.check(f"--once on {machine}: clean", r.returncode == 0, r.stderr[-3000:])
+@pytest.mark.parametrize("machine", MACHINES)
+def test_once(vg, top, work, machine):
+    r = vg("--once", "--dry-run", "--config", "/dev/null", "--policy-dir", os.path.join(top, "policies"),
+           *fixture_roots(os.path.join(FIXTURES, machine)), "--state-dir", os.path.join(work, "state"))
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_check_config_with_broken_policies(vg, top):
     r = vg("--check-config", "--config", os.path.join(top, "conf/blkpolicyd.conf"), "--policy-dir",
            os.path.join(top, "fuzz/corpus/policy"))
-    res.check("--check-config with broken policies: clean (exit 1 is the verdict, not 99)",
-              r.returncode == 1, r.stderr[-3000:])
+    assert r.returncode == 1, "exit 1 is the verdict, 99 an error\n" + r.stderr[-3000:]
+
+
+def test_replay(vg, top):
     r = vg("--replay", os.path.join(top, "tests/replay/loop-phases.jsonl"), "--config", "/dev/null",
            "--policy-dir", os.path.join(top, "tests/replay/policies"))
-    res.check("--replay: clean", r.returncode == 0, r.stderr[-3000:])
+    assert r.returncode == 0, r.stderr[-3000:]
 
+
+def test_daemon_requests_reload_and_sigterm(blkpolicyd, top, work):
     sock = os.path.join(work, "sock")
     pol = os.path.join(work, "policies")
-    shutil.copytree(policies, pol)
-    d = subprocess.Popen([*VALGRIND, blkpolicyd, "--dry-run", "--config", "/dev/null", "--policy-dir", pol,
-                          *roots("conflicts"), "--root", os.path.join(fixtures, "conflicts", "root"),
-                          "--state-dir", os.path.join(work, "state"), "--socket", sock],
-                         stderr=subprocess.PIPE, text=True)
-
-    def request(req):
-        """One request; the socket file exists at bind(), a moment before
-        listen(): a refused connection is retried until the deadline."""
-        deadline = time.monotonic() + 120
-        while True:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(60)
-            try:
-                s.connect(sock)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                s.close()
-                if time.monotonic() > deadline or d.poll() is not None:
-                    raise
-                time.sleep(0.05)
-        s.sendall(req.encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            buf += chunk
-        s.close()
-        return json.loads(buf)
-
+    shutil.copytree(os.path.join(top, "policies"), pol)
+    conflicts = os.path.join(FIXTURES, "conflicts")
+    # valgrind passes NOTIFY_SOCKET on: READY=1 says the socket listens
+    d = Daemon(VALGRIND[0], work, [*VALGRIND[1:], blkpolicyd, "--dry-run", "--config", "/dev/null",
+                                   "--policy-dir", pol, *fixture_roots(conflicts),
+                                   "--root", os.path.join(conflicts, "root"),
+                                   "--state-dir", os.path.join(work, "state"), "--socket", sock])
     try:
-        for req in ['{"command": "status"}', '{"command": "devices"}', '{"command": "explain", "device": "vda"}',
-                    '{"command": "policies"}', '{"command": "verify"}', '{"command": "metrics"}',
-                    '{"command": "doctor"}', '{"command": "pause", "device": "vda"}', '{"command": "resume"}',
-                    '{"command": "reload"}', '{"command": "nope"}', '{bad json',
-                    '{"command": "device", "device": "sdz"}']:
-            request(req)
+        d.wait_for("READY=1", timeout=120)
+        for req in [{"command": "status"}, {"command": "devices"}, {"command": "explain", "device": "vda"},
+                    {"command": "policies"}, {"command": "verify"}, {"command": "metrics"},
+                    {"command": "doctor"}, {"command": "pause", "device": "vda"}, {"command": "resume"},
+                    {"command": "reload"}, {"command": "nope"}, {"command": "device", "device": "sdz"}]:
+            control_call(sock, req, timeout=60)
+        # and one that is not JSON
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(60)
+            s.connect(sock)
+            s.sendall(b"{bad json\n")
+            s.recv(1 << 20)
         with open(os.path.join(pol, "99-broken.policy"), "w") as f:
             f.write("[Queue]\nnr_requests = x\n")
-        d.send_signal(signal.SIGHUP)       # a reload that rejects a file, then SIGTERM
-        deadline = time.monotonic() + 120
-        while request('{"command": "status"}')["result"]["policy_files_rejected"] < 1:
-            if time.monotonic() > deadline:
-                raise AssertionError("the reload after SIGHUP never showed the rejected file")
-            time.sleep(0.05)
-    except BaseException:
-        d.kill()            # never leave valgrind running behind a failed request
-        d.communicate()
-        raise
-    d.send_signal(signal.SIGTERM)
-    _, err = d.communicate(timeout=120)
-    res.check("daemon serving every request, a failed reload and SIGTERM: clean", d.returncode == 0,
-              "\n".join(l for l in err.splitlines() if l.startswith("==")))
-finally:
-    shutil.rmtree(work, ignore_errors=True)
-res.finish()
+        d.reload(timeout=120)       # a reload that rejects a file, then SIGTERM
+        st = control_call(sock, {"command": "status"}, timeout=60)
+        assert st["result"]["policy_files_rejected"] >= 1, f"the reload after SIGHUP did not reject the file: {st}"
+        d.signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=120)
+    finally:
+        d.cleanup()     # never leave valgrind running behind a failed request
+    report = "\n".join(line for line in d.text().splitlines() if line.startswith("=="))
+    assert rc == 0, report
