@@ -1,29 +1,32 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The daemon flips a loop device (its own) to the busy settings when fio
-loads it, back when the load stops, and not at all under a steady light
-load. Ticks are 200 ms; the policy wants 2 ticks above/below threshold."""
+"""[Dynamic] on a loop device under real fio load: no flip under a steady
+light load; a flip to the busy settings within the policy's ticks under a
+heavy one, and back when it stops; both flips logged and in explain's
+history with their conditions; the base setting back after exit.
+
+One daemon for the file; the tests run in file order."""
 import os
 import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, LoopDevices, Results, control_call, require_root, scheduler, wait_for  # noqa: E402
+import pytest
 
-require_root()
-blkpolicyd = sys.argv[1]
+from blkptest.daemon import wait_for
+from blkptest.loop import scheduler
+
+LOOP_BASE = 600
 TICK = 0.2
-loops = LoopDevices(base=600)
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-dynamic-")
-policies = os.path.join(work, "policies")
-os.mkdir(policies)
-dev = loops.add()
-loops.attach(dev, size_mb=128)
-with open(os.path.join(policies, "50-dynamic.policy"), "w") as f:
-    f.write(f"""[Match]
+
+
+@pytest.fixture(scope="module")
+def env(loops, module_daemons):
+    work = module_daemons.work
+    policies = os.path.join(work, "policies")
+    os.mkdir(policies)
+    dev = loops.add()
+    loops.attach(dev, size_mb=128)
+    with open(os.path.join(policies, "50-dynamic.policy"), "w") as f:
+        f.write(f"""[Match]
 name = {dev}
 [Queue]
 scheduler = none
@@ -36,73 +39,70 @@ min_dwell_ticks = 0
 [Busy]
 scheduler = mq-deadline
 """)
-conf = os.path.join(work, "blkpolicyd.conf")
-with open(conf, "w") as f:
-    f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
-
-sock = os.path.join(work, "control.sock")
-daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir",
-                                     os.path.join(work, "state"), "--device", dev, "--socket", sock])
-daemon_log = daemon.text
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
+    d = module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir",
+                              os.path.join(work, "state"), "--device", dev, "--socket", module_daemons.sock])
+    return {"daemon": d, "dev": dev, "call": module_daemons.call}
 
 
-def fio(*args, runtime):
+def fio(dev, *args, runtime):
     return subprocess.Popen(["fio", "--name=load", f"--filename=/dev/{dev}", "--bs=4k", "--direct=1",
                              "--ioengine=io_uring", "--time_based", f"--runtime={runtime}",
                              "--output-format=terse", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-try:
-    daemon.wait_for("READY=1")
-    res.check("base scheduler at start", scheduler(dev) == "none")
-
+def test_no_flip_under_steady_light_load(env):
+    dev = env["dev"]
+    assert scheduler(dev) == "none", "the base scheduler at start"
     # steady light load: 200 IOPS at qd1 for 3 s, watched all the way
-    light = fio("--rw=randread", "--iodepth=1", "--rate_iops=200", runtime=3)
+    light = fio(dev, "--rw=randread", "--iodepth=1", "--rate_iops=200", runtime=3)
     seen = set()
     while light.poll() is None:
         seen.add(scheduler(dev))
-        time.sleep(0.01)
-    res.check("no flip under a steady light load", seen == {"none"} and "-> busy" not in daemon_log(),
-              f"schedulers seen: {seen}\n{daemon_log()}")
+        time.sleep(0.01)    # sampling the scheduler while fio runs: the watch, not a wait
+    assert seen == {"none"} and "-> busy" not in env["daemon"].text(), f"schedulers seen: {seen}"
 
+
+def test_flips_under_heavy_load_and_back(env):
+    dev, d = env["dev"], env["daemon"]
     # heavy load: the flip must come within the policy's 2 ticks (+1 tick of
     # sampling phase, +fio start-up)
-    heavy = fio("--rw=randread", "--iodepth=16", runtime=3)
-    t0 = time.monotonic()
+    heavy = fio(dev, "--rw=randread", "--iodepth=16", runtime=3)
     try:
+        t0 = time.monotonic()
         t1 = wait_for(lambda: scheduler(dev) == "mq-deadline", 2 * TICK + TICK + 0.6, "the flip to busy")
-        res.check(f"flips to busy under load ({(t1 - t0) * 1000:.0f} ms)", True)
-    except AssertionError as e:
-        res.check("flips to busy under load", False, f"{e}\n{daemon_log()}")
-    heavy.wait()
+        print(f"flipped to busy in {(t1 - t0) * 1000:.0f} ms")
+    finally:
+        heavy.wait()
     t0 = time.monotonic()
-    try:
-        t1 = wait_for(lambda: scheduler(dev) == "none", 2 * TICK + TICK + 0.3, "the flip back to base")
-        res.check(f"flips back when the load stops ({(t1 - t0) * 1000:.0f} ms)", True)
-    except AssertionError as e:
-        res.check("flips back when the load stops", False, f"{e}\n{daemon_log()}")
-    text = daemon_log()
-    res.check("the flip is logged with the condition that fired",
-              f"{dev}: base -> busy: iops > 5000" in text and f"{dev}: busy -> base: iops < 1000" in text, text)
-    res.check("exactly two flips", text.count(f"{dev}: base -> busy") == 1 and text.count(f"{dev}: busy -> base") == 1,
-              text)
+    t1 = wait_for(lambda: scheduler(dev) == "none", 2 * TICK + TICK + 0.3, "the flip back to base")
+    print(f"flipped back in {(t1 - t0) * 1000:.0f} ms")
+    text = d.text()
+    assert f"{dev}: base -> busy: iops > 5000" in text and f"{dev}: busy -> base: iops < 1000" in text, \
+        "the flip is logged with the condition that fired"
+    assert text.count(f"{dev}: base -> busy") == 1 and text.count(f"{dev}: busy -> base") == 1, "exactly two flips"
+
+
+def test_explain_history(env):
+    dev = env["dev"]
+
+    def history():
+        return env["call"]({"command": "explain", "device": dev})["result"]["dynamic"]["history"]
     # the flip is in history once its write is back on the loop (it has a cost then):
     # the scheduler seen in sysfs may be a moment ahead of that
-    def history():
-        return control_call(sock, {"command": "explain", "device": dev})["result"]["dynamic"]["history"]
     try:
         wait_for(lambda: len(history()) >= 2, 3.0, "the second flip in explain's history")
     except AssertionError:
         pass    # checked just below, with what explain says
     hist = history()
-    res.check("explain lists both flips, oldest first, with their conditions",
-              [h["to"] for h in hist] == ["busy", "base"] and hist[0]["condition"].startswith("iops > 5000")
-              and hist[1]["condition"].startswith("iops < 1000") and all(h["cost_ms"] > 0 for h in hist), hist)
-    res.check("exits 0", daemon.stop() == 0, daemon_log())
-    res.check("base scheduler after exit", scheduler(dev) == "none")
-finally:
-    daemon.cleanup()
-    loops.remove_all()
-    subprocess.run(["rm", "-rf", work])
-res.finish()
+    assert [h["to"] for h in hist] == ["busy", "base"] and hist[0]["condition"].startswith("iops > 5000") \
+        and hist[1]["condition"].startswith("iops < 1000") and all(h["cost_ms"] > 0 for h in hist), \
+        f"explain lists both flips, oldest first, with their conditions: {hist}"
+
+
+def test_exit_restores_base(env):
+    assert env["daemon"].stop() == 0
+    assert scheduler(env["dev"]) == "none", "the base scheduler after exit"
