@@ -1,36 +1,36 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Control socket, as root, on a loop device the test creates:
 - authorisation: a non-root member of socket_group reads status but is
   denied reload; a uid outside the group cannot connect;
 - drift: the test writes the scheduler itself; the daemon notices, leaves it
   (overridden), verify reports it, resume takes the device back;
-- pause, then a load change: no flip."""
+- pause, then a load change: no flip.
+
+One daemon for the file; the tests run in file order."""
 import json
 import os
 import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import (Daemon, LoopDevices, Results, control_call, require_root, scheduler, set_attr,  # noqa: E402
-                     wait_for)
+import pytest
 
-require_root()
-blkpolicyd, blkpolicyctl = sys.argv[1:3]
+from blkptest.daemon import control_call, wait_for
+from blkptest.loop import scheduler, set_attr
+
+LOOP_BASE = 800
 GROUP, GID, UID = "nogroup", 65534, 65534        # Debian's nobody:nogroup
 OUTSIDER = 54321
-loops = LoopDevices(base=800)
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-ctlpriv-")
-os.chmod(work, 0o755)   # the unprivileged clients must reach the socket
-policies = os.path.join(work, "policies")
-os.mkdir(policies)
-sock_path = os.path.join(work, "control.sock")
-dev = loops.add()
-loops.attach(dev, size_mb=128)
-with open(os.path.join(policies, "50-test.policy"), "w") as f:
-    f.write(f"""[Match]
+
+
+@pytest.fixture(scope="module")
+def env(loops, module_daemons):
+    work = module_daemons.work
+    os.chmod(work, 0o755)   # the unprivileged clients must reach the socket
+    policies = os.path.join(work, "policies")
+    os.mkdir(policies)
+    dev = loops.add()
+    loops.attach(dev, size_mb=128)
+    with open(os.path.join(policies, "50-test.policy"), "w") as f:
+        f.write(f"""[Match]
 name = {dev}
 [Queue]
 scheduler = none
@@ -45,21 +45,17 @@ min_dwell_ticks = 0
 [Busy]
 scheduler = mq-deadline
 """)
-conf = os.path.join(work, "blkpolicyd.conf")
-with open(conf, "w") as f:
-    f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\nsocket_group = {GROUP}\n")
-set_attr(dev, "scheduler", "mq-deadline")
-daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir",
-                                     os.path.join(work, "state"), "--device", dev, "--socket", sock_path])
-daemon_log = daemon.text
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\nsocket_group = {GROUP}\n")
+    set_attr(dev, "scheduler", "mq-deadline")
+    d = module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir",
+                              os.path.join(work, "state"), "--device", dev, "--socket", module_daemons.sock])
+    return {"daemon": d, "dev": dev, "sock": module_daemons.sock, "call": module_daemons.call}
 
 
-def call(req):
-    return control_call(sock_path, req)
-
-
-def as_user(uid, gid, req):
-    """Runs call(req) in a forked child with the given ids; returns its result."""
+def as_user(sock_path, uid, gid, req):
+    """Runs control_call(req) in a forked child with the given ids; returns its result."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -68,7 +64,7 @@ def as_user(uid, gid, req):
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-            out = {"reply": call(req)}
+            out = {"reply": control_call(sock_path, req)}
         except OSError as e:
             out = {"errno": e.errno}
         os.write(w, json.dumps(out).encode())
@@ -82,59 +78,58 @@ def as_user(uid, gid, req):
     return json.loads(data)
 
 
-try:
-    daemon.wait_for("READY=1")
-    res.check("the policy is applied by READY", scheduler(dev) == "none")
-    st = os.stat(sock_path)
-    res.check("socket is 0660 root:nogroup", (st.st_mode & 0o777) == 0o660 and st.st_gid == GID,
-              oct(st.st_mode))
+def test_socket_and_ready(env):
+    assert scheduler(env["dev"]) == "none", "the policy is applied by READY"
+    st = os.stat(env["sock"])
+    assert (st.st_mode & 0o777) == 0o660 and st.st_gid == GID, f"socket is 0660 root:nogroup: {oct(st.st_mode)}"
 
-    out = as_user(UID, GID, {"command": "status"})
-    res.check("a member of socket_group reads status", out.get("reply", {}).get("ok") is True, out)
-    out = as_user(UID, GID, {"command": "reload"})
-    res.check("... and is denied reload", out.get("reply", {}).get("error", {}).get("code") == "permission-denied",
-              out)
-    res.check("the denial is logged with uid and pid", f"reload denied to uid {UID} pid" in daemon_log())
-    out = as_user(OUTSIDER, OUTSIDER, {"command": "status"})
-    res.check("a uid outside the group cannot connect", out.get("errno") == 13, out)
 
+def test_group_member_reads_but_cannot_reload(env):
+    out = as_user(env["sock"], UID, GID, {"command": "status"})
+    assert out.get("reply", {}).get("ok") is True, out
+    out = as_user(env["sock"], UID, GID, {"command": "reload"})
+    assert out.get("reply", {}).get("error", {}).get("code") == "permission-denied", out
+    assert f"reload denied to uid {UID} pid" in env["daemon"].text(), "the denial is logged with uid and pid"
+
+
+def test_outsider_cannot_connect(env):
+    out = as_user(env["sock"], OUTSIDER, OUTSIDER, {"command": "status"})
+    assert out.get("errno") == 13, out
+
+
+def test_drift_then_resume(env, run_ctl):
+    dev, call = env["dev"], env["call"]
     # drift: change the scheduler behind the daemon's back
     set_attr(dev, "scheduler", "kyber")
-    try:
-        wait_for(lambda: call({"command": "device", "device": dev})["result"]["overridden"], 2,
-                 "the daemon to notice the drift")
-        res.check("drift noticed, device marked overridden", True)
-    except AssertionError as e:
-        res.check("drift noticed, device marked overridden", False, f"{e}\n{daemon_log()}")
-    res.check("the admin's value is left alone", scheduler(dev) == "kyber")
+    wait_for(lambda: call({"command": "device", "device": dev})["result"]["overridden"], 2,
+             "the daemon to notice the drift")
+    assert scheduler(dev) == "kyber", "the admin's value is left alone"
     ex = call({"command": "explain", "device": dev})["result"]
-    res.check("explain says what was changed", ex.get("overridden") is True
-              and ex.get("override") == "scheduler changed to kyber (blkpolicyd wanted none)", ex)
+    assert ex.get("overridden") is True \
+        and ex.get("override") == "scheduler changed to kyber (blkpolicyd wanted none)", ex
     v = call({"command": "verify"})["result"]
     drift = v["devices"][0]["drift"] if v["devices"] else []
-    res.check("verify reports the drift", v["drifted"] == 1 and drift and drift[0]["live"] == "kyber"
-              and drift[0]["intended"] == "none", v)
-    r = subprocess.run([blkpolicyctl, "--socket", sock_path, "resume", dev], capture_output=True, text=True)
-    res.check("blkpolicyctl resume exits 0", r.returncode == 0, r.stderr)
-    res.check("resume takes the device back", scheduler(dev) == "none"
-              and not call({"command": "device", "device": dev})["result"]["overridden"])
+    assert v["drifted"] == 1 and drift and drift[0]["live"] == "kyber" and drift[0]["intended"] == "none", v
+    r = run_ctl(env["sock"], "resume", dev)
+    assert r.returncode == 0, r.stderr
+    assert scheduler(dev) == "none" and not call({"command": "device", "device": dev})["result"]["overridden"], \
+        "resume takes the device back"
     ex = call({"command": "explain", "device": dev})["result"]
-    res.check("... and explain no longer names an override", ex.get("overridden") is False and "override" not in ex, ex)
+    assert ex.get("overridden") is False and "override" not in ex, f"explain no longer names an override: {ex}"
 
-    # pause, then a load change: no flip
+
+def test_paused_device_does_not_flip(env):
+    dev, call = env["dev"], env["call"]
     call({"command": "pause", "device": dev})
     fio = subprocess.run(["fio", "--name=load", f"--filename=/dev/{dev}", "--rw=randread", "--bs=4k",
                           "--iodepth=16", "--direct=1", "--ioengine=io_uring", "--time_based", "--runtime=1",
                           "--output-format=terse"], capture_output=True)
     d = call({"command": "device", "device": dev})["result"]
-    res.check("paused: load came and no flip happened",
-              fio.returncode == 0 and scheduler(dev) == "none" and d["dynamic"]["flips"] == 0
-              and "-> busy" not in daemon_log(), d)
+    assert fio.returncode == 0 and scheduler(dev) == "none" and d["dynamic"]["flips"] == 0 \
+        and "-> busy" not in env["daemon"].text(), f"paused: load came and no flip happened: {d}"
     call({"command": "resume", "device": dev})
-    res.check("exits 0", daemon.stop() == 0)
-    res.check("restores the original scheduler", scheduler(dev) == "mq-deadline")
-finally:
-    daemon.cleanup()
-    loops.remove_all()
-    subprocess.run(["rm", "-rf", work])
-res.finish()
+
+
+def test_exit_restores(env):
+    assert env["daemon"].stop() == 0
+    assert scheduler(env["dev"]) == "mq-deadline", "restores the original scheduler"
