@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 blkpolicyd, fixture = sys.argv[1:3]
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "int
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blkptest import faketree  # noqa: E402
 from blkptest.faketree import DISKS  # noqa: E402
+from blkptest.diskstats import Feeder  # noqa: E402
 from loopdev import Daemon, Results, require_fault_injection  # noqa: E402
 
 require_fault_injection(blkpolicyd)
@@ -378,26 +378,8 @@ try:
     policy("60-bfq.policy", "[Match]\nname = loop1\n[Dynamic]\nenter = iops > 100\nenter_ticks = 1\n"
            "leave = iops < 1\nleave_ticks = 1\nmin_dwell_ticks = 0\n[Busy]\nscheduler = kyber\n"
            "[Busy kyber]\nread_lat_nsec = 1000000\n")
-    diskstats = os.path.join(root, "proc", "diskstats")
-    with open(diskstats) as f:
-        lines = [line for line in f if " loop1 " not in line]
-    load = {"on": True, "reads": 0}
-
-    def feed():
-        """loop1's read counter grows while load is on; written whole, renamed."""
-        while load["on"] is not None:
-            if load["on"]:
-                load["reads"] += 1000
-            tmp = diskstats + ".tmp"
-            with open(tmp, "w") as f:
-                f.writelines(lines)
-                f.write(f"   7       1 loop1 {load['reads']} 0 {load['reads'] * 8} 10 0 0 0 0 0 10 10 0 0 0 0 0 0\n")
-            os.rename(tmp, diskstats)
-            time.sleep(0.01)        # the feeder's pace; the test waits on observed state, not on this
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    try:
+    # loop1's read counter grows while load is on
+    with Feeder(os.path.join(root, "proc", "diskstats"), "loop1", 7, 1, on=True) as load:
         d = daemon()
         # a flip is a pass: the switch, then the tunable in the round after it
         busy = lambda: live("loop1", "scheduler") == "kyber" and live("loop1", "iosched/read_lat_nsec") == "1000000"
@@ -406,7 +388,7 @@ try:
             time.sleep(0.01)
         res.check("load flips loop1 to its busy settings", live("loop1", "scheduler") == "kyber"
                   and live("loop1", "iosched/read_lat_nsec") == "1000000", snapshot("loop1"))
-        load["on"] = False
+        load.on = False
         deadline = time.monotonic() + 20
         while snapshot("loop1") != ORIGINAL["loop1"] and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -415,9 +397,6 @@ try:
         rc = d.stop()
         ok, now = all_original()
         res.check("... and the stop after the flip leaves every original", rc == 0 and ok, now)
-    finally:
-        load["on"] = None
-        feeder.join()
 
     # mode=observe writes no policy value and puts back what an earlier run
     # in enforce mode changed: at start, and at the reload that turns it on

@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -31,6 +30,7 @@ import urllib.request
 blkpolicyd, fixture, top = sys.argv[1:4]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
 from loopdev import SKIP, Daemon, Results, require_fault_injection  # noqa: E402
+from blkptest.diskstats import Feeder  # noqa: E402  (loopdev put tests/ on the path)
 
 PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
@@ -119,23 +119,6 @@ def make_tree():
     write(os.path.join(root, "sys", "block", "loop0", "queue", "scheduler"), "[none] mq-deadline kyber bfq\n")
 
 
-diskstats = None
-load = {"on": False, "reads": 0, "stop": False}
-
-
-def feed(lines):
-    """loop0's read counter grows while load is on; each write whole, renamed into place."""
-    while not load["stop"]:
-        if load["on"]:
-            load["reads"] += 1000
-        tmp = diskstats + ".tmp"
-        with open(tmp, "w") as f:
-            f.writelines(lines)
-            f.write(f"   7       0 loop0 {load['reads']} 0 {load['reads'] * 8} 10 0 0 0 0 0 10 10 0 0 0 0 0 0\n")
-        os.rename(tmp, diskstats)
-        time.sleep(0.01)    # the feeder's pace; the checks wait on observed state
-
-
 feeder = None
 prom_url = None
 try:
@@ -150,11 +133,8 @@ try:
         dashboard = json.load(f)
 
     make_tree()
-    diskstats = os.path.join(root, "proc", "diskstats")
-    with open(diskstats) as f:
-        other_lines = [line for line in f if " loop0 " not in line]
-    feeder = threading.Thread(target=feed, args=(other_lines,))
-    feeder.start()
+    # loop0's read counter grows while load is on
+    feeder = Feeder(os.path.join(root, "proc", "diskstats"), "loop0", 7, 0).__enter__()
     os.mkdir(textdir)
     write(conf, f"[Daemon]\ntick_interval_ms = 100\nmetrics_textfile_dir = {textdir}\nmetrics_every_ticks = 1\n")
     write(os.path.join(policies, "50-dyn.policy"),
@@ -220,7 +200,7 @@ try:
     v = wait_query('blkpolicyd_device_flips_total{device="loop0"}')
     check("blkpolicyd_device_flips_total{device=\"loop0\"} is 0 before any load", v and v[0][1] == 0, v)
     writes0 = query('blkpolicyd_sysfs_writes_total{kind="scheduler"}')
-    load["on"] = True
+    feeder.on = True
     v = wait_query('blkpolicyd_device_flips_total{device="loop0"} >= 1', what="a flip")
     check("load flips loop0, and Prometheus sees its flip counter increment", v and v[0][1] >= 1, v)
     v = wait_query('blkpolicyd_device_scheduler{device="loop0",scheduler="kyber"}', what="kyber")
@@ -229,7 +209,7 @@ try:
     writes1 = query('blkpolicyd_sysfs_writes_total{kind="scheduler"}')
     check("... and the scheduler writes counter grew", writes0 and writes1 and writes1[0][1] > writes0[0][1],
           (writes0, writes1))
-    load["on"] = False
+    feeder.on = False
     v = wait_query('blkpolicyd_device_flips_total{device="loop0"} >= 2', what="the flip back")
     check("the flip back counts too", v and v[0][1] >= 2, v)
 
@@ -279,9 +259,8 @@ try:
     v = wait_query("blkpolicyd_build_info", pred=lambda v: v == [], what="the series to go stale")
     check("... so Prometheus no longer has its series (absent() can alert)", v == [], v)
 finally:
-    load["stop"] = True
     if feeder:
-        feeder.join()
+        feeder.__exit__(None, None, None)
     for p in PROCS:
         if p.poll() is None:
             p.kill()
