@@ -318,25 +318,3 @@ char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable,
         c = conflicts_attribute(set, &cd, tunable, live);
         return c ? conflict_describe(c) : NULL;
 }
-
-void conflicts_report_annotate_verify(Manager *m, cJSON *verify) {
-        cJSON *dev, *x;
-
-        cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(verify, "devices")) {
-                const cJSON *name = cJSON_GetObjectItemCaseSensitive(dev, "name");
-                Device *d = cJSON_IsString(name) ? device_find_name(m, name->valuestring) : NULL;
-
-                cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(dev, "drift")) {
-                        const cJSON *attr = cJSON_GetObjectItemCaseSensitive(x, "attr");
-                        const cJSON *live = cJSON_GetObjectItemCaseSensitive(x, "live");
-                        int t = cJSON_IsString(attr) ? tunable_find_attr(attr->valuestring) : -ENOENT;
-                        _cleanup_free_ char *who = d && t >= 0 && cJSON_IsString(live) ?
-                                conflicts_report_drift_note(m, d, (unsigned) t, live->valuestring) : NULL;
-
-                        if (who)
-                                cJSON_AddStringToObject(x, "writer", who);
-                        else
-                                cJSON_AddNullToObject(x, "writer");
-                }
-        }
-}

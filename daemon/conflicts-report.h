@@ -23,9 +23,6 @@ cJSON *conflicts_report_doctor(Manager *m);
 void conflicts_report_metrics(Manager *m, FILE *f);
 /* At start and reload: one line per writer, with what to do. */
 void conflicts_report_log(Manager *m);
-/* verify: each drift entry gets "writer", the likely writer of the live
- * value (as conflicts_report_drift_note()), or null. */
-void conflicts_report_annotate_verify(Manager *m, cJSON *verify);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
  * when none is known (or on ENOMEM). Caller frees. */

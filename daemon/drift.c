@@ -38,11 +38,17 @@ static cJSON *device_drift_json(Manager *m, Device *d) {
         const PlanItem *it;
 
         for (unsigned i = 0; (it = device_next_drift(m, d, &i, live, sizeof(live)));) {
+                /* the likely writer of the live value, as the drift log names it */
+                _cleanup_free_ char *who = conflicts_report_drift_note(m, d, it->tunable, live);
                 cJSON *o = cJSON_CreateObject();
 
                 cJSON_AddStringToObject(o, "attr", tunables[it->tunable].attr);
                 cJSON_AddStringToObject(o, "intended", it->target);
                 cJSON_AddStringToObject(o, "live", live);
+                if (who)
+                        cJSON_AddStringToObject(o, "writer", who);
+                else
+                        cJSON_AddNullToObject(o, "writer");
                 cJSON_AddItemToArray(a, o);
         }
         return a;
