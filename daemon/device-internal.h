@@ -31,6 +31,7 @@ struct Device {
         bool reprocess;         /* asked for again while it ran: decide again when it is back */
         bool reprocess_take_over;
         bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
+        bool gone;              /* forgotten: out of the table, freed after this dispatch */
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];
@@ -51,5 +52,7 @@ void device_media_drop(Manager *m, dev_t devnum);
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...);
 void device_set_error(Device *d, int error, const char *what);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
-/* Unlinks and frees d; drop_state: its queue is gone, so is its record. */
+/* Takes d out of the table and marks it gone; it is freed after the
+ * dispatch (devices_free_forgotten()), so a caller's pointer stays good
+ * until it returns. drop_state: its queue is gone, so is its record. */
 void device_forget(Manager *m, Device *d, bool drop_state);

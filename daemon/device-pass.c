@@ -256,8 +256,8 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
                         r = device_plan_only(m, d, plan);
         }
         k = device_finish(m, d, plan, r);
-        if (k < 0 || r < 0)
-                return k;       /* r < 0: d may be forgotten */
+        if (k < 0 || r < 0 || d->gone)
+                return k;
         return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
 }
 int device_process(Manager *m, Device *d) {
@@ -290,7 +290,6 @@ static int device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 /* A job is back from the applier, on the loop. */
 int device_apply_done(Manager *m, ApplyJob *j) {
         Device *d = device_get(m, j->devnum);
-        dev_t devnum = j->devnum;
         DeviceIdentity id;
         int r;
 
@@ -319,8 +318,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         applier_job_free(j);
         if (r < 0)
                 return r;
-        d = device_get(m, devnum);      /* device_finish may forget it */
-        if (d && d->reprocess && !d->job) {
+        if (!d->gone && d->reprocess && !d->job) {
                 bool take_over = d->reprocess_take_over;
 
                 d->reprocess = d->reprocess_take_over = false;
@@ -365,7 +363,6 @@ static int device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
  * pass is done. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
-        dev_t devnum = d->node.devnum;       /* d may be freed by device_process */
         int r;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
@@ -383,8 +380,8 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         r = device_process(m, d);
         if (r < 0)
                 return r;
-        /* device_process may have forgotten a vanished device: d is then gone */
-        if (device_get(m, devnum) != d || !d->dynamic || !d->dynamic->flip || d->job)
+        /* device_process may have forgotten a vanished device */
+        if (d->gone || !d->dynamic || !d->dynamic->flip || d->job)
                 return 0;
         return device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0); /* done on the loop */
 }

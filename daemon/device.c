@@ -184,8 +184,21 @@ void device_forget(Manager *m, Device *d, bool drop_state) {
         if (d->job && applier_cancel(m->applier, d->node.devnum) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
         device_table_remove(&m->devices, &d->node);
-        device_free(d);
+        d->retry_source = sd_event_source_disable_unref(d->retry_source);
+        d->gone = true;
+        d->node.next = m->forgotten;
+        m->forgotten = &d->node;
 }
+
+void devices_free_forgotten(Manager *m) {
+        while (m->forgotten) {
+                DevNode *n = m->forgotten;
+
+                m->forgotten = n->next;
+                device_free(device_of_node(n));
+        }
+}
+
 /* Policies that name other udev properties: read what each device keeps
  * again, before deciding with them. */
 int device_refresh_properties(Manager *m) {

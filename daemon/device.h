@@ -10,7 +10,9 @@
  * Functions that return int return 0 or a negative errno; the only error
  * they return is -ENOMEM (fatal): per-device failures are logged
  * "…, ignoring" and kept in the device's error. A function that may forget
- * the device says so: after it, find the device again by number. */
+ * the device says so: the device is then out of the table (device_get()
+ * no longer finds it), and freed after the current event's dispatch, so
+ * the caller's pointer stays valid until it returns to the loop. */
 
 #include "manager.h"
 #include "sample.h"
@@ -94,7 +96,8 @@ bool device_seen(const Device *d);
 Device *device_refresh(Manager *m, const char *name, int *error);
 /* Policies that name other udev properties: every device's read again. */
 int device_refresh_properties(Manager *m);
-/* decide + apply. May forget d (it vanished). */
+/* decide + apply. May forget d (it vanished): out of the table, freed
+ * after this dispatch. */
 int device_process(Manager *m, Device *d);
 /* decide and apply again, writing over what the admin changed (resume,
  * drift with on_drift=reapply). May forget d. */
@@ -115,4 +118,8 @@ void device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
  * forget d. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec);
+/* A device forgotten (its disk is gone) stays allocated, out of the
+ * table, until the event that forgot it is dispatched: no caller ever
+ * holds a freed device. The manager frees them after each dispatch. */
+void devices_free_forgotten(Manager *m);
 Device *device_free(Device *d);

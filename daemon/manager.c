@@ -102,6 +102,7 @@ int manager_scan(Manager *m) {
 
         if (m->options->mode == RUN_ONCE)
                 applier_drain(m->applier);      /* the report shows the results */
+        devices_free_forgotten(m);      /* no caller holds a device across a scan */
 
         /* A scan goes through libudev and a classification per device, and
          * frees all of it again; with 1000 devices that leaves about 1 MiB
@@ -374,6 +375,13 @@ static void on_apply_done(ApplyJob *j, void *userdata) {
         manager_check_ready(m);
 }
 
+/* After each dispatch: the devices it forgot are freed here, when no
+ * callback holds one any more. */
+static int on_post(sd_event_source *s _unused_, void *userdata) {
+        devices_free_forgotten(userdata);
+        return 0;
+}
+
 static void manager_freep(Manager **m) {
         manager_free(*m);
 }
@@ -422,6 +430,7 @@ Manager *manager_free(Manager *m) {
         cJSON_Delete(m->reload_errors);
         DEVICE_FOREACH(d, m)
                 device_free(d);
+        devices_free_forgotten(m);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
         intern_table_done(&m->facts);
@@ -467,6 +476,9 @@ static int manager_setup_loop(Manager *m, ControlHandler handler) {
                 r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
+        r = sd_event_add_post(m->event, NULL, on_post, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the event loop: %m");
         r = applier_attach_event(m->applier, m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the applier: %m");

@@ -74,6 +74,7 @@ struct Manager {
         KernelCaps caps;
         Discover *discover;
         DeviceTable devices;
+        DevNode *forgotten;             /* devices forgotten in this dispatch, freed after it */
         PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
         InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
