@@ -112,12 +112,15 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
 
 static cJSON *cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         _cleanup_free_ Device **sorted = NULL;
-        cJSON *a = cJSON_CreateArray();
         int n = devices_sorted(m, &sorted);
+        cJSON *a;
 
+        if (n < 0)
+                return NULL;
+        a = cJSON_CreateArray();
         for (int i = 0; i < n; i++)
                 cJSON_AddItemToArray(a, explain_device_report(m, sorted[i]));
-        return n < 0 ? NULL : reply_ok(a);
+        return reply_ok(a);
 }
 
 static cJSON *cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
@@ -212,15 +215,19 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         applier_drain(m->applier);
         n = d ? 1 : devices_sorted(m, &sorted);
         for (int i = 0; i < n; i++)
-                if (device_restore(m, d ?: sorted[i]) < 0) {
-                        cJSON_Delete(o);
-                        return NULL;
-                }
+                if (device_restore(m, d ?: sorted[i]) < 0)
+                        n = -ENOMEM;
+        if (n < 0) {
+                cJSON_Delete(o);
+                return NULL;
+        }
         applier_drain(m->applier);
+        /* a drain may forget a disk that went away (freed after this
+         * request): only those still in the table can be left changed */
         for (int i = 0; i < n; i++) {
                 Device *x = d ?: sorted[i];
 
-                if (!device_record_empty(device_record(x)))
+                if (device_get(m, device_devnum(x)) == x && !device_record_empty(device_record(x)))
                         cJSON_AddItemToArray(left, cJSON_CreateString(device_name(x)));
         }
         return reply_ok(o);

@@ -232,6 +232,8 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
         Plan *plan = plan_buffer_init(&m->scratch);
         int r = 0, k;
 
+        if (d->gone)
+                return 0;       /* forgotten earlier in this dispatch (a drain, a rescan) */
         if (d->job) {
                 /* one pass at a time: this one is decided when the running one is back */
                 d->reprocess = true;
@@ -268,7 +270,7 @@ int device_process_again(Manager *m, Device *d) {
         return device_process_full(m, d, true);
 }
 int device_restore(Manager *m, Device *d) {
-        if (device_record_empty(&d->record) || !manager_restores(m))
+        if (d->gone || device_record_empty(&d->record) || !manager_restores(m))
                 return 0;
         return device_submit(m, d, NULL, false, true);
 }

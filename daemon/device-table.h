@@ -24,11 +24,3 @@ DevNode *device_table_get(const DeviceTable *t, dev_t devnum);
 int device_table_put(DeviceTable *t, DevNode *n);
 void device_table_remove(DeviceTable *t, DevNode *n);
 void device_table_done(DeviceTable *t);
-
-/* Safe against unlinking n (not another node) inside the loop. */
-/* NOLINTBEGIN(bugprone-macro-parentheses): n is the name of the loop variable */
-#define DEVICE_TABLE_FOREACH(n, t)                                                        \
-        for (size_t _b = 0; _b < (t)->n_buckets; _b++)                                    \
-                for (DevNode *n = (t)->buckets[_b], *_n = n ? n->next : NULL; n;          \
-                     n = _n, _n = n ? n->next : NULL)
-/* NOLINTEND(bugprone-macro-parentheses) */

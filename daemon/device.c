@@ -26,9 +26,28 @@ DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
         free(y);
         return NULL;
 }
-Device *device_of_node(DevNode *n) {
+static Device *device_of_node(DevNode *n) {
         return n ? (Device *) ((char *) n - offsetof(Device, node)) : NULL;
 }
+bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
+        const DeviceTable *t = &m->devices;
+
+        while (!i->next) {
+                if (i->visited >= t->n_buckets) {
+                        *ret = NULL;
+                        return false;
+                }
+                i->next = t->buckets[(i->start + i->visited++) % t->n_buckets];
+        }
+        *ret = device_of_node(i->next);
+        i->next = i->next->next;
+        return true;
+}
+
+size_t device_iter_resume_bucket(const Manager *m, const DeviceIter *i) {
+        return m->devices.n_buckets ? (i->start + i->visited) % m->devices.n_buckets : 0;
+}
+
 Device *device_get(const Manager *m, dev_t devnum) {
         return device_of_node(device_table_get(&m->devices, devnum));
 }

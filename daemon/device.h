@@ -45,13 +45,32 @@ Device *device_find_name(const Manager *m, const char *name);
 /* Sorted by name, for reports and passes in order. Caller frees the array
  * (not the devices). Returns the count. */
 int devices_sorted(const Manager *m, Device ***ret);
-Device *device_of_node(DevNode *n);
+
+/* A walk over the devices in table order, from a starting bucket, once
+ * round. The next device is taken before the current one is returned, so
+ * the loop's body may forget the current one (not another). */
+typedef struct DeviceIter {
+        size_t start, visited;  /* buckets */
+        DevNode *next;
+        bool done;
+} DeviceIter;
+
+#define DEVICE_ITER_AT(bucket) ((DeviceIter) { .start = (bucket) })
+bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret);
+/* Where a walk that stops now should start again: the bucket after the
+ * last one it went into (drift's round-robin). */
+size_t device_iter_resume_bucket(const Manager *m, const DeviceIter *i);
+/* True when the walk is between buckets: the next device starts one. */
+static inline bool device_iter_at_bucket_end(const DeviceIter *i) {
+        return !i->next;
+}
+
+/* "break" ends the walk: the outer loop only gives the inner one its
+ * iterator. */
 /* NOLINTBEGIN(bugprone-macro-parentheses): d is the name of the loop variable */
 #define DEVICE_FOREACH(d, m)                                                               \
-        for (size_t _b = 0; _b < (m)->devices.n_buckets; _b++)                             \
-                for (DevNode *_node = (m)->devices.buckets[_b], *_next = _node ? _node->next : NULL; \
-                     _node; _node = _next, _next = _node ? _node->next : NULL)             \
-                        for (Device *d = device_of_node(_node); d; d = NULL)
+        for (DeviceIter _i = DEVICE_ITER_AT(0); !_i.done; _i.done = true)                  \
+                for (Device *d; device_iter_next((m), &_i, &d);)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
 /* What the others may read. */

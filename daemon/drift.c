@@ -134,23 +134,20 @@ static int device_check_drift(Manager *m, Device *d) {
 }
 
 int drift_check(Manager *m, unsigned n) {
-        DeviceTable *t = &m->devices;
+        DeviceIter i = DEVICE_ITER_AT(m->drift_cursor);
         unsigned checked = 0;
+        Device *d;
+        int r = 0;
 
-        /* walk buckets from the cursor; a bucket's devices are checked together */
-        for (size_t b = 0; b < t->n_buckets && checked < n; b++) {
-                size_t k = (m->drift_cursor + b) % t->n_buckets;
-
-                for (DevNode *node = t->buckets[k], *next; node; node = next) {
-                        int r;
-
-                        next = node->next;      /* a reapply may forget this device */
-                        r = device_check_drift(m, device_of_node(node));
-                        if (r < 0)
-                                return r;
-                        checked++;
-                }
-                m->drift_cursor = k + 1;
+        if (n == 0)
+                return 0;
+        /* from the cursor on; a bucket's devices are checked together (a
+         * reapply may forget the device checked, which the walk allows) */
+        while (r >= 0 && device_iter_next(m, &i, &d)) {
+                r = device_check_drift(m, d);
+                if (++checked >= n && device_iter_at_bucket_end(&i))
+                        break;
         }
-        return 0;
+        m->drift_cursor = device_iter_resume_bucket(m, &i);
+        return r;
 }

@@ -86,7 +86,6 @@ static const struct option long_options[] = {
         {}
 };
 
-/* Returns 1 to go on, 0 to exit successfully, <0 on error. */
 static const char *const mode_options[] = {
         [RUN_ONCE] = "--once",
         [RUN_RESTORE] = "--restore",
@@ -104,6 +103,7 @@ static int set_mode(Options *o, RunMode mode) {
         return 0;
 }
 
+/* Returns 1 to go on, 0 to exit successfully, <0 on error. */
 static int parse_argv(int argc, char *argv[], Options *o) {
         int c, r;
 

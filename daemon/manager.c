@@ -103,6 +103,8 @@ int manager_scan(Manager *m) {
         if (m->options->mode == RUN_ONCE)
                 applier_drain(m->applier);      /* the report shows the results */
         devices_free_forgotten(m);      /* no caller holds a device across a scan */
+        if (r >= 0 && m->fatal < 0)
+                r = m->fatal;           /* from a callback the drain ran */
 
         /* A scan goes through libudev and a classification per device, and
          * frees all of it again; with 1000 devices that leaves about 1 MiB
@@ -113,7 +115,6 @@ int manager_scan(Manager *m) {
 
 static void on_overflow(void *userdata) {
         Manager *m = userdata;
-
         int r = manager_scan(m);
 
         if (r == -ENOMEM)

@@ -91,6 +91,7 @@ struct Manager {
         bool handover;                  /* the next stop leaves everything to the next daemon */
         size_t drift_cursor;            /* next hash bucket the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
+        int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
         /* sampling */
         sd_event_source *tick_source;
@@ -118,14 +119,17 @@ struct Manager {
 static inline uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }
-/* The one way out on a fatal error (-ENOMEM) from an event source's
- * callback: the loop ends with it, and main() exits non-zero after the
- * stop's put-back. Returns r, for "return manager_fatal(m, r);". */
+/* The one way out on a fatal error (-ENOMEM) from an event source's (or
+ * the applier's) callback: the loop ends with it, and main() exits
+ * non-zero after the stop's put-back. Without a loop (--once), the scan
+ * returns it. Returns r, for "return manager_fatal(m, r);". */
 static inline int manager_fatal(Manager *m, int r) {
         if (r == -ENOMEM)
                 log_oom();
         else
                 log_error_errno(r, "Fatal: %m");
+        if (m->fatal == 0)
+                m->fatal = r;
         if (m->event)
                 (void) sd_event_exit(m->event, r);
         return r;

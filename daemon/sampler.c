@@ -132,7 +132,9 @@ static int sample_line(Manager *m, const char *line, size_t len, double interval
  * as in the tests' fixture trees) moves to the front for the next read. */
 #define DISKSTATS_CHUNK 8192
 
-static int sample_lines(Manager *m, int fd, double interval_ms) {
+/* Returns what sample_line() returns (-ENOMEM), or 0; a read that fails
+ * sets *read_error, which is the file's error, not the daemon's. */
+static int sample_lines(Manager *m, int fd, double interval_ms, int *read_error) {
         char *buf = m->diskstats;
         size_t kept = 0;
         bool skipping = false;          /* in a line longer than the buffer: not diskstats */
@@ -142,8 +144,10 @@ static int sample_lines(Manager *m, int fd, double interval_ms) {
                 char *p = buf, *end, *nl;
                 int r = 0;
 
-                if (k < 0)
-                        return -errno;
+                if (k < 0) {
+                        *read_error = -errno;
+                        return 0;
+                }
                 end = buf + kept + k;
                 for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
                         if (!skipping)
@@ -163,7 +167,10 @@ static int sample_lines(Manager *m, int fd, double interval_ms) {
         }
 }
 
-static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
+/* -ENOMEM only; *read_error: why /proc/diskstats could not be read. The
+ * kernel's own ENOMEM there (seq_file) is a failed read, not a fatal
+ * error of the daemon. */
+static int sample_diskstats(Manager *m, uint64_t now, double interval_ms, int *read_error) {
         char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
         int r;
@@ -172,11 +179,13 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
                 return -ENOMEM;
         snprintf(path, sizeof(path), "%s/diskstats", m->roots.proc);
         fd = sysfs_open_read(path);
-        if (fd < 0)
-                return fd;
+        if (fd < 0) {
+                *read_error = fd;
+                return 0;
+        }
         if (m->record)
                 record_write_tick(m->record, now, m->tick);
-        r = sample_lines(m, fd, interval_ms);
+        r = sample_lines(m, fd, interval_ms, read_error);
         if (m->record)
                 record_end_tick(m->record);
         return r;
@@ -187,16 +196,17 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms) {
  * once per new error, and the tick's other steps wait for a good one). */
 static int tick_sample(Manager *m, uint64_t now) {
         double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
-        int r;
+        int r, read_error = 0;
 
         m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
-        r = sample_diskstats(m, now, interval_ms);
-        if (r == -ENOMEM)
+        r = sample_diskstats(m, now, interval_ms, &read_error);
+        if (r < 0)
                 return r;
-        if (r < 0) {
-                if (r != m->diskstats_error)
-                        log_warning_errno(r, "Cannot read %s/diskstats, load is not sampled: %m", m->roots.proc);
-                m->diskstats_error = r;
+        if (read_error < 0) {
+                if (read_error != m->diskstats_error)
+                        log_warning_errno(read_error, "Cannot read %s/diskstats, load is not sampled: %m",
+                                          m->roots.proc);
+                m->diskstats_error = read_error;
                 return 0;
         }
         m->diskstats_error = 0;
