@@ -111,7 +111,8 @@ bool device_seen(const Device *d);
 /* Classifies a disk that appeared or changed and finds (or makes) its Device
  * by dev_t. NULL for partitions, vanished devices and per-device errors
  * (logged); *error is set only for -ENOMEM. May forget another device that
- * had the number. */
+ * had the number. News of the disk (a uevent, or a rescan after lost
+ * events) gives it a fresh retry budget. */
 Device *device_refresh(Manager *m, const char *name, int *error);
 /* Policies that name other udev properties: every device's read again. */
 int device_refresh_properties(Manager *m);
