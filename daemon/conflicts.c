@@ -301,14 +301,11 @@ static int warn(ConflictSet *s, const char *fmt, ...) _printf_(2, 3);
 static int warn(ConflictSet *s, const char *fmt, ...) {
         _cleanup_free_ char *m = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&m, fmt, ap);
+        m = vstrdupf(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return strv_push(&s->warnings, m);
+        return m ? strv_push(&s->warnings, m) : -ENOMEM;
 }
 
 int rule_token_format(const RuleToken *t, char *buf, size_t size) {

@@ -12,12 +12,11 @@ int policy_error_add(PolicySet *set, const char *path, unsigned line, const char
         PolicyError *n;
         char *msg;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
+        msg = vstrdupf(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!msg)
                 return -ENOMEM;
         n = realloc(set->errors, sizeof(PolicyError) * (set->n_errors + 1));
         if (!n) {

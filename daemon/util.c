@@ -208,3 +208,9 @@ int write_all(int fd, const char *text) {
         }
         return 0;
 }
+
+char *vstrdupf(const char *fmt, va_list ap) {
+        char *s;
+
+        return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}

@@ -2,10 +2,11 @@
 #pragma once
 
 /* Small helpers shared by every stage: cleanup attributes, string lists,
- * bounded string copies. Kept header-only so the pure stages need no .c. */
+ * bounded string copies. */
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+/* vasprintf() that says failure with NULL (the string is then undefined). */
+char *vstrdupf(const char *fmt, va_list ap) _printf_(1, 0);
 /* A limit's number in a message's text, from the macro that sets it (a
  * plain number): changing the limit changes what the message says. */
 #define STRINGIFY(x) STRINGIFY_(x)
