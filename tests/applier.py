@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes off the event loop, on the fake kernel (no root): a scheduler
 write the kernel holds for 3 s (fault injection: DELAY) must not stop the
@@ -14,63 +13,16 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 
-blkpolicyd, fixture = sys.argv[1:3]
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blkptest import faketree  # noqa: E402
-from loopdev import Results, control_call, require_fault_injection  # noqa: E402
+import pytest
 
-require_fault_injection(blkpolicyd)
+from blkptest import faketree
+from blkptest.daemon import control_call, wait_for
 
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-applier-")
-root = os.path.join(work, "root")
-state = os.path.join(work, "state")
-policies = os.path.join(work, "policies")
-sock_path = os.path.join(work, "control.sock")
-notify_path = os.path.join(work, "notify")
 HOLD_MS = 3000
 WATCHDOG_USEC = 200000
-
-
-def qfile(dev, attr):
-    return faketree.qfile(root, dev, attr)
-
-
-def scheduler(dev):
-    return faketree.live(root, dev, "scheduler")
-
-
-def setup():
-    shutil.rmtree(state, ignore_errors=True)
-    faketree.make(fixture, root)
-    os.makedirs(policies, exist_ok=True)
-    with open(os.path.join(policies, "50-bfq.policy"), "w") as f:
-        f.write("[Match]\nname = loop*\n[Queue]\nscheduler = bfq\nread_ahead_kb = 1024\n")
-    os.mkdir(state, 0o700)
-
-
-def start():
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write("[Daemon]\ntick_interval_ms = 50\n")
-    if os.path.exists(notify_path):
-        os.unlink(notify_path)
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(notify_path)
-    listener = Listener(notify)
-    env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC),
-               BLKPOLICYD_FAULTS=f"write:*/loop0/queue/scheduler:DELAY={HOLD_MS}:1")
-    log = open(os.path.join(work, "daemon.log"), "w")
-    proc = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, *faketree.roots(root),
-                             "--state-dir", state, "--socket", sock_path, "--device", "loop*"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    return proc, listener
 
 
 class Listener(threading.Thread):
@@ -95,26 +47,87 @@ class Listener(threading.Thread):
                 return
 
 
-proc = None
-try:
-    setup()
+class Applier:
+    """A fixture tree with two loop disks and a daemon whose first scheduler
+    write on loop0 the fake kernel holds for HOLD_MS."""
+
+    def __init__(self, blkpolicyd, fixture, work):
+        self.blkpolicyd = blkpolicyd
+        self.fixture = fixture
+        self.work = work
+        self.root = os.path.join(work, "root")
+        self.state = os.path.join(work, "state")
+        self.policies = os.path.join(work, "policies")
+        self.sock_path = os.path.join(work, "control.sock")
+        self.notify_path = os.path.join(work, "notify")
+        self.running = []       # (process, its notify socket), killed and closed at teardown
+
+    def scheduler(self, dev):
+        return faketree.live(self.root, dev, "scheduler")
+
+    def setup(self):
+        shutil.rmtree(self.state, ignore_errors=True)
+        faketree.make(self.fixture, self.root)
+        os.makedirs(self.policies, exist_ok=True)
+        with open(os.path.join(self.policies, "50-bfq.policy"), "w") as f:
+            f.write("[Match]\nname = loop*\n[Queue]\nscheduler = bfq\nread_ahead_kb = 1024\n")
+        os.mkdir(self.state, 0o700)
+
+    def start(self):
+        conf = os.path.join(self.work, "blkpolicyd.conf")
+        with open(conf, "w") as f:
+            f.write("[Daemon]\ntick_interval_ms = 50\n")
+        if os.path.exists(self.notify_path):
+            os.unlink(self.notify_path)
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(self.notify_path)
+        listener = Listener(notify)
+        env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", NOTIFY_SOCKET=self.notify_path,
+                   WATCHDOG_USEC=str(WATCHDOG_USEC), BLKPOLICYD_FAULTS=f"write:*/loop0/queue/scheduler:DELAY={HOLD_MS}:1")
+        log = open(os.path.join(self.work, "daemon.log"), "w")
+        proc = subprocess.Popen([self.blkpolicyd, "--config", conf, "--policy-dir", self.policies,
+                                 *faketree.roots(self.root), "--state-dir", self.state, "--socket", self.sock_path,
+                                 "--device", "loop*"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+        self.running.append((proc, notify))
+        return proc, listener
+
+    def cleanup(self):
+        for proc, notify in self.running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            notify.close()      # ends the listener thread
+
+
+@pytest.fixture
+def ap(blkpolicyd, kvm_fixture, work, fault_injection):
+    a = Applier(blkpolicyd, kvm_fixture, work)
+    a.setup()
+    yield a
+    a.cleanup()
+    with open(os.path.join(work, "daemon.log")) as f:
+        print(f"--- daemon log\n{f.read()[-4000:]}")
+
+
+def test_the_loop_runs_while_a_write_is_held(ap):
     t0 = time.monotonic()
-    proc, notify = start()
-    while not os.path.exists(sock_path) and time.monotonic() - t0 < 10:
-        time.sleep(0.005)
+    proc, notify = ap.start()
+    wait_for(lambda: os.path.exists(ap.sock_path), 10, "the control socket")
     worst = 0.0
     answered = 0
     other_set_while_held = False
+    # requests, and a look at the disks, for as long as the write is held
     while time.monotonic() - t0 < HOLD_MS / 1000 - 0.5:
         a = time.monotonic()
-        ok = control_call(sock_path, {"command": "status"})["ok"]
+        ok = control_call(ap.sock_path, {"command": "status"})["ok"]
         worst = max(worst, time.monotonic() - a)
         answered += ok
-        other_set_while_held |= scheduler("loop1") == "bfq" and scheduler("loop0") != "bfq"
-        time.sleep(0.02)
-    res.check(f"the socket answers while a write is held: {answered} requests, worst {worst * 1000:.1f} ms (< 100)",
-              answered > 20 and worst < 0.1, (answered, worst))
-    res.check("the other disk is set while loop0's write is held", other_set_while_held)
+        other_set_while_held |= ap.scheduler("loop1") == "bfq" and ap.scheduler("loop0") != "bfq"
+        time.sleep(0.02)    # the pace of the requests, not a wait for anything
+    assert answered > 20 and worst < 0.1, \
+        f"the socket answers while a write is held: {answered} requests, worst {worst * 1000:.1f} ms (< 100)"
+    assert other_set_while_held, "the other disk is set while loop0's write is held"
     deadline = t0 + HOLD_MS / 1000 + 5
     while not any("READY=1" in m for _, m in notify.got) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -122,30 +135,22 @@ try:
     pings = [t for t, m in msgs if "WATCHDOG=1" in m.split("\n")]
     ready = [t for t, m in msgs if "READY=1" in m.split("\n")]
     gaps = [b - a for a, b in zip([t0] + pings, pings)]
-    res.check(f"the watchdog is fed on time through the held write ({len(pings)} pings, "
-              f"longest gap {max(gaps or [0]) * 1000:.0f} ms of {WATCHDOG_USEC // 1000})",
-              len(pings) >= 5 and max(gaps) < WATCHDOG_USEC / 1e6, gaps)
-    res.check("READY=1 once the first pass is done, not before",
-              ready and ready[0] - t0 > HOLD_MS / 1000 - 0.2 and scheduler("loop0") == "bfq", (ready, t0))
+    assert len(pings) >= 5 and max(gaps) < WATCHDOG_USEC / 1e6, \
+        f"the watchdog is fed on time through the held write ({len(pings)} pings, " \
+        f"longest gap {max(gaps or [0]) * 1000:.0f} ms of {WATCHDOG_USEC // 1000}): {gaps}"
+    assert ready and ready[0] - t0 > HOLD_MS / 1000 - 0.2 and ap.scheduler("loop0") == "bfq", \
+        f"READY=1 once the first pass is done, not before: {(ready, t0)}"
 
-    # a SIGTERM while a write is held: it waits for the write, then restores
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-    proc, notify = start()
-    while not os.path.exists(sock_path):
-        time.sleep(0.005)
-    while scheduler("loop1") != "bfq":
-        time.sleep(0.005)
+
+def test_sigterm_during_a_held_write_restores_everything(ap):
+    proc, _ = ap.start()
+    wait_for(lambda: os.path.exists(ap.sock_path), 10, "the control socket")
+    wait_for(lambda: ap.scheduler("loop1") == "bfq", 10, "loop1 to be set")
     proc.send_signal(signal.SIGTERM)       # loop0's write is still held
     rc = proc.wait(timeout=30)
-    with open(qfile("loop0", "read_ahead_kb")) as f:
+    with open(faketree.qfile(ap.root, "loop0", "read_ahead_kb")) as f:
         ra = f.read().strip()
-    res.check("SIGTERM during a held write: it lands, then every original is back, exit 0",
-              rc == 0 and scheduler("loop0") == "none" and scheduler("loop1") == "none" and ra == "128"
-              and os.listdir(os.path.join(state, "devices")) == [], (rc, scheduler("loop0"), scheduler("loop1"), ra))
-finally:
-    if proc and proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    shutil.rmtree(work, ignore_errors=True)
-res.finish()
+    assert rc == 0 and ap.scheduler("loop0") == "none" and ap.scheduler("loop1") == "none" and ra == "128" \
+        and os.listdir(os.path.join(ap.state, "devices")) == [], \
+        "SIGTERM during a held write: it lands, then every original is back, exit 0: " \
+        f"{(rc, ap.scheduler('loop0'), ap.scheduler('loop1'), ra)}"
