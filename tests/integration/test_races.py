@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Real-kernel races on loop devices the test creates, asserted from sysfs:
 - the daemon stopped (SIGSTOP) for 4 s during a burst of 1000 LOOP_CTL_ADD
@@ -8,116 +7,116 @@
 - 200 devices added and half removed in a burst while it runs;
 - devices removed while the daemon is still writing to them;
 - crash safety: SIGKILL after it changed settings, a torn state file, a new
-  daemon that still restores the recorded originals on SIGTERM."""
+  daemon that still restores the recorded originals on SIGTERM.
+
+One daemon for the file (until the crash test kills it and starts another);
+the tests run in file order."""
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, LoopDevices, Results, control_call, record_path, require_root, scheduler, wait_for  # noqa: E402
+import pytest
 
-require_root()
-blkpolicyd = sys.argv[1]
+from blkptest.daemon import control_call, wait_for
+from blkptest.loop import record_path, scheduler
+
+LOOP_BASE = 1000
 GLOB = "loop1[0-9][0-9][0-9]"
-loops = LoopDevices(base=1000)
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-races-")
-policies = os.path.join(work, "policies")
-os.mkdir(policies)
-state = os.path.join(work, "state")
-sock_path = os.path.join(work, "sock")
-with open(os.path.join(policies, "50-races.policy"), "w") as f:
-    f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\n")
-conf = os.path.join(work, "blkpolicyd.conf")
-with open(conf, "w") as f:
-    f.write("[Daemon]\nuevent_buffer_bytes = 65536\ndrift_checks_per_tick = 0\n")
 
 
-def start():
-    d = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
-                                  "--device", GLOB, "--socket", sock_path], append_log=True)
-    d.wait_for("READY=1", timeout=120)
-    return d
+@pytest.fixture(scope="module")
+def env(loops, module_daemons):
+    work = module_daemons.work
+    policies = os.path.join(work, "policies")
+    os.mkdir(policies)
+    with open(os.path.join(policies, "50-races.policy"), "w") as f:
+        f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\n")
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\nuevent_buffer_bytes = 65536\ndrift_checks_per_tick = 0\n")
+    state = os.path.join(work, "state")
+    sock_path = module_daemons.sock
+
+    def start():
+        # one log for both daemons of the file: the second continues the first's
+        return module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir", state,
+                                     "--device", GLOB, "--socket", sock_path], append_log=True, timeout=120)
+
+    e = {"start": start, "state": state, "sock": sock_path}
+    e["daemon"] = start()
+    return e
 
 
-def known_devices():
-    return {d["name"] for d in control_call(sock_path, {"command": "devices"}, timeout=30)["result"]}
-
-
-def alive():
+def alive(loops):
     return {f"loop{i}" for i in loops.indexes}
 
 
-def consistent(timeout, what):
+def consistent(env, loops, timeout, what):
     """Every surviving device set, the daemon knows exactly the survivors."""
+    def known_devices():
+        return {d["name"] for d in control_call(env["sock"], {"command": "devices"}, timeout=30)["result"]}
     try:
-        wait_for(lambda: all(scheduler(d) == "mq-deadline" for d in alive()) and known_devices() == alive(),
+        wait_for(lambda: all(scheduler(d) == "mq-deadline" for d in alive(loops)) and known_devices() == alive(loops),
                  timeout, what)
         return True, ""
     except AssertionError as e:
-        missing = [d for d in alive() if scheduler(d) != "mq-deadline"][:5]
+        missing = [d for d in alive(loops) if scheduler(d) != "mq-deadline"][:5]
         known = known_devices()
-        return False, f"{e}; unset: {missing}; unknown: {sorted(alive() - known)[:5]}; stale: {sorted(known - alive())[:5]}"
+        return False, (f"{e}; unset: {missing}; unknown: {sorted(alive(loops) - known)[:5]}; "
+                       f"stale: {sorted(known - alive(loops))[:5]}")
 
 
-def log_text():
-    return daemon.text()
+def test_sigstop_through_a_burst_that_loses_events(env, loops):
+    # stopped for 4 s through a burst that overflows a 64 KiB buffer
+    daemon = env["daemon"]
+    daemon.signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        burst = [loops.add() for _ in range(1000)]
+        for name in burst[::3][:300]:
+            loops.remove(name)
+        time.sleep(max(0.0, 4 - (time.monotonic() - t0)))     # the stall itself is what is tested
+    finally:
+        daemon.signal(signal.SIGCONT)
+    ok, why = consistent(env, loops, 120, "every survivor set after the stall")
+    assert ok, f"SIGSTOP through 1000 adds and 300 removals: {len(alive(loops))} survivors set, " \
+        f"removed ones forgotten: {why}"
+    assert "were lost" in daemon.text(), \
+        f"the lost events were noticed and answered with a rescan: {daemon.text()[-2000:]}"
+    assert daemon.proc.poll() is None, "still running"
 
 
-daemon = None
-try:
-    daemon = start()
-    # 1: stopped for 4 s through a burst that overflows a 64 KiB buffer
-    daemon.proc.send_signal(signal.SIGSTOP)
-    t0 = time.monotonic()
-    burst = [loops.add() for _ in range(1000)]
-    for name in burst[::3][:300]:
-        loops.remove(name)
-    time.sleep(max(0.0, 4 - (time.monotonic() - t0)))     # the stall itself is what is tested
-    daemon.proc.send_signal(signal.SIGCONT)
-    ok, why = consistent(120, "every survivor set after the stall")
-    res.check(f"SIGSTOP through 1000 adds and 300 removals: {len(alive())} survivors set, removed ones forgotten",
-              ok, why)
-    res.check("the lost events were noticed and answered with a rescan", "were lost" in log_text(), log_text()[-2000:])
-    res.check("still running", daemon.proc.poll() is None)
-
-    # 2: add 200 and remove half of them in a burst, while it runs
+def test_add_and_remove_in_a_burst(env, loops):
+    # add 200 and remove half of them in a burst, while it runs
     quick = [loops.add() for _ in range(200)]
     for name in quick[::2]:
         loops.remove(name)
-    ok, why = consistent(60, "the add/remove burst to settle")
-    res.check("200 added, 100 removed in a burst: consistent", ok, why)
+    ok, why = consistent(env, loops, 60, "the add/remove burst to settle")
+    assert ok, f"200 added, 100 removed in a burst: consistent: {why}"
 
-    # 3: remove devices while the daemon is still writing their schedulers
+
+def test_removed_while_being_applied(env, loops):
+    # remove devices while the daemon is still writing their schedulers
     batch = [loops.add() for _ in range(60)]
     for name in batch[-30:]:
         loops.remove(name)
-    ok, why = consistent(60, "removals during apply to settle")
-    res.check("devices removed while being applied: no crash, consistent", ok and daemon.proc.poll() is None, why)
+    ok, why = consistent(env, loops, 60, "removals during apply to settle")
+    assert ok and env["daemon"].proc.poll() is None, f"devices removed while being applied: no crash, consistent: {why}"
 
-    # 4: crash safety
-    victims = sorted(alive())[:3]
-    res.check("originals recorded for the survivors",
-              all(os.path.exists(record_path(state, v)) for v in victims))
-    daemon.cleanup()    # SIGKILL: a crash
+
+def test_crash_safety(env, loops):
+    state = env["state"]
+    victims = sorted(alive(loops))[:3]
+    assert all(os.path.exists(record_path(state, v)) for v in victims), "originals recorded for the survivors"
+    env["daemon"].cleanup()     # SIGKILL: a crash
     with open(record_path(state, victims[0]), "a") as f:
         f.write("scheduler mq-dead")   # a torn last line, as a crash mid-write could leave
     with open(record_path(state, victims[1]), "w") as f:
         f.write("\x00\x01garbage\n")   # a corrupt file
-    daemon = start()
-    text = log_text()
-    res.check("a torn or corrupt state file is reported, not fatal",
-              "unreadable line" in text and daemon.proc.poll() is None, text[-2000:])
-    res.check("exits 0", daemon.stop(timeout=120) == 0)
-    res.check("after SIGKILL and restart, SIGTERM restores what the first daemon recorded",
-              scheduler(victims[0]) == "none" and scheduler(victims[2]) == "none",
-              [scheduler(v) for v in victims])
-finally:
-    if daemon:
-        daemon.cleanup()
-    loops.remove_all()
-    subprocess.run(["rm", "-rf", work])
-res.finish()
+    daemon = env["daemon"] = env["start"]()
+    text = daemon.text()
+    assert "unreadable line" in text and daemon.proc.poll() is None, \
+        f"a torn or corrupt state file is reported, not fatal: {text[-2000:]}"
+    assert daemon.stop(timeout=120) == 0, "exits 0"
+    assert scheduler(victims[0]) == "none" and scheduler(victims[2]) == "none", \
+        f"after SIGKILL and restart, SIGTERM restores what the first daemon recorded: {[scheduler(v) for v in victims]}"
