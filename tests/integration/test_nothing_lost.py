@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Nothing lost, on real loop devices the test creates (root): the kernel's
 own elevator switch resets nr_requests and replaces iosched/, so this is
@@ -10,158 +9,173 @@ exact sysfs values after the daemon is gone:
   and at the next write, then restart + SIGTERM, and --restore; a disk
   removed and added again at the same number while the daemon is stopped
   (SIGSTOP) and after a SIGKILL; a reload that drops a policy; the admin's
-  change after blkpolicyd's, kept at stop."""
+  change after blkpolicyd's, kept at stop.
+
+Two devices for the file; each test starts from the admin's values
+(setup()), and every daemon it started is killed by the fixture."""
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import (require_fault_injection, Daemon, LoopDevices, Results, record_path, require_root, scheduler, set_attr,  # noqa: E402
-                     sysfs, wait_for)
+import pytest
 
-require_root()
-blkpolicyd = sys.argv[1]
-require_fault_injection(blkpolicyd)
-loops = LoopDevices(base=2500)
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-nothing-lost-")
-state = os.path.join(work, "state")
-policies = os.path.join(work, "policies")
+from blkptest.daemon import wait_for
+from blkptest.loop import record_path, scheduler, set_attr, sysfs
+
+LOOP_BASE = 2500
 GLOB = "loop25[0-9][0-9]"
-a, b = loops.add(), loops.add()
-for d in (a, b):
-    loops.attach(d)
 
 
-def policy(name, text):
-    os.makedirs(policies, exist_ok=True)
-    with open(os.path.join(policies, name), "w") as f:
-        f.write(text)
-
-
-def setup():
-    """An admin's disks: a on mq-deadline with its own tunables, b on none."""
-    set_attr(a, "scheduler", "mq-deadline")
-    set_attr(a, "nr_requests", "50")
-    set_attr(a, "iosched/fifo_batch", "7")
-    set_attr(a, "read_ahead_kb", "128")
-    set_attr(b, "scheduler", "none")
-    set_attr(b, "nr_requests", "100")
-    set_attr(b, "read_ahead_kb", "256")
-    shutil.rmtree(policies, ignore_errors=True)
-    shutil.rmtree(state, ignore_errors=True)
-    policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = none\nread_ahead_kb = 4096\n")
-    policy("60-b.policy", f"[Match]\nname = {b}\n[Queue]\nscheduler = bfq\n")
-    return snapshot()
-
-
-def snapshot():
-    s = {}
+@pytest.fixture(scope="module")
+def ab(loops, fault_injection):
+    a, b = loops.add(), loops.add()
     for d in (a, b):
-        s[d] = {"scheduler": scheduler(d), "nr_requests": sysfs(d, "nr_requests"),
-                "read_ahead_kb": sysfs(d, "read_ahead_kb")}
-    s[a]["fifo_batch"] = sysfs(a, "iosched/fifo_batch") if scheduler(a) == "mq-deadline" else None
-    return s
+        loops.attach(d)
+    return a, b
 
 
-def args(*extra):
-    return ["--config", "/dev/null", "--policy-dir", policies, "--state-dir", state, "--device", GLOB,
-            "--socket", os.path.join(work, "control.sock"), *extra]
+class Case:
+    def __init__(self, blkpolicyd, daemons, a, b):
+        self.blkpolicyd = blkpolicyd
+        self.daemons = daemons
+        self.a, self.b = a, b
+        self.work = daemons.work
+        self.state = os.path.join(self.work, "state")
+        self.policies = os.path.join(self.work, "policies")
+
+    def policy(self, name, text):
+        os.makedirs(self.policies, exist_ok=True)
+        with open(os.path.join(self.policies, name), "w") as f:
+            f.write(text)
+
+    def setup(self):
+        """An admin's disks: a on mq-deadline with its own tunables, b on none."""
+        a, b = self.a, self.b
+        set_attr(a, "scheduler", "mq-deadline")
+        set_attr(a, "nr_requests", "50")
+        set_attr(a, "iosched/fifo_batch", "7")
+        set_attr(a, "read_ahead_kb", "128")
+        set_attr(b, "scheduler", "none")
+        set_attr(b, "nr_requests", "100")
+        set_attr(b, "read_ahead_kb", "256")
+        shutil.rmtree(self.policies, ignore_errors=True)
+        shutil.rmtree(self.state, ignore_errors=True)
+        self.policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = none\nread_ahead_kb = 4096\n")
+        self.policy("60-b.policy", f"[Match]\nname = {b}\n[Queue]\nscheduler = bfq\n")
+        return self.snapshot()
+
+    def snapshot(self):
+        a, b = self.a, self.b
+        s = {}
+        for d in (a, b):
+            s[d] = {"scheduler": scheduler(d), "nr_requests": sysfs(d, "nr_requests"),
+                    "read_ahead_kb": sysfs(d, "read_ahead_kb")}
+        s[a]["fifo_batch"] = sysfs(a, "iosched/fifo_batch") if scheduler(a) == "mq-deadline" else None
+        return s
+
+    def args(self, *extra):
+        return ["--config", "/dev/null", "--policy-dir", self.policies, "--state-dir", self.state, "--device", GLOB,
+                "--socket", self.daemons.sock, *extra]
+
+    def start(self, faults=""):
+        # a daemon killed by a fault point never says READY=1
+        return self.daemons.start(self.args(), env={"BLKPOLICYD_FAULTS": faults}, append_log=True,
+                                  ready=not faults.endswith("KILL"))
+
+    def applied(self):
+        a, b = self.a, self.b
+        return scheduler(a) == "none" and sysfs(a, "read_ahead_kb") == "4096" and scheduler(b) == "bfq"
 
 
-def start(faults=""):
-    d = Daemon(blkpolicyd, work, args(), env={"BLKPOLICYD_FAULTS": faults}, append_log=True)
-    if not faults.endswith("KILL"):
-        d.wait_for("READY=1", timeout=30)
-    return d
+@pytest.fixture
+def case(blkpolicyd, daemons, ab):
+    return Case(blkpolicyd, daemons, *ab)
 
 
-def applied():
-    return scheduler(a) == "none" and sysfs(a, "read_ahead_kb") == "4096" and scheduler(b) == "bfq"
-
-
-daemon = None
-try:
-    # 1. switches: everything the kernel resets is back at stop
-    original = setup()
-    daemon = start()
-    res.check("applied", applied(), snapshot())
-    res.check("the kernel's switch reset nr_requests", sysfs(a, "nr_requests") != "50", sysfs(a, "nr_requests"))
+def test_switches_are_undone_at_stop(case):
+    # everything the kernel resets is back at stop
+    a = case.a
+    original = case.setup()
+    daemon = case.start()
+    assert case.applied(), f"applied: {case.snapshot()}"
+    assert sysfs(a, "nr_requests") != "50", f"the kernel's switch reset nr_requests: {sysfs(a, 'nr_requests')}"
     rc = daemon.stop()
-    res.check("SIGTERM: the scheduler, nr_requests=50 and fifo_batch=7 are back; b's nr_requests=100 too",
-              rc == 0 and snapshot() == original, (snapshot(), original))
+    assert rc == 0 and case.snapshot() == original, \
+        "SIGTERM: the scheduler, nr_requests=50 and fifo_batch=7 are back; b's nr_requests=100 too: " \
+        f"{(case.snapshot(), original)}"
 
-    # 2. SIGKILL at exact steps; restart + SIGTERM, or --restore
-    for what, fault in (("at the scheduler write", f"write:*/{a}/queue/scheduler:KILL"),
-                        ("after the switch, at the next write", f"write:*/{a}/queue/read_ahead_kb:KILL")):
-        for how in ("restart + SIGTERM", "--restore"):
-            original = setup()
-            daemon = start(fault)
-            rc = daemon.proc.wait(timeout=30)
-            if how == "--restore":
-                r = subprocess.run([blkpolicyd, "--restore", *args()], capture_output=True, text=True, timeout=60)
-                rc2 = r.returncode
-            else:
-                daemon = start()
-                rc2 = daemon.stop()
-            res.check(f"SIGKILL {what}; {how}: every original back",
-                      rc == -signal.SIGKILL and rc2 == 0 and snapshot() == original, (rc, rc2, snapshot(), original))
 
-    # 3. removed and added again at the same number while the daemon is stopped
-    original = setup()
-    daemon = start()
-    record = record_path(state, a)
-    daemon.proc.send_signal(signal.SIGSTOP)
-    loops.remove(a)
-    assert loops.add() == a, "the index came back"     # fresh queue, the kernel's defaults
-    loops.attach(a)
-    new_defaults = {"scheduler": scheduler(a), "read_ahead_kb": sysfs(a, "read_ahead_kb")}
-    daemon.proc.send_signal(signal.SIGCONT)
+# SIGKILL at exact steps; restart + SIGTERM, or --restore
+@pytest.mark.parametrize("how", ["restart + SIGTERM", "--restore"])
+@pytest.mark.parametrize("what, attr", [("at the scheduler write", "scheduler"),
+                                        ("after the switch, at the next write", "read_ahead_kb")],
+                         ids=["scheduler", "read_ahead_kb"])
+def test_sigkill_at_a_step(case, what, attr, how):
+    original = case.setup()
+    daemon = case.start(f"write:*/{case.a}/queue/{attr}:KILL")
+    rc = daemon.proc.wait(timeout=30)
+    if how == "--restore":
+        r = subprocess.run([case.blkpolicyd, "--restore", *case.args()], capture_output=True, text=True, timeout=60)
+        rc2 = r.returncode
+    else:
+        daemon = case.start()
+        rc2 = daemon.stop()
+    assert rc == -signal.SIGKILL and rc2 == 0 and case.snapshot() == original, \
+        f"SIGKILL {what}; {how}: every original back: {(rc, rc2, case.snapshot(), original)}"
+
+
+def test_same_number_again_while_stopped(case, loops):
+    # removed and added again at the same number while the daemon is stopped
+    a = case.a
+    case.setup()
+    daemon = case.start()
+    record = record_path(case.state, a)
+    daemon.signal(signal.SIGSTOP)
     try:
-        wait_for(lambda: sysfs(a, "read_ahead_kb") == "4096", 5, f"the new {a} to be set")
-        res.check("the new disk at the same number is managed", True)
-    except AssertionError as e:
-        res.check("the new disk at the same number is managed", False, str(e))
+        loops.remove(a)
+        assert loops.add() == a, "the index came back"     # fresh queue, the kernel's defaults
+        loops.attach(a)
+        new_defaults = {"scheduler": scheduler(a), "read_ahead_kb": sysfs(a, "read_ahead_kb")}
+    finally:
+        daemon.signal(signal.SIGCONT)
+    wait_for(lambda: sysfs(a, "read_ahead_kb") == "4096", 5, f"the new {a} to be set")  # the new disk is managed
     rc = daemon.stop()
-    res.check("at stop the new disk gets its own defaults back, not the old disk's originals",
-              rc == 0 and scheduler(a) == new_defaults["scheduler"] and
-              sysfs(a, "read_ahead_kb") == new_defaults["read_ahead_kb"], (snapshot(), new_defaults))
-    res.check("no record left", not os.path.exists(record))
+    assert rc == 0 and scheduler(a) == new_defaults["scheduler"] \
+        and sysfs(a, "read_ahead_kb") == new_defaults["read_ahead_kb"], \
+        f"at stop the new disk gets its own defaults back, not the old disk's originals: {(case.snapshot(), new_defaults)}"
+    assert not os.path.exists(record), "no record left"
 
-    # ... and after a SIGKILL: the record on disk is the old queue's
-    original = setup()
-    daemon = start()
+
+def test_same_number_again_after_sigkill(case, loops):
+    # after a SIGKILL: the record on disk is the old queue's
+    a = case.a
+    case.setup()
+    daemon = case.start()
     daemon.cleanup()        # SIGKILL
     loops.remove(a)
-    assert loops.add() == a
+    assert loops.add() == a, "the index came back"
     loops.attach(a)
     new_defaults = {"scheduler": scheduler(a), "read_ahead_kb": sysfs(a, "read_ahead_kb")}
-    daemon = start()
+    daemon = case.start()
     rc = daemon.stop()
-    res.check("after SIGKILL, a re-created disk never gets the old disk's values",
-              rc == 0 and scheduler(a) == new_defaults["scheduler"]
-              and sysfs(a, "read_ahead_kb") == new_defaults["read_ahead_kb"]
-              and "was an earlier disk's" in daemon.text(), (snapshot(), new_defaults))
+    assert rc == 0 and scheduler(a) == new_defaults["scheduler"] \
+        and sysfs(a, "read_ahead_kb") == new_defaults["read_ahead_kb"] \
+        and "was an earlier disk's" in daemon.text(), \
+        f"after SIGKILL, a re-created disk never gets the old disk's values: {(case.snapshot(), new_defaults)}"
 
-    # 4. a reload that drops a policy puts its settings back while running
-    original = setup()
-    daemon = start()
-    os.unlink(os.path.join(policies, "60-b.policy"))
-    daemon.proc.send_signal(signal.SIGHUP)
-    daemon.wait_for("READY=1")
-    res.check("a dropped policy's disk is put back on reload", snapshot()[b] == original[b], snapshot()[b])
 
-    # 5. the admin changes the scheduler after blkpolicyd: kept at stop
+def test_reload_drops_a_policy_then_the_admin_changes_the_scheduler(case):
+    a, b = case.a, case.b
+    # a reload that drops a policy puts its settings back while running
+    original = case.setup()
+    daemon = case.start()
+    os.unlink(os.path.join(case.policies, "60-b.policy"))
+    daemon.reload()
+    assert case.snapshot()[b] == original[b], f"a dropped policy's disk is put back on reload: {case.snapshot()[b]}"
+
+    # the admin changes the scheduler after blkpolicyd: kept at stop
     set_attr(a, "scheduler", "kyber")
     rc = daemon.stop()
-    res.check("the admin's kyber stays; blkpolicyd's read_ahead_kb goes back",
-              rc == 0 and scheduler(a) == "kyber" and sysfs(a, "read_ahead_kb") == "128", snapshot())
-finally:
-    if daemon:
-        daemon.cleanup()
-    loops.remove_all()
-    shutil.rmtree(work, ignore_errors=True)
-res.finish()
+    assert rc == 0 and scheduler(a) == "kyber" and sysfs(a, "read_ahead_kb") == "128", \
+        f"the admin's kyber stays; blkpolicyd's read_ahead_kb goes back: {case.snapshot()}"
