@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The applier on real loop devices (root): writes run off the event loop,
 in parallel, one pass per device at a time.
@@ -10,127 +9,131 @@ in parallel, one pass per device at a time.
     first disk's scheduler write held 2 s by fault injection): the queued
     pass is dropped, the daemon stays consistent, nothing is left of it;
   - the start-up pass's only disk removed while its write is held:
-    READY=1 comes all the same (it waited for the next event)."""
+    READY=1 comes all the same (it waited for the next event).
+
+The tests run in file order; each leaves no disk of its own behind, so the
+next one's first disk takes the lowest free index."""
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import (require_fault_injection, Daemon, LoopDevices, Results, control_call, record_path, require_root,  # noqa: E402
-                     scheduler, set_attr, sysfs, wait_for)
+import pytest
 
-require_root()
-blkpolicyd = sys.argv[1]
-require_fault_injection(blkpolicyd)
-loops = LoopDevices(base=2800)
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-storm-")
-state = os.path.join(work, "state")
-policies = os.path.join(work, "policies")
-sock = os.path.join(work, "control.sock")
-os.mkdir(policies)
+from blkptest.daemon import control_call, wait_for
+from blkptest.loop import record_path, scheduler, set_attr, sysfs
+
+LOOP_BASE = 2800
 GLOB = "loop2[89][0-9][0-9]"
-with open(os.path.join(policies, "50-storm.policy"), "w") as f:
-    f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 1024\n")
+HELD_SCHEDULER = "write:*/loop2[89]*/queue/scheduler:DELAY=2000:1"
 
 
-def start(config="", faults=""):
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write("[Daemon]\ndrift_checks_per_tick = 0\n" + config)
-    d = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
-                                  "--device", GLOB, "--socket", sock], env={"BLKPOLICYD_FAULTS": faults},
-               append_log=True)
-    d.wait_for("READY=1", timeout=60)
-    return d
+@pytest.fixture(scope="module")
+def policies(module_work, loops, fault_injection):
+    path = os.path.join(module_work, "policies")
+    os.mkdir(path)
+    with open(os.path.join(path, "50-storm.policy"), "w") as f:
+        f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 1024\n")
+    return path
 
 
 def snapshot(dev):
     return scheduler(dev), sysfs(dev, "read_ahead_kb")
 
 
-daemon = None
-try:
+@pytest.fixture(scope="module")
+def default(loops):
+    """What the kernel gives a new loop disk here."""
     ref = loops.add()
-    default = snapshot(ref)
+    value = snapshot(ref)
     loops.remove(ref)
+    return value
 
-    # 1. SIGTERM in the middle of a storm
+
+@pytest.fixture
+def start(daemons, policies):
+    state = os.path.join(daemons.work, "state")
+
+    def start(config="", faults="", ready=True):
+        conf = os.path.join(daemons.work, "blkpolicyd.conf")
+        with open(conf, "w") as f:
+            f.write("[Daemon]\ndrift_checks_per_tick = 0\n" + config)
+        return daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir", state,
+                              "--device", GLOB, "--socket", daemons.sock], env={"BLKPOLICYD_FAULTS": faults},
+                             append_log=True, ready=ready, timeout=60)
+    start.state = state
+    return start
+
+
+def writer_started(daemon):
+    """The writer thread exists: it has taken the first pass."""
+    with open(f"/proc/{daemon.proc.pid}/status") as f:
+        return int(next(line for line in f if line.startswith("Threads:")).split()[1]) >= 2
+
+
+def test_sigterm_in_the_middle_of_a_storm(start, loops, default):
     daemon = start()
     storm = [loops.add() for _ in range(300)]
-    wait_for(lambda: sum(scheduler(d) == "mq-deadline" for d in storm) >= 30, 60, "the storm to be under way")
-    daemon.proc.send_signal(signal.SIGTERM)
-    rc = daemon.proc.wait(timeout=120)
-    left = [d for d in storm if snapshot(d) != default]
-    records = os.listdir(os.path.join(state, "devices"))
-    res.check(f"SIGTERM mid-storm: exit 0, all 300 disks back at {default}, no record left",
-              rc == 0 and not left and not records, (rc, left[:5], records[:5]))
-    for d in storm:
-        loops.remove(d)
+    try:
+        wait_for(lambda: sum(scheduler(d) == "mq-deadline" for d in storm) >= 30, 60, "the storm to be under way")
+        rc = daemon.stop(timeout=120)
+        left = [d for d in storm if snapshot(d) != default]
+        records = os.listdir(os.path.join(start.state, "devices"))
+        assert rc == 0 and not left and not records, \
+            f"SIGTERM mid-storm: exit 0, all 300 disks back at {default}, no record left: {(rc, left[:5], records[:5])}"
+    finally:
+        loops.remove_many(storm)
 
-    # 2. a disk removed while its pass waits behind a held write
-    daemon = start("apply_parallelism = 1\n", faults="write:*/loop2[89]*/queue/scheduler:DELAY=2000:1")
+
+def test_a_disk_removed_while_its_pass_is_queued(start, daemons, loops, default):
+    daemon = start("apply_parallelism = 1\n", faults=HELD_SCHEDULER)
     held = loops.add()          # the first scheduler write: held 2 s in the one writer
-    victim = loops.add()        # its pass waits in the queue behind it
-    victim_record = record_path(state, victim)
-    loops.remove(victim)
-    wait_for(lambda: scheduler(held) == "mq-deadline", 10, f"{held}'s held write to land")
-    wait_for(lambda: "dropped its queued pass" in daemon.text(), 10, "the queued pass to be dropped")
-    known = {d["name"] for d in control_call(sock, {"command": "devices"})["result"]}
-    res.check("a disk removed while its pass is queued: the pass is dropped, the disk forgotten, no record",
-              victim not in known and held in known and not os.path.exists(victim_record)
-              and daemon.proc.poll() is None, (known, os.path.exists(victim_record)))
-    rc = daemon.stop()
-    res.check("... and the stop puts back the other, exit 0", rc == 0 and snapshot(held) == default,
-              (rc, snapshot(held)))
+    try:
+        victim = loops.add()        # its pass waits in the queue behind it
+        victim_record = record_path(start.state, victim)
+        loops.remove(victim)
+        wait_for(lambda: scheduler(held) == "mq-deadline", 10, f"{held}'s held write to land")
+        wait_for(lambda: "dropped its queued pass" in daemon.text(), 10, "the queued pass to be dropped")
+        known = {d["name"] for d in control_call(daemons.sock, {"command": "devices"})["result"]}
+        assert victim not in known and held in known and not os.path.exists(victim_record) \
+            and daemon.proc.poll() is None, \
+            "a disk removed while its pass is queued: the pass is dropped, the disk forgotten, no record: " \
+            f"{(known, os.path.exists(victim_record))}"
+        rc = daemon.stop()
+        assert rc == 0 and snapshot(held) == default, \
+            f"... and the stop puts back the other, exit 0: {(rc, snapshot(held))}"
+    finally:
+        # the next test's first pass must be its own disk alone
+        daemon.cleanup()
+        loops.remove(held)
 
-    # 3. the first pass's last disk removed while its write is held: READY=1 still comes
-    loops.remove(held)          # the lone disk is the whole first pass
+
+def test_the_first_pass_only_disk_removed_while_held(start, loops):
+    # the lone disk is the whole first pass
     lone = loops.add()
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write("[Daemon]\ndrift_checks_per_tick = 0\napply_parallelism = 1\n")
-    daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
-                                       "--device", GLOB, "--socket", sock],
-                    env={"BLKPOLICYD_FAULTS": "write:*/loop2[89]*/queue/scheduler:DELAY=2000:1"}, append_log=True)
-
-    def threads():
-        with open(f"/proc/{daemon.proc.pid}/status") as f:
-            return int(next(line for line in f if line.startswith("Threads:")).split()[1]) >= 2
-    wait_for(threads, 10, "the writer to take the first pass")
+    daemon = start("apply_parallelism = 1\n", faults=HELD_SCHEDULER, ready=False)
+    wait_for(lambda: writer_started(daemon), 10, "the writer to take the first pass")
     loops.remove(lone)
     try:
         daemon.wait_for("READY=1", timeout=10)
         ready = True
     except Exception:
         ready = False
-    res.check("the first pass's only disk removed while its write is held: READY=1 all the same", ready,
-              daemon.text()[-2000:])
+    assert ready, \
+        f"the first pass's only disk removed while its write is held: READY=1 all the same: {daemon.text()[-2000:]}"
     daemon.stop()
 
-    # 4. a disk removed and added again under the same name while its pass
+
+def test_a_disk_replaced_under_its_name_while_its_pass_holds(start, loops, default):
+    # a disk removed and added again under the same name while its pass
     # holds (its record save held 2 s): the pass must not write to the new
     # disk, whose original then stays what goes back at stop
     twin = loops.add()
-    daemon = Daemon(blkpolicyd, work, ["--config", conf, "--policy-dir", policies, "--state-dir", state,
-                                       "--device", GLOB, "--socket", sock],
-                    env={"BLKPOLICYD_FAULTS": "save:*:DELAY=2000:1"}, append_log=True)
-    wait_for(threads, 10, "the writer to take the first pass")
+    daemon = start("apply_parallelism = 1\n", faults="save:*:DELAY=2000:1", ready=False)
+    wait_for(lambda: writer_started(daemon), 10, "the writer to take the first pass")
     loops.remove(twin)
     again = loops.add()         # the first free index: the same name, another queue
     set_attr(again, "read_ahead_kb", "256")    # its admin's original, before blkpolicyd sees it
     daemon.wait_for("READY=1", timeout=30)
     wait_for(lambda: scheduler(again) == "mq-deadline", 10, f"{again} to be set as a new disk")
     rc = daemon.stop()
-    res.check("a disk replaced under its name while its pass held: the new one gets back exactly its own "
-              "originals at stop", again == twin and rc == 0 and snapshot(again) == (default[0], "256"),
-              (again, twin, rc, snapshot(again), daemon.text()[-2000:]))
-finally:
-    if daemon:
-        daemon.cleanup()
-    loops.remove_all()
-    shutil.rmtree(work, ignore_errors=True)
-res.finish()
+    assert again == twin and rc == 0 and snapshot(again) == (default[0], "256"), \
+        "a disk replaced under its name while its pass held: the new one gets back exactly its own originals " \
+        f"at stop: {(again, twin, rc, snapshot(again), daemon.text()[-2000:])}"
