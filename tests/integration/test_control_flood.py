@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Root is never locked out of the control socket. Needs root for the
 setuid children (socket_group members of other uids) and for prlimit on
@@ -11,63 +10,61 @@ the daemon; no loop devices: the daemon runs dry on a fixture tree.
   answered, and the log lines about it are rate limited;
 - out of fds (RLIMIT_NOFILE cut under the daemon): accept() does not spin,
   refused clients hear so at once, root is still served, the accept()
-  error is logged a bounded number of times."""
+  error is logged a bounded number of times.
+
+Each test has its own daemon; the fixtures kill it, and any client child
+still running, whatever the test did."""
 import json
 import os
 import resource
 import select
-import shutil
 import socket
 import struct
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopdev import Daemon, Results  # noqa: E402
+import pytest
 
-SKIP = 77
+from blkptest import require
+from blkptest.daemon import fixture_roots
 
-
-def require_root():
-    """Skip without root outside CI; in CI (CI=true) missing root is a failure."""
-    if os.geteuid() == 0:
-        return
-    why = "needs root for setuid clients and prlimit on the daemon"
-    if os.environ.get("CI") == "true":
-        print(f"FAIL: {why}, and CI=true requires privileged tests to run")
-        sys.exit(1)
-    print(f"SKIP: {why}; run the test command as root (sudo) to include these tests")
-    sys.exit(SKIP)
-
-
-require_root()
-blkpolicyd, blkpolicyctl, fixture = sys.argv[1:4]
 GROUP, GID = "nogroup", 65534
 UID_A, UID_B, UID_C = 65534, 65533, 65532
-res = Results()
-work = tempfile.mkdtemp(prefix="blkpolicyd-flood-")
-os.chmod(work, 0o755)   # the unprivileged clients must reach the socket
-policies = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "policies")
-children = []
-daemons = []
+children = []       # forked clients, killed at each test's end if still there
 
 
-def start(name, conf_text):
-    d = os.path.join(work, name)
-    os.mkdir(d)
-    os.chmod(d, 0o755)
-    conf = os.path.join(d, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write(f"[Daemon]\nsocket_group = {GROUP}\n{conf_text}")
-    sock = os.path.join(d, "control.sock")
-    daemon = Daemon(blkpolicyd, d, ["--dry-run", "--config", conf, "--policy-dir", policies,
-                                    "--sysfs-root", f"{fixture}/sys", "--proc-root", f"{fixture}/proc",
-                                    "--debugfs-root", f"{fixture}/debug", "--state-dir", os.path.join(d, "state"),
-                                    "--socket", sock])
-    daemons.append(daemon)
-    daemon.wait_for("READY=1")
-    return daemon, sock
+@pytest.fixture(scope="module", autouse=True)
+def needs_root():
+    if os.geteuid() != 0:
+        require.skip_or_fail("needs root for setuid clients and prlimit on the daemon",
+                             "run the test command as root (sudo) to include these tests")
+
+
+@pytest.fixture(autouse=True)
+def no_child_left():
+    yield
+    for ch in list(children):
+        try:
+            os.kill(ch.pid, 9)
+            os.waitpid(ch.pid, 0)
+        except OSError:
+            pass
+        children.remove(ch)
+
+
+@pytest.fixture
+def start(daemons, top, kvm_fixture):
+    """A dry-run daemon with socket_group set; its socket, once READY=1."""
+    os.chmod(daemons.work, 0o755)   # the unprivileged clients must reach the socket
+
+    def start(conf_text):
+        conf = os.path.join(daemons.work, "blkpolicyd.conf")
+        with open(conf, "w") as f:
+            f.write(f"[Daemon]\nsocket_group = {GROUP}\n{conf_text}")
+        daemon = daemons.start(["--dry-run", "--config", conf, "--policy-dir", os.path.join(top, "policies"),
+                                *fixture_roots(kvm_fixture), "--state-dir", os.path.join(daemons.work, "state"),
+                                "--socket", daemons.sock])
+        return daemon, daemons.sock
+    return start
 
 
 def request(s, req=None, timeout=5):
@@ -203,39 +200,50 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-try:
+def test_per_uid_cap_and_roots_slot(start):
     # --- per-uid cap and root's slot
-    daemon, sock = start("caps", "max_clients = 8\nmax_clients_per_uid = 4\n")
+    daemon, sock = start("max_clients = 8\nmax_clients_per_uid = 4\n")
     a = Child(UID_A, holder(sock, 6))
     got = a.recv()
-    res.check("uid A: 4 connections served, the 5th and 6th refused with too-many-clients",
-              got == ["ok"] * 4 + ["too-many-clients"] * 2, got)
+    assert got == ["ok"] * 4 + ["too-many-clients"] * 2, \
+        f"uid A: 4 connections served, the 5th and 6th refused with too-many-clients: {got}"
     b = Child(UID_B, holder(sock, 4))
     got = b.recv()
-    res.check("uid B: its own 4 are served (max_clients 8 now full of non-root clients)", got == ["ok"] * 4, got)
+    assert got == ["ok"] * 4, \
+        f"uid B: its own 4 are served (max_clients 8 now full of non-root clients): {got}"
     root1 = connect(sock)
-    res.check("root connects beyond max_clients", request(root1) == "ok")
+    assert request(root1) == "ok", \
+        "root connects beyond max_clients"
     again = a.ask("again") + b.ask("again")
-    res.check("... in its own slot: nobody was evicted for it", again == ["ok"] * 8, again)
+    assert again == ["ok"] * 8, \
+        f"... in its own slot: nobody was evicted for it: {again}"
     root2 = connect(sock)
-    res.check("a second root connection gets in (evicting an idle non-root one)", request(root2) == "ok")
+    assert request(root2) == "ok", \
+        "a second root connection gets in (evicting an idle non-root one)"
     c = Child(UID_C, holder(sock, 1))
     got = c.recv()
-    res.check("a newcomer of another uid gets in", got == ["ok"], got)
-    res.check("... and never by evicting root", request(root1) == "ok" and request(root2) == "ok")
+    assert got == ["ok"], \
+        f"a newcomer of another uid gets in: {got}"
+    assert request(root1) == "ok" and request(root2) == "ok", \
+        "... and never by evicting root"
     log = daemon.text()
-    res.check("the refusal is logged with uid and cap", "uid 65534 has max_clients_per_uid=4" in log, log[-2000:])
+    assert "uid 65534 has max_clients_per_uid=4" in log, \
+        f"the refusal is logged with uid and cap: {log[-2000:]}"
     for ch in (a, b, c):
         ch.finish()
     root1.close()
     root2.close()
-    res.check("exits 0", daemon.stop() == 0)
+    assert daemon.stop() == 0, \
+        "exits 0"
 
-    # --- a reconnect flood by a group member
-    daemon, sock = start("flood", "")
+
+def test_reconnect_flood(start):
+    # a reconnect flood by a group member
+    daemon, sock = start("")
     flooders = [Child(UID_A, flooder(sock)) for _ in range(4)]
     started = [f.recv() for f in flooders]
-    res.check("4 flooders are connecting and closing", all("started" in s for s in started), started)
+    assert all("started" in s for s in started), \
+        f"4 flooders are connecting and closing: {started}"
     t0 = time.monotonic()
     answers = []
     for _ in range(100):
@@ -245,8 +253,9 @@ try:
             answers.append(f"connect: errno {e.errno}")
     elapsed = time.monotonic() - t0
     ok = answers.count("ok")
-    res.check(f"under the flood, root's 100 status requests are all answered ({elapsed:.2f} s)", ok == 100,
-              [a for a in answers if a != "ok"][:5])
+    assert ok == 100, \
+        f"under the flood, root's 100 status requests are all answered ({elapsed:.2f} s): " \
+        f"{[a for a in answers if a != 'ok'][:5]}"
     counts = [f.ask("stop") for f in flooders]
     total = sum(c.get("connects", 0) for c in counts)
     for f in flooders:
@@ -256,13 +265,17 @@ try:
     full = log.count("Control socket full")
     refused = log.count("has max_clients_per_uid=")
     print(f"  {total} flood connections in {elapsed:.1f} s; log lines: {full} 'socket full', {refused} 'refused'")
-    res.check("the flood was a flood (over 1000 connections)", total > 1000, total)
-    res.check("log lines about it are rate limited (at most one of a kind per second)",
-              full <= elapsed + 2 and refused <= elapsed + 2, (full, refused))
-    res.check("exits 0", daemon.stop() == 0)
+    assert total > 1000, \
+        f"the flood was a flood (over 1000 connections): {total}"
+    assert full <= elapsed + 2 and refused <= elapsed + 2, \
+        f"log lines about it are rate limited (at most one of a kind per second): {(full, refused)}"
+    assert daemon.stop() == 0, \
+        "exits 0"
 
-    # --- out of file descriptors
-    daemon, sock = start("emfile", "max_clients = 100\nmax_clients_per_uid = 100\n")
+
+def test_out_of_file_descriptors(start):
+    # out of file descriptors
+    daemon, sock = start("max_clients = 100\nmax_clients_per_uid = 100\n")
     pid = daemon.proc.pid
     old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
     n_fds = len(os.listdir(f"/proc/{pid}/fd"))
@@ -272,25 +285,17 @@ try:
     got = a.recv()
     cpu, elapsed = cpu_seconds(pid) - cpu0, time.monotonic() - t0
     # the limit counts fd numbers, not fds: a hole in the table leaves room for one more
-    res.check("at EMFILE: the clients that fit are served, the others refused at once, none hangs",
-              got.count("ok") in (4, 5) and got.count("ok") + got.count("too-many-clients") == 10, got)
-    res.check(f"accept() does not spin: {cpu:.2f} s CPU in {elapsed:.2f} s", cpu < 0.5 * max(elapsed, 1), cpu)
-    res.check("root is still served at EMFILE", root_call(sock) == "ok")
+    assert got.count("ok") in (4, 5) and got.count("ok") + got.count("too-many-clients") == 10, \
+        f"at EMFILE: the clients that fit are served, the others refused at once, none hangs: {got}"
+    assert cpu < 0.5 * max(elapsed, 1), \
+        f"accept() does not spin: {cpu:.2f} s CPU in {elapsed:.2f} s: {cpu}"
+    assert root_call(sock) == "ok", \
+        "root is still served at EMFILE"
     log = daemon.text()
     n_lines = log.count("accept() on the control socket failed")
-    res.check(f"the accept() error is logged, rate limited ({n_lines} lines in {elapsed:.1f} s)",
-              1 <= n_lines <= elapsed + 2, log[-2000:])
+    assert 1 <= n_lines <= elapsed + 2, \
+        f"the accept() error is logged, rate limited ({n_lines} lines in {elapsed:.1f} s): {log[-2000:]}"
     resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
     a.finish()
-    res.check("exits 0", daemon.stop() == 0)
-finally:
-    for ch in list(children):
-        try:
-            os.kill(ch.pid, 9)
-            os.waitpid(ch.pid, 0)
-        except OSError:
-            pass
-    for d in daemons:
-        d.cleanup()
-    shutil.rmtree(work, ignore_errors=True)
-res.finish()
+    assert daemon.stop() == 0, \
+        "exits 0"
