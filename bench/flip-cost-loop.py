@@ -23,8 +23,8 @@ import sys
 import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
-from loopdev import LoopDevices, set_attr  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+from blkptest.loop import LoopDevices, exit_on_signals, set_attr  # noqa: E402
 
 
 def build_writer(work):
@@ -77,6 +77,7 @@ def main():
         sys.exit("needs root (loop devices)")
     work = tempfile.mkdtemp(prefix="blkpolicyd-flipcost-", dir="/var/tmp")
     loops = LoopDevices(base=4700)
+    exit_on_signals()
     try:
         writer = build_writer(work)
         dev = loops.add()

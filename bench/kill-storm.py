@@ -24,9 +24,9 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
-import loopdev  # noqa: E402
-from loopdev import LoopDevices, scheduler, set_attr, sysfs  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+from blkptest.daemon import Daemon  # noqa: E402
+from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr, sysfs  # noqa: E402
 
 BASE = 5000
 GLOB = "loop[5-6][0-9][0-9][0-9]"
@@ -39,7 +39,7 @@ def snapshot(dev):
 
 
 def start(blkpolicyd, work, wait=True):
-    d = loopdev.Daemon(blkpolicyd, work, ["--config", "/dev/null", "--policy-dir", os.path.join(work, "policies"),
+    d = Daemon(blkpolicyd, work, ["--config", "/dev/null", "--policy-dir", os.path.join(work, "policies"),
                                           "--state-dir", os.path.join(work, "state"), "--device", GLOB,
                                           "--socket", os.path.join(work, "control.sock"),
                                           "--log-level", "notice"], append_log=True)
@@ -127,6 +127,7 @@ def main():
     random.seed(seed)
     blkpolicyd = os.path.join(args.build, "daemon", "blkpolicyd")
     loops = LoopDevices(base=BASE)
+    exit_on_signals()
     rows = []
     full_pass_s = args.window
     try:

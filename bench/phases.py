@@ -24,9 +24,9 @@ import sys
 import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
-import loopdev  # noqa: E402
-from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+import blkptest.daemon  # noqa: E402
+from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr  # noqa: E402
 
 DYNAMIC_EXAMPLE = """[Match]
 name = {dev}
@@ -78,7 +78,7 @@ def measure(dev, phase, seconds):
     return {"iops": iops, "p99_us": p99, "cpu_us_per_io": cpu_s * 1e6 / max(ios, 1)}
 
 
-class Daemon(loopdev.Daemon):
+class Daemon(blkptest.daemon.Daemon):
     def __init__(self, blkpolicyd, dev, policy_dirs, work):
         conf = os.path.join(work, "bench.conf")
         with open(conf, "w") as f:
@@ -106,6 +106,7 @@ def main():
         sys.exit("needs root (loop devices)")
 
     loops = LoopDevices(base=700)
+    exit_on_signals()
     loops.tmp = tempfile.mkdtemp(dir=args.backing, prefix="blkpolicyd-bench-")
     dev = loops.add()
     loops.attach(dev, size_mb=1024)

@@ -36,9 +36,9 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
-import loopdev  # noqa: E402
-from loopdev import LoopDevices, scheduler, set_attr  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+import blkptest.daemon  # noqa: E402
+from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr  # noqa: E402
 
 BUILD = os.path.join(TOP, "build")
 BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
@@ -65,7 +65,7 @@ scheduler = mq-deadline
 RUNNING = []
 
 
-class Daemon(loopdev.Daemon):
+class Daemon(blkptest.daemon.Daemon):
     """blkpolicyd on the bench devices; wrapper: e.g. valgrind and its options."""
 
     def __init__(self, work, policy_dirs, tick_ms, wrapper=()):
@@ -85,7 +85,7 @@ class Daemon(loopdev.Daemon):
         self.ready_s = time.monotonic() - t0
 
     def call(self, command):
-        return loopdev.control_call(self.sock_path, {"command": command}, timeout=60)["result"]
+        return blkptest.daemon.control_call(self.sock_path, {"command": command}, timeout=60)["result"]
 
     def memory(self):
         return memory_of(self.proc.pid)
@@ -111,7 +111,7 @@ def memory_of(pid):
 
 def library_floor(work):
     """RSS of bench/library-floor, started like the daemon, once READY=1."""
-    floor = loopdev.Daemon(FLOOR, work, ["10"])
+    floor = blkptest.daemon.Daemon(FLOOR, work, ["10"])
     RUNNING.append(floor.proc)
     floor.wait_for("READY=1", timeout=60)
     time.sleep(1)       # 100 ticks of its loop, as the daemon had before it was measured
@@ -250,6 +250,7 @@ def main():
     with open(os.path.join(react_dir, "90-bench-reaction.policy"), "w") as f:
         f.write(REACTION_POLICY)
     loops = LoopDevices(base=BASE)
+    exit_on_signals()
     results = []
     try:
         for n in map(int, args.counts.split(",")):

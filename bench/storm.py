@@ -34,8 +34,8 @@ import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
-from loopdev import scheduler, set_attr  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+from blkptest.loop import scheduler, set_attr  # noqa: E402
 
 BASE = 10000
 GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"

@@ -15,8 +15,9 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from loopdev import LoopDevices, set_attr  # noqa: E402
+# a script, not a test: tests/ holds the loop-device helper the tests use
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from blkptest.loop import LoopDevices, exit_on_signals, set_attr  # noqa: E402
 
 blkpolicyd, policies = sys.argv[1], sys.argv[2]
 cmd = [blkpolicyd, "--dry-run", "--policy-dir", policies, "--policy-dir", "/etc/blkpolicyd/policies.d"]
@@ -56,6 +57,7 @@ try:
         step("not root: skipping the scratch loop device (run with sudo to see hotplug decisions)")
     else:
         loops = LoopDevices(base=900)
+        exit_on_signals()
         step("LOOP_CTL_ADD: a new, empty loop device appears ('add' uevent)")
         dev = loops.add()
         wait_line(f"{dev}: [")

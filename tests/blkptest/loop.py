@@ -10,7 +10,9 @@ import atexit
 import concurrent.futures
 import fcntl
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -37,6 +39,14 @@ def record_path(state, name):
 def set_attr(name, attr, value):
     with open(f"/sys/block/{name}/queue/{attr}", "w") as f:
         f.write(value)
+
+
+def exit_on_signals():
+    """For a script that makes loop devices (bench/, tools/demo.py): a
+    SIGTERM or ^C exits through atexit, which removes them. Under pytest,
+    conftest.py turns SIGTERM into an interrupt and the fixtures remove them."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: sys.exit(1))
 
 
 class LoopDevices:
