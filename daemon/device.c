@@ -243,9 +243,11 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         return view;
 }
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        return (ReportDevice) { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
-                                .dyn = d->dynamic ? &d->dynamic->state : NULL,
-                                .signals = d->sample.signals.valid ? &d->sample.signals : NULL };
+        ReportDevice r = { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
+                           .dyn = d->dynamic ? &d->dynamic->state : NULL };
+
+        sample_state_signals(&d->sample, &r.signals);
+        return r;
 }
 bool device_is_held(const Manager *m, const Device *d) {
         return device_is_paused(m, d) || device_overridden(d);

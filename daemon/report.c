@@ -101,7 +101,7 @@ cJSON *report_device(const ReportDevice *d) {
         cJSON_AddItemToObject(o, "facts", report_facts(d->facts));
         cJSON_AddItemToObject(o, "settings", report_settings(d->plan));
         cJSON_AddItemToObject(o, "dynamic", report_dynamic(d));
-        cJSON_AddItemToObject(o, "signals", d->signals ? report_signals(d->signals) : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "signals", d->signals.valid ? report_signals(&d->signals) : cJSON_CreateNull());
         add_string_or_null(o, "error", d->error);
         return o;
 }

@@ -192,20 +192,18 @@ static double ratio_or_unknown(double a, double b) {
 }
 
 /* The mix of the tick's I/O, from counter deltas (they did not go back). */
-static void signals_mix(const DiskCounters *prev, const DiskCounters *now, Signals *ret) {
-        double rd = (double) (now->rd_ios - prev->rd_ios), wr = (double) (now->wr_ios - prev->wr_ios);
-        double merges = (double) (now->rd_merges - prev->rd_merges + now->wr_merges - prev->wr_merges);
+static void signals_mix(const TickDelta *d, Signals *ret) {
+        double rd = (double) d->rd_ios, wr = (double) d->wr_ios, merges = (double) d->merges;
 
         ret->wpct = ratio_or_unknown(wr * 100.0, rd + wr);
         /* sectors are 512 bytes whatever the device's block size */
-        ret->rkb = ratio_or_unknown((double) (now->rd_sectors - prev->rd_sectors) / 2.0, rd);
-        ret->wkb = ratio_or_unknown((double) (now->wr_sectors - prev->wr_sectors) / 2.0, wr);
+        ret->rkb = ratio_or_unknown((double) d->rd_sectors / 2.0, rd);
+        ret->wkb = ratio_or_unknown((double) d->wr_sectors / 2.0, wr);
         ret->merge_pct = ratio_or_unknown(merges * 100.0, merges + rd + wr);
 }
 
-void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
-                     Signals *ret) {
-        double sec = interval_ms / 1000.0, rd, wr;
+void signals_from_delta(const TickDelta *d, Signals *ret) {
+        double sec = d->interval_ms / 1000.0, rd, wr;
 
         *ret = (Signals) {
                 .dispatch_busy = SIGNAL_UNKNOWN,
@@ -214,46 +212,172 @@ void signals_compute(const DiskCounters *prev, const DiskStat *now, double inter
                 .wkb = SIGNAL_UNKNOWN,
                 .merge_pct = SIGNAL_UNKNOWN,
         };
-        /* The merges are compared too: a request can take merges in a tick
-         * and complete in a later one, and merge_pct counts them (100%). */
-        if (prev && interval_ms > 0 && prev->rd_ios == now->c.rd_ios && prev->wr_ios == now->c.wr_ios &&
-            prev->io_ticks == now->c.io_ticks && prev->time_in_queue == now->c.time_in_queue &&
-            prev->rd_merges == now->c.rd_merges && prev->wr_merges == now->c.wr_merges) {
-                /* idle, as most devices are most of the time: nothing to divide, the mix is unknown */
-                ret->valid = true;
-                ret->inflight = (double) now->in_flight;
-                if (dispatch_busy >= 0)
-                        ret->dispatch_busy = 0;
+        if (!d->valid)
                 return;
-        }
-        /* A counter that went backwards wrapped (32-bit kernels) or the device
-         * was replaced under the same number: this tick tells nothing. */
-        if (!prev || interval_ms <= 0 || went_backwards(prev, &now->c))
-                return;
-        rd = (double) (now->c.rd_ios - prev->rd_ios);
-        wr = (double) (now->c.wr_ios - prev->wr_ios);
+        rd = (double) d->rd_ios;
+        wr = (double) d->wr_ios;
         ret->valid = true;
         ret->riops = rd / sec;
         ret->wiops = wr / sec;
         ret->iops = ret->riops + ret->wiops;
-        ret->rmbps = (double) (now->c.rd_sectors - prev->rd_sectors) * 512.0 / 1e6 / sec;
-        ret->wmbps = (double) (now->c.wr_sectors - prev->wr_sectors) * 512.0 / 1e6 / sec;
+        ret->rmbps = (double) d->rd_sectors * 512.0 / 1e6 / sec;
+        ret->wmbps = (double) d->wr_sectors * 512.0 / 1e6 / sec;
         ret->mbps = ret->rmbps + ret->wmbps;
-        ret->rlat_ms = rd > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks) / rd : 0;
-        ret->wlat_ms = wr > 0 ? (double) (now->c.wr_ticks - prev->wr_ticks) / wr : 0;
-        ret->lat_ms = rd + wr > 0 ? (double) (now->c.rd_ticks - prev->rd_ticks + now->c.wr_ticks - prev->wr_ticks) / (rd + wr) : 0;
-        ret->util = (double) (now->c.io_ticks - prev->io_ticks) / interval_ms * 100.0;
+        ret->rlat_ms = rd > 0 ? (double) d->rd_ticks / rd : 0;
+        ret->wlat_ms = wr > 0 ? (double) d->wr_ticks / wr : 0;
+        ret->lat_ms = rd + wr > 0 ? (double) (d->rd_ticks + d->wr_ticks) / (rd + wr) : 0;
+        ret->util = (double) d->io_ticks / d->interval_ms * 100.0;
         if (ret->util > 100.0)
                 ret->util = 100.0;      /* io_ticks is updated at jiffy granularity */
-        ret->qdepth = (double) (now->c.time_in_queue - prev->time_in_queue) / interval_ms;
-        ret->inflight = (double) now->in_flight;
-        if (dispatch_busy >= 0)
-                ret->dispatch_busy = rd + wr > 0 ? dispatch_busy : 0;
-        signals_mix(prev, &now->c, ret);
+        ret->qdepth = (double) d->time_in_queue / d->interval_ms;
+        ret->inflight = d->in_flight;
+        if (d->dispatch_busy >= 0)
+                ret->dispatch_busy = rd + wr > 0 ? d->dispatch_busy : 0;
+        signals_mix(d, ret);
 }
 
-void sample_update(SampleState *s, const DiskStat *now, double interval_ms, double dispatch_busy) {
-        signals_compute(s->have_last ? &s->last : NULL, now, interval_ms, dispatch_busy, &s->signals);
-        s->last = now->c;
-        s->have_last = true;
+/* The idle tick, as most devices' are most of the time: nothing moved
+ * that a signal divides or is made of. The merges are compared too: a
+ * request can take merges in a tick and complete in a later one, and
+ * merge_pct counts them (100%). Its signals are those of deltas of 0
+ * (rates 0, the mix unknown), whatever the sectors or the read and write
+ * times did. */
+static bool tick_idle(const DiskCounters *prev, const DiskCounters *now) {
+        return prev->rd_ios == now->rd_ios && prev->wr_ios == now->wr_ios && prev->io_ticks == now->io_ticks &&
+               prev->time_in_queue == now->time_in_queue && prev->rd_merges == now->rd_merges &&
+               prev->wr_merges == now->wr_merges;
+}
+
+/* prev and now as they are kept, in the widths of a SampleState or in
+ * full: the deltas of a tick, or !valid. */
+static void delta_of(const DiskCounters *prev, const DiskCounters *now, double interval_ms, uint64_t in_flight,
+                     double dispatch_busy, TickDelta *ret) {
+        *ret = (TickDelta) { .interval_ms = interval_ms, .in_flight = (double) in_flight,
+                             .dispatch_busy = dispatch_busy };
+        /* A counter that went backwards wrapped (32-bit kernels, or a
+         * 32-bit field) or the device was replaced under the same number:
+         * this tick tells nothing. */
+        if (!prev || interval_ms <= 0)
+                return;
+        if (tick_idle(prev, now)) {
+                ret->valid = true;
+                return;
+        }
+        if (went_backwards(prev, now))
+                return;
+        *ret = (TickDelta) {
+                .valid = true,
+                .interval_ms = interval_ms,
+                .rd_ios = now->rd_ios - prev->rd_ios,
+                .wr_ios = now->wr_ios - prev->wr_ios,
+                .merges = now->rd_merges - prev->rd_merges + now->wr_merges - prev->wr_merges,
+                .rd_sectors = now->rd_sectors - prev->rd_sectors,
+                .wr_sectors = now->wr_sectors - prev->wr_sectors,
+                .rd_ticks = now->rd_ticks - prev->rd_ticks,
+                .wr_ticks = now->wr_ticks - prev->wr_ticks,
+                .io_ticks = now->io_ticks - prev->io_ticks,
+                .time_in_queue = now->time_in_queue - prev->time_in_queue,
+                .in_flight = (double) in_flight,
+                .dispatch_busy = dispatch_busy,
+        };
+}
+
+void signals_compute(const DiskCounters *prev, const DiskStat *now, double interval_ms, double dispatch_busy,
+                     Signals *ret) {
+        TickDelta d;
+
+        delta_of(prev, &now->c, interval_ms, now->in_flight, dispatch_busy, &d);
+        signals_from_delta(&d, ret);
+}
+
+/* A sample in the widths a SampleState keeps. */
+static DiskCounters counters_kept(const DiskCounters *c) {
+        return (DiskCounters) {
+                .rd_ios = c->rd_ios & COUNTER48_MASK,
+                .rd_merges = c->rd_merges & COUNTER48_MASK,
+                .rd_sectors = c->rd_sectors & COUNTER48_MASK,
+                .rd_ticks = (uint32_t) c->rd_ticks,
+                .wr_ios = c->wr_ios & COUNTER48_MASK,
+                .wr_merges = c->wr_merges & COUNTER48_MASK,
+                .wr_sectors = c->wr_sectors & COUNTER48_MASK,
+                .wr_ticks = (uint32_t) c->wr_ticks,
+                .io_ticks = (uint32_t) c->io_ticks,
+                .time_in_queue = (uint32_t) c->time_in_queue,
+        };
+}
+
+static DiskCounters sample_state_last(const SampleState *s) {
+        return (DiskCounters) {
+                .rd_ios = counter48_get(s->rd_ios),
+                .rd_merges = counter48_get(s->rd_merges),
+                .rd_sectors = counter48_get(s->rd_sectors),
+                .rd_ticks = s->rd_ticks,
+                .wr_ios = counter48_get(s->wr_ios),
+                .wr_merges = counter48_get(s->wr_merges),
+                .wr_sectors = counter48_get(s->wr_sectors),
+                .wr_ticks = s->wr_ticks,
+                .io_ticks = s->io_ticks,
+                .time_in_queue = s->time_in_queue,
+        };
+}
+
+void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
+                         Signals *ret) {
+        DiskCounters prev = sample_state_last(s), kept = counters_kept(&now->c);
+        TickDelta d;
+
+        /* µs in 48 bits: 8.9 years */
+        if (interval_us > COUNTER48_MASK)
+                interval_us = COUNTER48_MASK;
+        delta_of(s->have_last ? &prev : NULL, &kept, (double) interval_us / 1000.0, now->in_flight, dispatch_busy,
+                 &d);
+        signals_from_delta(&d, ret);
+        *s = (SampleState) {
+                .rd_ios = counter48_make(kept.rd_ios),
+                .wr_ios = counter48_make(kept.wr_ios),
+                .rd_merges = counter48_make(kept.rd_merges),
+                .wr_merges = counter48_make(kept.wr_merges),
+                .rd_sectors = counter48_make(kept.rd_sectors),
+                .wr_sectors = counter48_make(kept.wr_sectors),
+                .rd_ticks = (uint32_t) kept.rd_ticks,
+                .wr_ticks = (uint32_t) kept.wr_ticks,
+                .io_ticks = (uint32_t) kept.io_ticks,
+                .time_in_queue = (uint32_t) kept.time_in_queue,
+                /* deltas: each under its counter's width; merges, the sum of
+                 * two, under 2^48 as long as a tick cannot see 2^47 of either */
+                .d_rd_ios = counter48_make(d.rd_ios),
+                .d_wr_ios = counter48_make(d.wr_ios),
+                .d_merges = counter48_make(d.merges),
+                .d_rd_sectors = counter48_make(d.rd_sectors),
+                .d_wr_sectors = counter48_make(d.wr_sectors),
+                .interval_us = counter48_make(interval_us),
+                .d_rd_ticks = (uint32_t) d.rd_ticks,
+                .d_wr_ticks = (uint32_t) d.wr_ticks,
+                .d_io_ticks = (uint32_t) d.io_ticks,
+                .d_time_in_queue = (uint32_t) d.time_in_queue,
+                .in_flight = ret->inflight,
+                .dispatch_busy = (float) dispatch_busy,
+                .have_last = true,
+                .valid = d.valid,
+        };
+}
+
+void sample_state_signals(const SampleState *s, Signals *ret) {
+        TickDelta d = {
+                .valid = s->valid,
+                .interval_ms = (double) counter48_get(s->interval_us) / 1000.0,
+                .rd_ios = counter48_get(s->d_rd_ios),
+                .wr_ios = counter48_get(s->d_wr_ios),
+                .merges = counter48_get(s->d_merges),
+                .rd_sectors = counter48_get(s->d_rd_sectors),
+                .wr_sectors = counter48_get(s->d_wr_sectors),
+                .rd_ticks = s->d_rd_ticks,
+                .wr_ticks = s->d_wr_ticks,
+                .io_ticks = s->d_io_ticks,
+                .time_in_queue = s->d_time_in_queue,
+                .in_flight = s->in_flight,
+                .dispatch_busy = s->dispatch_busy,
+        };
+
+        signals_from_delta(&d, ret);
 }

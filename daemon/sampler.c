@@ -94,27 +94,27 @@ static int flips_apply(Manager *m) {
 
 /* One device's sample: its signals, then its dynamic step, whose flip
  * waits for the end of the pass. */
-static int device_sample(Manager *m, Device *d, const DiskStat *st, double interval_ms) {
+static int device_sample(Manager *m, Device *d, const DiskStat *st, uint64_t interval_us) {
         const Plan *plan = device_plan(d);
         const DynamicPolicy *dyn = plan->managed ? plan->dynamic : NULL;
         DeviceDynamic *y = device_dynamic(d);
-        SampleState *s = device_sample_state(d);
         double busy = -1;
         DynDecision dec;
+        Signals signals;
 
         if (dyn && y && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
-        sample_update(s, st, interval_ms, busy);
+        sample_state_update(device_sample_state(d), st, interval_us, busy, &signals);
         if (m->record)
                 record_write_sample(m->record, device_name(d), st, busy);
         if (!dyn || !y || device_is_held(m, d))
                 return 0;       /* paused or overridden: no flips */
-        if (dynamic_step(dyn, &y->state, &s->signals, m->tick, &dec) < 0)
+        if (dynamic_step(dyn, &y->state, &signals, m->tick, &dec) < 0)
                 return -ENOMEM;
         return dec.flip ? flips_push(m, device_devnum(d), &dec) : 0;
 }
 
-static int sample_line(Manager *m, const char *line, size_t len, double interval_ms) {
+static int sample_line(Manager *m, const char *line, size_t len, uint64_t interval_us) {
         char name[DISKSTAT_NAME_MAX];
         DiskStat st;
         Device *d;
@@ -122,7 +122,7 @@ static int sample_line(Manager *m, const char *line, size_t len, double interval
         if (diskstat_parse_line(line, len, &st, name) < 0)
                 return 0;
         d = device_get(m, makedev(st.major, st.minor));
-        return d && streq(device_name(d), name) ? device_sample(m, d, &st, interval_ms) : 0;
+        return d && streq(device_name(d), name) ? device_sample(m, d, &st, interval_us) : 0;
 }
 
 /* /proc/diskstats gives at most a page of whole lines per read() however
@@ -134,7 +134,7 @@ static int sample_line(Manager *m, const char *line, size_t len, double interval
 
 /* Returns what sample_line() returns (-ENOMEM), or 0; a read that fails
  * sets *read_error, which is the file's error, not the daemon's. */
-static int sample_lines(Manager *m, int fd, double interval_ms, int *read_error) {
+static int sample_lines(Manager *m, int fd, uint64_t interval_us, int *read_error) {
         char *buf = m->diskstats;
         size_t kept = 0;
         bool skipping = false;          /* in a line longer than the buffer: not diskstats */
@@ -151,14 +151,14 @@ static int sample_lines(Manager *m, int fd, double interval_ms, int *read_error)
                 end = buf + kept + k;
                 for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
                         if (!skipping)
-                                r = sample_line(m, p, (size_t) (nl + 1 - p), interval_ms);
+                                r = sample_line(m, p, (size_t) (nl + 1 - p), interval_us);
                         skipping = false;
                 }
                 if (r < 0)
                         return r;
                 kept = (size_t) (end - p);
                 if (k == 0)             /* the last line may have no newline */
-                        return kept && !skipping ? sample_line(m, p, kept, interval_ms) : 0;
+                        return kept && !skipping ? sample_line(m, p, kept, interval_us) : 0;
                 if (kept == DISKSTATS_CHUNK) {
                         skipping = true;
                         kept = 0;
@@ -170,7 +170,7 @@ static int sample_lines(Manager *m, int fd, double interval_ms, int *read_error)
 /* -ENOMEM only; *read_error: why /proc/diskstats could not be read. The
  * kernel's own ENOMEM there (seq_file) is a failed read, not a fatal
  * error of the daemon. */
-static int sample_diskstats(Manager *m, uint64_t now, double interval_ms, int *read_error) {
+static int sample_diskstats(Manager *m, uint64_t now, uint64_t interval_us, int *read_error) {
         char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
         int r;
@@ -185,7 +185,7 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms, int *r
         }
         if (m->record)
                 record_write_tick(m->record, now, m->tick);
-        r = sample_lines(m, fd, interval_ms, read_error);
+        r = sample_lines(m, fd, interval_us, read_error);
         if (m->record)
                 record_end_tick(m->record);
         return r;
@@ -195,11 +195,11 @@ static int sample_diskstats(Manager *m, uint64_t now, double interval_ms, int *r
  * /proc/diskstats. Returns 1 when sampled, 0 when the read failed (said
  * once per new error, and the tick's other steps wait for a good one). */
 static int tick_sample(Manager *m, uint64_t now) {
-        double interval_ms = m->last_sample_usec ? (double) (now - m->last_sample_usec) / 1000.0 : 0;
+        uint64_t interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0;
         int r, read_error = 0;
 
         m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
-        r = sample_diskstats(m, now, interval_ms, &read_error);
+        r = sample_diskstats(m, now, interval_us, &read_error);
         if (r < 0)
                 return r;
         if (read_error < 0) {

@@ -14,7 +14,7 @@ typedef struct ReportDevice {
         const Plan *plan;
         const char *error;      /* NULL when none */
         const DynState *dyn;    /* NULL: no state machine ran (replay, tests) */
-        const Signals *signals; /* of the last tick, NULL before the first one */
+        Signals signals;        /* of the last tick; !valid before the first one */
 } ReportDevice;
 
 cJSON *report_policy_error(const PolicyError *e);

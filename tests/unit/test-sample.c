@@ -63,28 +63,6 @@ TEST(signals_from_two_samples) {
         ASSERT_TRUE(s.dispatch_busy == 4);
 }
 
-/* What the tick keeps between samples: the first has nothing to compare
- * with, the second gives rates, and each becomes the last. */
-TEST(sample_state_keeps_the_last_counters) {
-        DiskStat a = { .c.rd_ios = 1000, .c.io_ticks = 100 };
-        DiskStat b = a, c;
-        SampleState st = {};
-
-        sample_update(&st, &a, 0, -1);
-        ASSERT_TRUE(!st.signals.valid && st.have_last);
-        ASSERT_EQ_INT(st.last.rd_ios, 1000);
-        b.c.rd_ios += 500;
-        sample_update(&st, &b, 1000, -1);
-        ASSERT_TRUE(st.signals.valid && st.signals.riops == 500);
-        ASSERT_EQ_INT(st.last.rd_ios, 1500);
-        /* a counter going back (the disk was replaced): no rates, and the
-         * new counters are the base of the next tick */
-        c = a;
-        sample_update(&st, &c, 1000, -1);
-        ASSERT_TRUE(!st.signals.valid);
-        ASSERT_EQ_INT(st.last.rd_ios, 1000);
-}
-
 TEST(stale_dispatch_busy_reads_as_idle) {
         DiskStat a = { .c.rd_ios = 10 }, b = a;
         Signals s;
@@ -181,6 +159,142 @@ TEST(mix_counters_going_backwards_invalidate_the_tick) {
         b.c.rd_ios += 5;
         signals_compute(&a.c, &b, 1000, -1, &s);
         ASSERT_TRUE(!s.valid);
+}
+
+/* A SampleState gives a tick the same Signals as signals_compute() over
+ * the full counters, and the same again when they are asked for later:
+ * random ticks, idle ones (some with only the sectors or the times
+ * moving), ones with a counter gone back, ones without an interval, from
+ * counters near 2^32 (the kernel's own width of the time fields). */
+static uint64_t rnd_state = 88172;
+
+static uint64_t rnd(void) {
+        rnd_state ^= rnd_state << 13;
+        rnd_state ^= rnd_state >> 7;
+        rnd_state ^= rnd_state << 17;
+        return rnd_state;
+}
+
+static bool signals_same(const Signals *a, const Signals *b) {
+        if (a->valid != b->valid)
+                return false;
+        for (int i = 0; i < _SIGNAL_MAX; i++) {
+                float x = (float) signals_get(a, (SignalId) i), y = (float) signals_get(b, (SignalId) i);
+
+                if (memcmp(&x, &y, sizeof(float)) != 0)
+                        return false;
+        }
+        return true;
+}
+
+static void step(DiskCounters *c, uint64_t max_step) {
+        uint64_t *f[] = { &c->rd_ios, &c->rd_merges, &c->rd_sectors, &c->rd_ticks, &c->wr_ios,
+                          &c->wr_merges, &c->wr_sectors, &c->wr_ticks, &c->io_ticks, &c->time_in_queue };
+        bool idle = rnd() % 4 == 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(f); i++) {
+                bool time_or_sectors = i == 2 || i == 3 || i == 6 || i == 7;
+
+                if (idle && !(time_or_sectors && rnd() % 2))
+                        continue;
+                if (!idle && rnd() % 64 == 0 && *f[i] > 3)
+                        *f[i] -= rnd() % 3 + 1;         /* back */
+                else
+                        *f[i] += rnd() % max_step;
+                /* the kernel prints the time fields as 32-bit: they wrap there */
+                if (i == 3 || i == 7 || i == 8 || i == 9)
+                        *f[i] = (uint32_t) *f[i];
+        }
+}
+
+static unsigned sample_state_run(uint64_t start, uint64_t max_step, unsigned *valid) {
+        DiskStat prev, now = { .c = { start, start, start, start, start, start, start, start, start, start } };
+        SampleState s = {};
+        unsigned mismatches = 0;
+
+        *valid = 0;
+        for (unsigned tick = 0; tick < 20000; tick++) {
+                uint64_t interval_us = tick % 97 == 5 ? 0 : 1 + rnd() % 5000000;
+                double busy = tick % 3 ? -1.0 : (double) (rnd() % 10);
+                Signals want, got, again;
+
+                prev = now;
+                step(&now.c, max_step);
+                now.in_flight = rnd() % 300;
+                signals_compute(tick ? &prev.c : NULL, &now, (double) interval_us / 1000.0, busy, &want);
+                sample_state_update(&s, &now, interval_us, busy, &got);
+                sample_state_signals(&s, &again);
+                mismatches += !signals_same(&want, &got) + !signals_same(&got, &again);
+                *valid += want.valid;
+        }
+        return mismatches;
+}
+
+TEST(sample_state_gives_what_signals_compute_gives) {
+        unsigned valid;
+
+        ASSERT_TRUE(sample_state_run(0, 100000, &valid) == 0);
+        ASSERT_TRUE(valid > 10000 && valid < 19900);
+        /* the time fields cross 2^32 on the way: the kernel's wrap is a step back, as before */
+        ASSERT_TRUE(sample_state_run(UINT32_MAX - 100000000, 10000000, &valid) == 0);
+        ASSERT_TRUE(valid > 10000 && valid < 19900);
+        /* steps past 32 bits: up to 2^33 sectors (4 TiB) in one tick */
+        ASSERT_TRUE(sample_state_run(0, UINT64_C(1) << 33, &valid) == 0);
+}
+
+/* The kernel prints the time fields as 32-bit: when one wraps, the tick
+ * is invalid (as signals_compute() says of it), and the one after is
+ * fine again. The 64-bit counters are kept in 48 bits: a value past 2^32
+ * still gives its exact delta. */
+TEST(sample_state_wraps_and_widths) {
+        DiskStat a = { .c.rd_ios = 100, .c.io_ticks = UINT32_MAX - 10, .c.time_in_queue = UINT32_MAX - 10,
+                       .c.rd_sectors = (UINT64_C(1) << 40) + 5 };
+        DiskStat b = a;
+        SampleState s = {};
+        Signals sig;
+
+        sample_state_update(&s, &a, 0, -1, &sig);
+        ASSERT_TRUE(!sig.valid);
+        b.c.rd_ios += 10;
+        b.c.io_ticks = 5;               /* wrapped in the kernel */
+        b.c.time_in_queue = 20;
+        b.c.rd_sectors += 80;
+        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_TRUE(!sig.valid);
+        sample_state_signals(&s, &sig);
+        ASSERT_TRUE(!sig.valid);
+        a = b;
+        b.c.rd_ios += 10;
+        b.c.io_ticks += 500;
+        b.c.time_in_queue += 1000;
+        b.c.rd_sectors += (UINT64_C(1) << 33) + 80;     /* more than 2^32 in one tick */
+        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_TRUE(sig.valid && sig.riops == 10 && sig.util == 50 && sig.qdepth == 1);
+        ASSERT_TRUE(sig.rkb == (float) ((double) ((UINT64_C(1) << 33) + 80) / 2 / 10));
+        sample_state_signals(&s, &sig);
+        ASSERT_TRUE(sig.valid && sig.riops == 10 && sig.rkb == (float) ((double) ((UINT64_C(1) << 33) + 80) / 2 / 10));
+        /* a sector counter gone back is a step back however wide it is */
+        b.c.rd_ios += 1;
+        b.c.rd_sectors -= 8;
+        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_TRUE(!sig.valid);
+}
+
+/* The idle shortcut of signals_compute(): sectors moving without an I/O
+ * completing give rates of 0, and so do the kept deltas. */
+TEST(sample_state_idle_tick) {
+        DiskStat a = { .c.rd_ios = 7, .c.rd_sectors = 56, .c.rd_ticks = 3, .in_flight = 2 }, b = a;
+        SampleState s = {};
+        Signals sig;
+
+        sample_state_update(&s, &a, 0, -1, &sig);
+        b.c.rd_sectors += 8;
+        b.c.rd_ticks += 9;
+        sample_state_update(&s, &b, 1000000, 4, &sig);
+        ASSERT_TRUE(sig.valid && sig.rmbps == 0 && sig.rlat_ms == 0 && sig.inflight == 2 && sig.dispatch_busy == 0);
+        sample_state_signals(&s, &sig);
+        ASSERT_TRUE(sig.valid && sig.rmbps == 0 && sig.rlat_ms == 0 && sig.inflight == 2 && sig.dispatch_busy == 0);
+        ASSERT_TRUE(!signal_known(sig.rkb) && !signal_known(sig.wpct));
 }
 
 TEST(signal_names) {
