@@ -191,6 +191,18 @@ static double ratio_or_unknown(double a, double b) {
         return b > 0 ? a / b : SIGNAL_UNKNOWN;
 }
 
+/* One tick's counter deltas and what else its signals are made of: the
+ * one input of signals_from_delta(), for signals_compute() and for a
+ * SampleState. Not kept: a working value. */
+typedef struct TickDelta {
+        bool valid;             /* false: no previous sample, no interval, or a counter went backwards */
+        double interval_ms;
+        uint64_t rd_ios, wr_ios, merges, rd_sectors, wr_sectors;
+        uint64_t rd_ticks, wr_ticks, io_ticks, time_in_queue;
+        double in_flight;
+        double dispatch_busy;   /* the debugfs value read this tick, -1 if not read */
+} TickDelta;
+
 /* The mix of the tick's I/O, from counter deltas (they did not go back). */
 static void signals_mix(const TickDelta *d, Signals *ret) {
         double rd = (double) d->rd_ios, wr = (double) d->wr_ios, merges = (double) d->merges;
@@ -202,7 +214,8 @@ static void signals_mix(const TickDelta *d, Signals *ret) {
         ret->merge_pct = ratio_or_unknown(merges * 100.0, merges + rd + wr);
 }
 
-void signals_from_delta(const TickDelta *d, Signals *ret) {
+/* Pure: the signals of one tick. */
+static void signals_from_delta(const TickDelta *d, Signals *ret) {
         double sec = d->interval_ms / 1000.0, rd, wr;
 
         *ret = (Signals) {

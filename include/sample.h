@@ -87,20 +87,6 @@ int signal_from_string(const char *s);
 double signals_get(const Signals *s, SignalId id);
 void signals_set(Signals *s, SignalId id, double v);
 
-/* One tick's counter deltas and what else its signals are made of: the
- * one input of signals_from_delta(), for signals_compute() and for a
- * SampleState. Not kept: a working value. */
-typedef struct TickDelta {
-        bool valid;             /* false: no previous sample, no interval, or a counter went backwards */
-        double interval_ms;
-        uint64_t rd_ios, wr_ios, merges, rd_sectors, wr_sectors;
-        uint64_t rd_ticks, wr_ticks, io_ticks, time_in_queue;
-        double in_flight;
-        double dispatch_busy;   /* the debugfs value read this tick, -1 if not read */
-} TickDelta;
-
-/* Pure: the signals of one tick. */
-void signals_from_delta(const TickDelta *d, Signals *ret);
 
 /* Pure: the signals between two samples taken interval_ms apart.
  * dispatch_busy is the debugfs value read this tick (-1 if not read): it
