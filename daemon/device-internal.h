@@ -9,7 +9,7 @@
 
 struct Device {
         Manager *manager;
-        DevNode node;           /* in m->devices, by number */
+        DevNode node;           /* in m->devices, by number (the record's) */
         /* shared (intern.h): devices alike have the same facts and get the
          * same plan. The shared facts have name, number, diskseq and
          * properties blank: device_facts() puts this device's in. */
@@ -22,16 +22,17 @@ struct Device {
         SampleState sample;     /* the sampler's */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
-        unsigned retries;
-        /* together at the end: a bool between pointers costs 7 bytes of padding */
-        bool seen;              /* marks survivors during a rescan */
-        bool paused;            /* pause DEV: left as it is until resume */
-        bool record_unreadable; /* its state record could not be read: nothing is written */
-        bool job;               /* an apply pass of its own runs in the applier */
-        bool reprocess;         /* asked for again while it ran: decide again when it is back */
-        bool reprocess_take_over;
-        bool new_media;         /* diskseq moved: the next pass adopts what the admin set */
-        bool gone;              /* forgotten: out of the table, freed after this dispatch */
+        uint8_t retries;        /* at most RETRY_MAX + 1 */
+        /* together at the end, and bits: a bool between pointers costs 7
+         * bytes of padding, and 10,000 devices 70 KB for 7 bools */
+        bool seen : 1;          /* marks survivors during a rescan */
+        bool paused : 1;        /* pause DEV: left as it is until resume */
+        bool record_unreadable : 1; /* its state record could not be read: nothing is written */
+        bool job : 1;           /* an apply pass of its own runs in the applier */
+        bool reprocess : 1;     /* asked for again while it ran: decide again when it is back */
+        bool reprocess_take_over : 1;
+        bool new_media : 1;     /* diskseq moved: the next pass adopts what the admin set */
+        bool gone : 1;          /* forgotten: out of the table, freed after this dispatch */
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];

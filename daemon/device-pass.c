@@ -79,14 +79,18 @@ static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *u
         return r < 0 ? manager_fatal(m, r) : 0;
 }
 static int device_schedule_retry(Manager *m, Device *d) {
-        uint64_t delay = RETRY_BASE_USEC << d->retries;
+        uint64_t delay;
         int r;
 
-        if (++d->retries > RETRY_MAX) {
+        /* counted up to RETRY_MAX + 1 and no further: a byte must not wrap
+         * back to retrying, nor the shift below pass 63 */
+        if (d->retries >= RETRY_MAX) {
+                d->retries = RETRY_MAX + 1;
                 device_set_errorf(d, "gave up after %d retries", RETRY_MAX);
                 log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
                 return 0;
         }
+        delay = RETRY_BASE_USEC << d->retries++;
         if (m->options->mode == RUN_ONCE) {
                 /* no loop: wait here, bounded by RETRY_MAX */
                 struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
@@ -149,18 +153,18 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
 
         if (!j)
                 return -ENOMEM;
-        j->devnum = d->node.devnum;
+        j->devnum = device_devnum(d);
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
         j->new_media = d->new_media;
         if (d->new_media) {
-                const MediaSnapshot *s = device_media_find(m, d->node.devnum);
+                const MediaSnapshot *s = device_media_find(m, device_devnum(d));
 
                 if (s) {
                         memcpy(j->media_live, s->live, sizeof(j->media_live));
                         j->has_media_live = true;
                 }
-                device_media_drop(m, d->node.devnum);
+                device_media_drop(m, device_devnum(d));
         }
         d->new_media = false;
         j->restore = restore;

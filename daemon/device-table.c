@@ -16,7 +16,7 @@ DevNode *device_table_get(const DeviceTable *t, dev_t devnum) {
         if (t->n_buckets == 0)
                 return NULL;
         for (DevNode *n = t->buckets[bucket_of(devnum, t->n_buckets)]; n; n = n->next)
-                if (n->devnum == devnum)
+                if (t->devnum(n) == devnum)
                         return n;
         return NULL;
 }
@@ -29,7 +29,7 @@ static int device_table_grow(DeviceTable *t) {
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_buckets; i++)
                 for (DevNode *n = t->buckets[i], *next; n; n = next) {
-                        size_t k = bucket_of(n->devnum, size);
+                        size_t k = bucket_of(t->devnum(n), size);
                         next = n->next;
                         n->next = b[k];
                         b[k] = n;
@@ -45,7 +45,7 @@ int device_table_put(DeviceTable *t, DevNode *n) {
 
         if (t->n_devices >= t->n_buckets && device_table_grow(t) < 0)
                 return -ENOMEM;
-        k = bucket_of(n->devnum, t->n_buckets);
+        k = bucket_of(t->devnum(n), t->n_buckets);
         n->next = t->buckets[k];
         t->buckets[k] = n;
         t->n_devices++;
@@ -55,7 +55,7 @@ int device_table_put(DeviceTable *t, DevNode *n) {
 void device_table_remove(DeviceTable *t, DevNode *n) {
         if (t->n_buckets == 0)
                 return;
-        for (DevNode **p = &t->buckets[bucket_of(n->devnum, t->n_buckets)]; *p; p = &(*p)->next)
+        for (DevNode **p = &t->buckets[bucket_of(t->devnum(n), t->n_buckets)]; *p; p = &(*p)->next)
                 if (*p == n) {
                         *p = n->next;
                         n->next = NULL;

@@ -75,9 +75,16 @@ int devices_sorted(const Manager *m, Device ***ret) {
 const char *device_name(const Device *d) {
         return d->name;
 }
+/* The number is the record's: a device keeps it once. */
 dev_t device_devnum(const Device *d) {
-        return d->node.devnum;
+        return makedev(d->record.id.major, d->record.id.minor);
 }
+
+/* The table's key of a node (device-table.h). */
+dev_t device_node_devnum(const DevNode *n) {
+        return device_devnum((const Device *) ((const char *) n - offsetof(Device, node)));
+}
+
 const Plan *device_plan(const Device *d) {
         return d->plan;
 }
@@ -176,7 +183,7 @@ void device_media_drop(Manager *m, dev_t devnum) {
 /* A failure leaves no snapshot: the pass then adopts whatever it finds,
  * as before snapshots. */
 static void media_snapshot(Manager *m, const Device *d) {
-        MediaSnapshot *s = device_media_find(m, d->node.devnum);
+        MediaSnapshot *s = device_media_find(m, device_devnum(d));
 
         if (!s) {
                 MediaSnapshot *grown = reallocarray(m->media, m->n_media + 1, sizeof(MediaSnapshot));
@@ -186,7 +193,7 @@ static void media_snapshot(Manager *m, const Device *d) {
                 m->media = grown;
                 s = &m->media[m->n_media++];
         }
-        s->devnum = d->node.devnum;
+        s->devnum = device_devnum(d);
         for (unsigned t = 0; t < n_tunables; t++) {
                 int k = attr_read_current(&m->roots, d->name, t, s->live[t].value, sizeof(s->live[t].value));
 
@@ -195,12 +202,12 @@ static void media_snapshot(Manager *m, const Device *d) {
 }
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
-        device_media_drop(m, d->node.devnum);
+        device_media_drop(m, device_devnum(d));
         /* its queue is gone, and with it every value it had: the record is moot */
         if (drop_state && manager_restores(m))
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
         /* a pass still queued for it is moot; one running comes back to no device */
-        if (d->job && applier_cancel(m->applier, d->node.devnum) > 0)
+        if (d->job && applier_cancel(m->applier, device_devnum(d)) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
         device_table_remove(&m->devices, &d->node);
         d->retry_source = sd_event_source_disable_unref(d->retry_source);
@@ -223,7 +230,7 @@ void devices_free_forgotten(Manager *m) {
 int device_refresh_properties(Manager *m) {
         DEVICE_FOREACH(d, m) {
                 char **props = NULL;
-                int r = device_read_properties(m, major(d->node.devnum), minor(d->node.devnum), &props);
+                int r = device_read_properties(m, major(device_devnum(d)), minor(device_devnum(d)), &props);
 
                 if (r < 0)
                         return r;
@@ -235,8 +242,8 @@ int device_refresh_properties(Manager *m) {
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
-        view->major = major(d->node.devnum);
-        view->minor = minor(d->node.devnum);
+        view->major = major(device_devnum(d));
+        view->minor = minor(device_devnum(d));
         view->diskseq = d->record.id.diskseq;
         view->queue_id = d->record.id.queue_id;
         view->properties = d->properties;
@@ -300,7 +307,7 @@ static int device_load_record(Manager *m, Device *d) {
                                               "is written");
                 return 0;
         }
-        r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found);
+        r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found, NULL);
 
         if (r == -ENOENT)
                 return 0;
@@ -336,7 +343,6 @@ static int device_load_record(Manager *m, Device *d) {
         }
         log_info("%s: found what an earlier run changed (%u value(s))", d->name, found.n_attrs);
         found.id = d->record.id;        /* the diskseq of now */
-        found.name = mfree(found.name);
         device_record_done(&d->record);
         d->record = found;
         return 0;
@@ -351,7 +357,6 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
                 return -ENOMEM;
         d->manager = m;
         memcpy(d->name, f->name, len + 1);
-        d->node.devnum = makedev(f->major, f->minor);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||

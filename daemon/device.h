@@ -73,6 +73,9 @@ static inline bool device_iter_at_bucket_end(const DeviceIter *i) {
                 for (Device *d; device_iter_next((m), &_i, &d);)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
+/* The device table's key (DEVICE_TABLE_INIT()). */
+dev_t device_node_devnum(const DevNode *n);
+
 /* What the others may read. */
 const char *device_name(const Device *d);
 dev_t device_devnum(const Device *d);

@@ -396,6 +396,7 @@ int manager_new(const Options *o, Manager **ret) {
         m->options = o;
         m->roots = o->roots;
         m->state = STATE_DIR_NULL;
+        m->devices = DEVICE_TABLE_INIT(device_node_devnum);
         m->facts.type = &facts_intern_type;
         m->plans.type = &plan_intern_type;
         r = config_init_defaults(&m->config);

@@ -33,13 +33,13 @@ static int record_device(const Roots *roots, const DeviceIdentity *id, char *nam
 /* Returns how many values stay changed, or -ENOMEM. */
 static int restore_one(Manager *m, unsigned major, unsigned minor) {
         _cleanup_(device_record_done) DeviceRecord rec = {};
-        char name[64];
+        char name[64], recorded_name[STATE_NAME_MAX] = "?";
         ApplyOutcome out;
         ApplyRequest req = { .roots = &m->roots, .dev = name, .record = &rec,
                              .state = m->options->dry_run ? NULL : &m->state };
         int r, torn;
 
-        r = state_load(&m->state, major, minor, &rec);
+        r = state_load(&m->state, major, minor, &rec, recorded_name);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -56,7 +56,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         }
         r = record_device(&m->roots, &rec.id, name, sizeof(name));
         if (r == -ENODEV) {
-                log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, rec.name ?: "?");
+                log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, recorded_name);
                 if (!m->options->dry_run)
                         (void) state_remove(&m->state, major, minor);
                 return 0;

@@ -134,7 +134,7 @@ static int read_small_file(int fd, char **ret, size_t *size) {
         return 0;
 }
 
-int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret) {
+int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret, char *ret_name) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *text = NULL;
         char name[32];
@@ -153,7 +153,7 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
         r = read_small_file(fd, &text, &size);
         if (r < 0)
                 return r;
-        r = device_record_parse(text, size, ret);
+        r = device_record_parse(text, size, ret, ret_name);
         if (r >= 0 && (ret->id.major != major || ret->id.minor != minor)) {
                 device_record_done(ret);
                 return -EBADMSG;        /* a record under another device's name */

@@ -160,7 +160,7 @@ static int take_over(const StateDir *d, const Roots *roots, const char *dev, Dev
         }
         if (k < 0)
                 return k;
-        k = state_load(d, r->id.major, r->id.minor, &newer);
+        k = state_load(d, r->id.major, r->id.minor, &newer, NULL);
         if (k < 0 && k != -ENOENT)
                 return k;       /* today's record unreadable: touch neither */
         if (k >= 0 && !device_identity_same(&newer.id, &r->id)) {

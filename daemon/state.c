@@ -17,7 +17,6 @@ void device_record_done(DeviceRecord *r) {
                 free(r->attrs[i].intent);
         }
         r->attrs = mfree(r->attrs);
-        r->name = mfree(r->name);
         r->n_attrs = 0;
 }
 
@@ -120,9 +119,6 @@ int device_record_drop(DeviceRecord *r, unsigned tunable) {
 int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
         DeviceRecord c = { .id = from->id };
 
-        if (from->name && !(c.name = strdup(from->name)))
-                return -ENOMEM;
-
         for (unsigned i = 0; i < from->n_attrs; i++) {
                 const AttrRecord *a = &from->attrs[i];
 
@@ -157,8 +153,7 @@ bool state_value_valid(const char *v) {
         return true;
 }
 
-static int parse_header(char *line, DeviceRecord *r) {
-        char name[32];
+static int parse_header(char *line, DeviceRecord *r, char name[static STATE_NAME_MAX]) {
         unsigned major, minor;
         uint64_t queue, seq;
         int n = -1;
@@ -167,8 +162,7 @@ static int parse_header(char *line, DeviceRecord *r) {
                    &seq, &n) != 5 || n < 0 || line[n] != 0 || !state_value_valid(name))
                 return -EBADMSG;
         r->id = (DeviceIdentity) { .major = major, .minor = minor, .queue_id = queue, .diskseq = seq };
-        r->name = strdup(name);
-        return r->name ? 0 : -ENOMEM;
+        return 0;
 }
 
 static const char *dash_null(const char *v) {
@@ -209,9 +203,10 @@ static char *next_line(char **text, char *end) {
         return line;
 }
 
-int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
+int device_record_parse(const char *text, size_t size, DeviceRecord *ret, char *ret_name) {
         _cleanup_free_ char *copy = NULL;
         DeviceRecord r = {};
+        char name[STATE_NAME_MAX];
         char *p, *end, *line;
         int bad = 0, k;
         /* every line is written with its newline: one without was cut */
@@ -233,7 +228,7 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
         line = next_line(&p, end);
         if (!line)
                 return -EBADMSG;
-        k = parse_header(line, &r);
+        k = parse_header(line, &r, name);
         if (k < 0) {
                 device_record_done(&r);
                 return k;
@@ -253,6 +248,8 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret) {
                 bad += k < 0;   /* torn or foreign: never fatal, counted */
         }
         *ret = r;
+        if (ret_name)
+                memcpy(ret_name, name, STATE_NAME_MAX);
         return bad;
 }
 
@@ -264,7 +261,7 @@ char *device_record_format(const DeviceRecord *r, const char *name) {
         if (!f)
                 return NULL;
         fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
-                name ?: r->name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
+                name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
         for (unsigned i = 0; i < r->n_attrs; i++) {
                 const AttrRecord *a = &r->attrs[i];
 

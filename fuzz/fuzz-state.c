@@ -8,14 +8,15 @@
 #include "state.h"
 #include "util.h"
 
-static void check_round_trip(const DeviceRecord *r) {
-        _cleanup_free_ char *text = device_record_format(r, NULL);
+static void check_round_trip(const DeviceRecord *r, const char *name) {
+        _cleanup_free_ char *text = device_record_format(r, name);
         DeviceRecord back = {};
+        char name_back[STATE_NAME_MAX];
 
         if (!text)
                 return;
-        if (device_record_parse(text, strlen(text), &back) != 0 || back.n_attrs != r->n_attrs ||
-            !device_identity_same(&back.id, &r->id))
+        if (device_record_parse(text, strlen(text), &back, name_back) != 0 || back.n_attrs != r->n_attrs ||
+            !device_identity_same(&back.id, &r->id) || !streq(name_back, name))
                 abort();
         for (unsigned i = 0; i < r->n_attrs; i++)
                 if (back.attrs[i].tunable != r->attrs[i].tunable || !streq(back.attrs[i].found, r->attrs[i].found) ||
@@ -26,13 +27,14 @@ static void check_round_trip(const DeviceRecord *r) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         DeviceRecord r = {};
+        char name[STATE_NAME_MAX];
 
         if (size > 65536)
                 return 0;
-        if (device_record_parse((const char *) data, size, &r) >= 0) {
+        if (device_record_parse((const char *) data, size, &r, name) >= 0) {
                 /* the identity's queue must be known for identity_same to hold */
                 if (r.id.queue_id != 0)
-                        check_round_trip(&r);
+                        check_round_trip(&r, name);
                 device_record_done(&r);
         }
         return 0;

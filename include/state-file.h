@@ -32,7 +32,7 @@ void state_dir_close(StateDir *d);
 
 /* Returns the count of skipped lines (0 for a clean file), -ENOENT when
  * there is no record, -EBADMSG for a file that is not one. */
-int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret);
+int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret, char *ret_name);
 /* An empty record removes the file. name: the disk's kernel name now. */
 int state_save(const StateDir *d, const DeviceRecord *r, const char *name);
 int state_remove(const StateDir *d, unsigned major, unsigned minor);

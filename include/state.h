@@ -48,9 +48,9 @@ typedef struct DeviceIdentity {
 typedef struct DeviceRecord {
         DeviceIdentity id;
         AttrRecord *attrs;      /* in tunables[] order */
-        char *name;             /* as parsed from a file, for messages; the daemon's own
-                                 * records leave it NULL (the Device has the name) */
         unsigned n_attrs;
+        /* No name: every Device keeps one record and has the name already.
+         * The parser gives a file's name apart (device_record_parse()). */
 } DeviceRecord;
 
 void device_record_done(DeviceRecord *r);
@@ -75,6 +75,8 @@ int device_record_copy(const DeviceRecord *from, DeviceRecord *to);
 bool device_identity_same(const DeviceIdentity *a, const DeviceIdentity *b);
 
 #define STATE_VALUE_MAX 32
+/* A name in a record's file, with its NUL: a value (state_value_valid()) */
+#define STATE_NAME_MAX STATE_VALUE_MAX
 
 /* A value as sysfs shows it: no space, no control character, not empty. */
 bool state_value_valid(const char *v);
@@ -91,8 +93,9 @@ bool state_value_valid(const char *v);
  * Unknown or malformed attribute lines, and a last line without its
  * newline (torn), are skipped and counted; a missing or malformed header
  * is -EBADMSG (nothing is taken from a file whose device is unknown).
- * Returns the count of skipped lines, -EBADMSG or -ENOMEM. */
-int device_record_parse(const char *text, size_t size, DeviceRecord *ret);
+ * Returns the count of skipped lines, -EBADMSG or -ENOMEM. ret_name: the
+ * device's name in the file, for messages; NULL when not wanted. */
+int device_record_parse(const char *text, size_t size, DeviceRecord *ret, char *ret_name /* STATE_NAME_MAX */);
 /* Returns a malloc'd text, or NULL on -ENOMEM. name: the disk's, or NULL
- * for r->name. */
+ * ("-"). */
 char *device_record_format(const DeviceRecord *r, const char *name);

@@ -38,7 +38,7 @@ TEST(record_model_and_text_round_trip) {
         text = device_record_format(&r, "loop9");
         ASSERT_STREQ(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
                            "scheduler mq-deadline none -\nnr_requests 256 * -\n");
-        ASSERT_EQ_INT(device_record_parse(text, strlen(text), &back), 0);
+        ASSERT_EQ_INT(device_record_parse(text, strlen(text), &back, NULL), 0);
         ASSERT_TRUE(device_identity_same(&r.id, &back.id) && back.id.diskseq == 12);
         ASSERT_STREQ(device_record_get(&back, T("nr_requests"))->written, WRITTEN_UNKNOWN);
         ASSERT_TRUE(device_record_drop(&back, TUNABLE_SCHEDULER) == 1 && device_record_drop(&back, TUNABLE_SCHEDULER) == 0);
@@ -56,16 +56,16 @@ TEST(record_parse_rejects_and_counts) {
                                    "rq_affinity 1 2\nread_ahead_kb 128 40";
 
         /* six bad lines and a torn last one (no newline: cut by a crash), counted */
-        ASSERT_EQ_INT(device_record_parse(torn, strlen(torn), &r), 7);
+        ASSERT_EQ_INT(device_record_parse(torn, strlen(torn), &r, NULL), 7);
         ASSERT_EQ_INT(r.n_attrs, 1);
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->found, "none");
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->written, "mq-deadline");
         ASSERT_TRUE(!device_record_get(&r, TUNABLE_SCHEDULER)->intent);
         device_record_done(&r);
-        ASSERT_EQ_INT(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r), -EBADMSG);
-        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r), -EBADMSG);
-        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\n\0device", 29, &r), -EBADMSG);
-        ASSERT_EQ_INT(device_record_parse("", 0, &r), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd originals v1\nscheduler=none\n", 40, &r, NULL), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\ndevice x\n", 30, &r, NULL), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("# blkpolicyd state v2\n\0device", 29, &r, NULL), -EBADMSG);
+        ASSERT_EQ_INT(device_record_parse("", 0, &r, NULL), -EBADMSG);
 }
 
 TEST(state_dir_save_load_remove) {
@@ -79,21 +79,21 @@ TEST(state_dir_save_load_remove) {
         ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
         sample_record(&r);
         ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
-        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 0);
         ASSERT_TRUE(back.n_attrs == 2 && device_identity_same(&r.id, &back.id));
         device_record_done(&back);
         ASSERT_TRUE(state_list(&sd, &list, &n) == 0 && n == 1 && list[0][0] == 7 && list[0][1] == 9);
         free(list);
         /* a record filed under another number is not that device's */
         ASSERT_EQ_INT(renameat(sd.fd, "7:9", sd.fd, "7:10"), 0);
-        ASSERT_EQ_INT(state_load(&sd, 7, 10, &back), -EBADMSG);
+        ASSERT_EQ_INT(state_load(&sd, 7, 10, &back, NULL), -EBADMSG);
         ASSERT_EQ_INT(state_remove(&sd, 7, 10), 0);
-        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), -ENOENT);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), -ENOENT);
         /* an empty record is no file */
         ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
         while (r.n_attrs)
                 (void) device_record_drop(&r, r.attrs[0].tunable);
-        ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0 && state_load(&sd, 7, 9, &back) == -ENOENT);
+        ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0 && state_load(&sd, 7, 9, &back, NULL) == -ENOENT);
         device_record_done(&r);
         state_dir_close(&sd);
         state_dir_close(&sd);
@@ -133,7 +133,7 @@ TEST(state_dir_refuses_hostile_layouts) {
         ASSERT_TRUE(stat(target, &st) == 0 && st.st_size == 9);       /* not followed */
         ASSERT_TRUE(unlinkat(sd.fd, "7:9", 0) == 0 && symlinkat(target, sd.fd, "7:9") == 0);
         DeviceRecord back = {};
-        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back), -EBADMSG);          /* a symlink is no record */
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), -EBADMSG);          /* a symlink is no record */
         device_record_done(&r);
         state_dir_close(&sd);
         rm_rf(dir);
