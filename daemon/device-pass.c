@@ -21,6 +21,7 @@
 static bool device_excluded(const Manager *m, const Device *d) {
         return strv_fnmatch(m->config.exclude, d->name);
 }
+
 static void classes_format(ClassSet classes, char *buf, size_t size) {
         size_t n = 0;
 
@@ -29,6 +30,7 @@ static void classes_format(ClassSet classes, char *buf, size_t size) {
                 if (classes & CLASS_BIT(c))
                         n += (size_t) snprintf(buf + n, size - n, "%s%s", n ? "," : "", class_to_string(c));
 }
+
 static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
         const char *attr = tunables[it->tunable].attr;
         LogDeviceEvent e = { .message_id = MESSAGE_ID_SETTING_CHANGED, .device = d->name, .policy = it->source,
@@ -56,6 +58,7 @@ static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
                                  item_result_to_string(it->result), it->error);
         }
 }
+
 static void log_plan(const Device *d, const char *why_not) {
         char classes[256];
 
@@ -69,6 +72,7 @@ static void log_plan(const Device *d, const char *why_not) {
         for (unsigned i = 0; i < d->plan->n_items; i++)
                 log_item(d, &d->plan->items[i], why_not);
 }
+
 static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         Device *d = userdata;
         Manager *m = d->manager;        /* d may be forgotten by its pass */
@@ -78,6 +82,7 @@ static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *u
         r = device_process(m, d);
         return r < 0 ? manager_fatal(m, r) : 0;
 }
+
 static int device_schedule_retry(Manager *m, Device *d) {
         uint64_t delay;
         int r;
@@ -106,6 +111,7 @@ static int device_schedule_retry(Manager *m, Device *d) {
                 log_warning_errno(r, "%s: cannot schedule a retry, ignoring: %m", d->name);
         return 0;
 }
+
 static void device_learn_caps(Manager *m, const Device *d);
 static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         const Plan *kept = intern_ref(&m->plans, plan);
@@ -116,6 +122,7 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         d->plan = kept;
         return 0;
 }
+
 static void device_note_override(Device *d, const ApplyOutcome *out) {
         const PlanItem *it = plan_find(d->plan, (unsigned) out->overridden);
 
@@ -126,6 +133,7 @@ static void device_note_override(Device *d, const ApplyOutcome *out) {
         log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
                    d->override_note ?: "changed by someone else", d->name);
 }
+
 /* What apply found that the device must show: a record that could not be
  * saved, values not put back, and the admin's changes (overridden). */
 static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
@@ -137,6 +145,7 @@ static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes,
         if (out->overridden >= 0 && writes && !take_over && !device_overridden(d) && !d->new_media)
                 device_note_override(d, out);
 }
+
 /* A paused or overridden device, or a dry run: only looked at, on the loop
  * (reads only, microseconds). */
 static int device_plan_only(Manager *m, Device *d, Plan *plan) {
@@ -147,6 +156,7 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
         device_note_outcome(d, &out, false, false);
         return r;
 }
+
 /* The job for the applier: copies of the plan and the record. */
 static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
         ApplyJob *j = applier_job_new(d->name);
@@ -178,6 +188,7 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         applier_submit(m->applier, j);
         return 0;
 }
+
 /* Why a planned change was not made, for the log; NULL when it would be. */
 static const char *device_why_not(const Manager *m, const Device *d) {
         if (m->options->dry_run)
@@ -190,6 +201,7 @@ static const char *device_why_not(const Manager *m, const Device *d) {
                 return "overridden";
         return d->record_unreadable ? "state record unreadable" : NULL;
 }
+
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
 static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
@@ -208,15 +220,18 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 device_learn_caps(m, d);
         return 0;
 }
+
 /* mode=observe puts back what an earlier run in enforce mode changed, on
  * every disk it decides: at start, at reload and when a disk appears. */
 static bool device_observes_with_record(const Manager *m, const Device *d) {
         return !manager_writes(m) && manager_restores(m) && !device_is_held(m, d) && !d->record_unreadable &&
                !d->job && !device_record_empty(&d->record);
 }
+
 static bool device_writes(const Manager *m, const Device *d) {
         return manager_writes(m) && !device_is_held(m, d) && !d->record_unreadable;
 }
+
 /* An overridden device no policy wants anything of any more (removed,
  * excluded): what the
  * admin changed stays theirs (reconcile leaves it), but what blkpolicyd
@@ -226,6 +241,7 @@ static bool device_gives_back(const Manager *m, const Device *d, const Plan *pla
                !device_is_paused(m, d) &&
                !d->record_unreadable && !device_record_empty(&d->record);
 }
+
 /* decide, then apply: on the loop for a look (dry run, held), in the
  * applier for writes. decide works in m->scratch; the device keeps a copy
  * shared with the devices that got the same. */
@@ -266,18 +282,22 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
                 return k;
         return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
 }
+
 int device_process(Manager *m, Device *d) {
         return device_process_full(m, d, false);
 }
+
 int device_process_again(Manager *m, Device *d) {
         d->retries = 0;
         return device_process_full(m, d, true);
 }
+
 int device_restore(Manager *m, Device *d) {
         if (d->gone || device_record_empty(&d->record) || !manager_restores(m))
                 return 0;
         return device_submit(m, d, NULL, false, true);
 }
+
 static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
         if (j->result == -ENODEV) {
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
@@ -292,7 +312,8 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
                 m->restore_left += d->record.n_attrs;
         }
 }
-static int device_flip_done(Manager *m, Device *d, const ApplyJob *j);
+
+static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 /* A job is back from the applier, on the loop. */
 int device_apply_done(Manager *m, ApplyJob *j) {
         Device *d = device_get(m, j->devnum);
@@ -318,9 +339,8 @@ int device_apply_done(Manager *m, ApplyJob *j) {
                 return 0;
         }
         device_note_outcome(d, &j->out, true, j->take_over);
-        r = device_flip_done(m, d, j);
-        if (r >= 0)
-                r = device_finish(m, d, j->plan, j->result);
+        device_flip_done(m, d, j);
+        r = device_finish(m, d, j->plan, j->result);
         applier_job_free(j);
         if (r < 0)
                 return r;
@@ -334,36 +354,38 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         }
         return 1;
 }
-static int device_remember_flip(Manager *m, DeviceDynamic *y, const DynDecision *dec, double ms) {
-        FlipRecord *f;
 
-        if (!y->history && !(y->history = calloc(FLIP_HISTORY, sizeof(FlipRecord))))
-                return -ENOMEM;
-        f = &y->history[y->history_pos];
+static void device_remember_flip(Manager *m, DeviceFlips *y, const DynDecision *dec, double ms) {
+        FlipRecord *f = &y->history[y->history_pos];
+
         *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
                             .to_busy = dec->to_busy, .cost_ms = (float) ms };
         (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
         y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
         if (y->n_history < FLIP_HISTORY)
                 y->n_history++;
-        return 0;
 }
-static int device_account_flip(Manager *m, Device *d, double ms) {
-        _cleanup_free_ DynDecision *dec = d->dynamic->flip;
 
-        d->dynamic->flip = NULL;
+/* The flip whose pass is running, NULL when none. */
+static DynDecision *device_flip_running(const Device *d) {
+        return d->dynamic && d->dynamic->flips ? d->dynamic->flips->flip : NULL;
+}
+
+static void device_account_flip(Manager *m, Device *d, double ms) {
+        _cleanup_free_ DynDecision *dec = d->dynamic->flips->flip;
+
+        d->dynamic->flips->flip = NULL;
         d->dynamic->state.flip_cost_ms += ms;
-        if (device_remember_flip(m, d->dynamic, dec, ms) < 0)
-                return -ENOMEM;
+        device_remember_flip(m, d->dynamic->flips, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
-        return 0;
 }
+
 /* The flip's pass is back: what it cost is the worker's time on it. */
-static int device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
-        if (!d->dynamic || !d->dynamic->flip)
-                return 0;
-        return device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
+static void device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
+        if (device_flip_running(d))
+                device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
 }
+
 /* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
  * account what it cost (a scheduler switch freezes the queue) when the
  * pass is done. */
@@ -378,19 +400,26 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
                          d->plan->dynamic_source);
         if (d->dynamic) {
-                free(d->dynamic->flip);
-                d->dynamic->flip = memdup(dec, sizeof(*dec));
-                if (!d->dynamic->flip)
+                DeviceFlips *y = d->dynamic->flips;
+
+                /* the ring too: a flip that cannot be remembered is not made */
+                if (!y && !(y = d->dynamic->flips = calloc(1, sizeof(DeviceFlips))))
+                        return -ENOMEM;
+                free(y->flip);
+                y->flip = memdup(dec, sizeof(*dec));
+                if (!y->flip)
                         return -ENOMEM;
         }
         r = device_process(m, d);
         if (r < 0)
                 return r;
         /* device_process may have forgotten a vanished device */
-        if (d->gone || !d->dynamic || !d->dynamic->flip || d->job)
+        if (d->gone || !device_flip_running(d) || d->job)
                 return 0;
-        return device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0); /* done on the loop */
+        device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
+        return 0;
 }
+
 /* A device that now runs mq-deadline shows whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
 static void device_learn_caps(Manager *m, const Device *d) {
@@ -405,6 +434,7 @@ static void device_learn_caps(Manager *m, const Device *d) {
         if (m->caps.dispatch_direct == TRISTATE_YES)
                 m->redecide = true;
 }
+
 int device_process_all(Manager *m) {
         _cleanup_free_ Device **sorted = NULL;
         int n;

@@ -21,14 +21,17 @@ DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
         if (!y)
                 return NULL;
         dyn_state_done(&y->state);
-        free(y->history);
-        free(y->flip);
+        if (y->flips)
+                free(y->flips->flip);
+        free(y->flips);
         free(y);
         return NULL;
 }
+
 static Device *device_of_node(DevNode *n) {
         return n ? (Device *) ((char *) n - offsetof(Device, node)) : NULL;
 }
+
 bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
         const DeviceTable *t = &m->devices;
 
@@ -51,15 +54,18 @@ size_t device_iter_resume_bucket(const Manager *m, const DeviceIter *i) {
 Device *device_get(const Manager *m, dev_t devnum) {
         return device_of_node(device_table_get(&m->devices, devnum));
 }
+
 Device *device_find_name(const Manager *m, const char *name) {
         DEVICE_FOREACH(d, m)
                 if (streq(d->name, name))
                         return d;
         return NULL;
 }
+
 static int device_compare(const void *a, const void *b) {
         return strcmp((*(Device *const *) a)->name, (*(Device *const *) b)->name);
 }
+
 int devices_sorted(const Manager *m, Device ***ret) {
         Device **l = calloc(m->devices.n_devices + 1, sizeof(Device *));
         size_t n = 0;
@@ -72,9 +78,11 @@ int devices_sorted(const Manager *m, Device ***ret) {
         *ret = l;
         return (int) n;
 }
+
 const char *device_name(const Device *d) {
         return d->name;
 }
+
 /* The number is the record's: a device keeps it once. */
 dev_t device_devnum(const Device *d) {
         return makedev(d->record.id.major, d->record.id.minor);
@@ -88,40 +96,52 @@ dev_t device_node_devnum(const DevNode *n) {
 const Plan *device_plan(const Device *d) {
         return d->plan;
 }
+
 const DeviceRecord *device_record(const Device *d) {
         return &d->record;
 }
+
 DeviceDynamic *device_dynamic(const Device *d) {
         return d->dynamic;
 }
+
 SampleState *device_sample_state(Device *d) {
         return &d->sample;
 }
+
 bool device_overridden(const Device *d) {
         return d->override_note;
 }
+
 const char *device_override_note(const Device *d) {
         return d->override_note;
 }
+
 bool device_is_paused(const Manager *m, const Device *d) {
         return m->paused_all || d->paused;
 }
+
 bool device_pass_pending(const Device *d) {
         return d->job || d->retry_source;
 }
+
 void device_pause(Device *d) {
         d->paused = true;
 }
+
 void device_set_override(Device *d, char *note) {
         free(d->override_note);
         d->override_note = note;
 }
+
 void device_set_seen(Device *d, bool seen) {
         d->seen = seen;
 }
+
 bool device_seen(const Device *d) {
         return d->seen;
 }
+
 /* The text is only for status: without memory for it the device goes on
  * without one. */
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...) {
@@ -133,6 +153,7 @@ _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...) {
                 d->error = NULL;
         va_end(ap);
 }
+
 void device_set_error(Device *d, int error, const char *what) {
         if (error == 0)
                 d->error = mfree(d->error);
@@ -168,18 +189,21 @@ static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
         f->properties = props;
         return 0;
 }
+
 MediaSnapshot *device_media_find(Manager *m, dev_t devnum) {
         for (size_t i = 0; i < m->n_media; i++)
                 if (m->media[i].devnum == devnum)
                         return &m->media[i];
         return NULL;
 }
+
 void device_media_drop(Manager *m, dev_t devnum) {
         MediaSnapshot *s = device_media_find(m, devnum);
 
         if (s)
                 *s = m->media[--m->n_media];
 }
+
 /* A failure leaves no snapshot: the pass then adopts whatever it finds,
  * as before snapshots. */
 static void media_snapshot(Manager *m, const Device *d) {
@@ -200,6 +224,7 @@ static void media_snapshot(Manager *m, const Device *d) {
                 s->live[t].state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
         }
 }
+
 void device_forget(Manager *m, Device *d, bool drop_state) {
         log_debug("%s: forgotten", d->name);
         device_media_drop(m, device_devnum(d));
@@ -239,6 +264,7 @@ int device_refresh_properties(Manager *m) {
         }
         return 0;
 }
+
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
@@ -249,6 +275,7 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         view->properties = d->properties;
         return view;
 }
+
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
         ReportDevice r = { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
                            .dyn = d->dynamic ? &d->dynamic->state : NULL };
@@ -256,9 +283,11 @@ ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
         sample_state_signals(&d->sample, &r.signals);
         return r;
 }
+
 bool device_is_held(const Manager *m, const Device *d) {
         return device_is_paused(m, d) || device_overridden(d);
 }
+
 /* Paused or overridden: resume ends both. */
 void device_clear_hold(Device *d) {
         d->paused = false;
@@ -279,6 +308,7 @@ Device *device_free(Device *d) {
         free(d);
         return NULL;
 }
+
 /* Takes the properties of *f (also on failure), shares the rest. */
 static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
         const DeviceFacts *shared = intern_ref(&m->facts, f);
@@ -294,6 +324,7 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
         d->record.id.queue_id = f->queue_id;
         return 0;
 }
+
 /* The record an earlier run left for this queue, if any. A record for
  * another queue at the same number belonged to a disk that is gone. */
 static int device_load_record(Manager *m, Device *d) {
@@ -347,6 +378,7 @@ static int device_load_record(Manager *m, Device *d) {
         d->record = found;
         return 0;
 }
+
 /* Takes ownership of *f. */
 static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
@@ -367,6 +399,7 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         *ret = d;
         return 0;
 }
+
 /* Classifies a disk that appeared or changed and finds (or makes) its
  * Device by dev_t: O(1). Returns NULL for partitions, vanished devices and
  * per-device errors (logged); *error is set only for -ENOMEM. */

@@ -29,13 +29,19 @@ typedef struct FlipRecord {
         char reason[64];        /* the full text is in the log */
 } FlipRecord;
 
-/* Only devices whose policy has [Dynamic] carry this. */
-typedef struct DeviceDynamic {
-        DynState state;
-        FlipRecord *history;    /* ring of the last FLIP_HISTORY flips, for explain; allocated at
-                                 * the first flip, since most devices never flip */
+/* What flips leave on a device: allocated at its first flip, since most
+ * devices never flip, and kept. */
+typedef struct DeviceFlips {
+        FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
         DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
         uint8_t n_history, history_pos;
+} DeviceFlips;
+
+/* Only devices whose policy has [Dynamic] carry this. 72 bytes, an 80-byte
+ * malloc chunk; the flips' two pointers here made it 96. */
+typedef struct DeviceDynamic {
+        DynState state;
+        DeviceFlips *flips;     /* NULL until the first flip */
         bool busy_unreadable;   /* its dispatch_busy could not be read last time (warned once) */
 } DeviceDynamic;
 

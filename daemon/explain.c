@@ -45,7 +45,8 @@ static cJSON *explain_policies(Manager *m, Device *d) {
 }
 
 static cJSON *explain_history(const Device *d) {
-        const DeviceDynamic *y = device_dynamic(d);
+        const DeviceDynamic *dyn = device_dynamic(d);
+        const DeviceFlips *y = dyn ? dyn->flips : NULL;
         cJSON *a = cJSON_CreateArray();
 
         for (unsigned k = 0; y && k < y->n_history; k++) {
