@@ -73,7 +73,7 @@ def memory_of(pid):
     return out
 
 
-def measure(build, n, idle, ticks, malloc_stats=False, wrapper=(), smaps=False):
+def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
     work = tempfile.mkdtemp(prefix="blkpolicyd-fake-scale-", dir="/dev/shm")
     d = None
     try:
@@ -90,9 +90,8 @@ def measure(build, n, idle, ticks, malloc_stats=False, wrapper=(), smaps=False):
         with open(conf, "w") as f:
             f.write("[Daemon]\ntick_interval_ms = 10\n")
         sock = os.path.join(work, "control.sock")
-        cmd = [*wrapper, os.path.join(TOP, build, "daemon", "blkpolicyd")]
-        d = Daemon(cmd[0], work,
-                   [*cmd[1:], "--dry-run", "--config", conf, "--policy-dir", os.path.join(TOP, "policies"),
+        d = Daemon(os.path.join(TOP, build, "daemon", "blkpolicyd"), work,
+                   ["--dry-run", "--config", conf, "--policy-dir", os.path.join(TOP, "policies"),
                     "--policy-dir", pol, "--sysfs-root", os.path.join(root, "sys"), "--proc-root", proc,
                     "--debugfs-root", os.path.join(root, "debug"), "--state-dir", os.path.join(work, "state"),
                     "--socket", sock, "--device", GLOB, "--log-level", "notice"])
@@ -147,11 +146,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--idle", action="store_true")
     ap.add_argument("--ticks", type=int, default=200)
-    ap.add_argument("--wrapper", default="", help="a command the daemon runs under, e.g. heaptrack")
     ap.add_argument("--smaps", action="store_true", help="the largest mappings' resident memory")
     ap.add_argument("--malloc-stats", action="store_true", help="glibc malloc_stats() through gdb (needs ptrace)")
     args = ap.parse_args()
-    res = [measure(args.build, int(n), args.idle, args.ticks, args.malloc_stats, args.wrapper.split(), args.smaps) for n in args.counts.split(",")]
+    res = [measure(args.build, int(n), args.idle, args.ticks, args.malloc_stats, args.smaps) for n in args.counts.split(",")]
     for r in res:
         print(json.dumps(r))
     if len(res) > 1:
