@@ -112,7 +112,28 @@ class Daemons:
         self.blkpolicyd = blkpolicyd
         self.work = work
         self.sock = os.path.join(work, "control.sock")
+        self.policies = os.path.join(work, "policies")
+        self.state = os.path.join(work, "state")
         self.running = []
+
+    def policy(self, name, text):
+        """Writes (or rewrites) a policy file in the work directory's policies/."""
+        os.makedirs(self.policies, exist_ok=True)
+        with open(os.path.join(self.policies, name), "w") as f:
+            f.write(text)
+
+    def config(self, text):
+        """Writes the work directory's blkpolicyd.conf; returns its path."""
+        path = os.path.join(self.work, "blkpolicyd.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def start_on(self, device, conf="/dev/null", extra=(), **kw):
+        """start() on the devices device names, with the work directory's
+        policies/, state/ and control socket."""
+        return self.start(["--config", conf, "--policy-dir", self.policies, "--state-dir", self.state,
+                           "--device", device, "--socket", self.sock, *extra], **kw)
 
     def start(self, args, env=None, ready=True, timeout=30, append_log=False):
         """Starts blkpolicyd with args; waits for READY=1 unless ready=False."""

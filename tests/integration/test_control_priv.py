@@ -15,6 +15,7 @@ import pytest
 
 from blkptest.daemon import control_call, wait_for
 from blkptest.loop import scheduler, set_attr
+from blkptest.policy import busy_flip
 
 LOOP_BASE = 800
 GROUP, GID, UID = "nogroup", 65534, 65534        # Debian's nobody:nogroup
@@ -23,34 +24,15 @@ OUTSIDER = 54321
 
 @pytest.fixture(scope="module")
 def env(loops, module_daemons):
-    work = module_daemons.work
-    os.chmod(work, 0o755)   # the unprivileged clients must reach the socket
-    policies = os.path.join(work, "policies")
-    os.mkdir(policies)
+    os.chmod(module_daemons.work, 0o755)   # the unprivileged clients must reach the socket
     dev = loops.add()
     loops.attach(dev, size_mb=128)
-    with open(os.path.join(policies, "50-test.policy"), "w") as f:
-        f.write(f"""[Match]
-name = {dev}
-[Queue]
-scheduler = none
-[Dynamic]
-enter = iops > 5000
-enter_ticks = 2
-leave = iops < 1000
-leave_ticks = 2
-# a window over 1 tick: the daemon allocates the averaging ring
-window = 2
-min_dwell_ticks = 0
-[Busy]
-scheduler = mq-deadline
-""")
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\nsocket_group = {GROUP}\n")
+    # a window over 1 tick: the daemon allocates the averaging ring
+    module_daemons.policy("50-test.policy", busy_flip(dev, dynamic="window = 2\n"))
+    conf = module_daemons.config(f"[Daemon]\ntick_interval_ms = 100\ndrift_checks_per_tick = 10\n"
+                                 f"socket_group = {GROUP}\n")
     set_attr(dev, "scheduler", "mq-deadline")
-    d = module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir",
-                              os.path.join(work, "state"), "--device", dev, "--socket", module_daemons.sock])
+    d = module_daemons.start_on(dev, conf)
     return {"daemon": d, "dev": dev, "sock": module_daemons.sock, "call": module_daemons.call}
 
 

@@ -5,7 +5,6 @@ heavy one, and back when it stops; both flips logged and in explain's
 history with their conditions; the base setting back after exit.
 
 One daemon for the file; the tests run in file order."""
-import os
 import subprocess
 import time
 
@@ -13,6 +12,7 @@ import pytest
 
 from blkptest.daemon import wait_for
 from blkptest.loop import scheduler
+from blkptest.policy import busy_flip
 
 LOOP_BASE = 600
 TICK = 0.2
@@ -20,30 +20,11 @@ TICK = 0.2
 
 @pytest.fixture(scope="module")
 def env(loops, module_daemons):
-    work = module_daemons.work
-    policies = os.path.join(work, "policies")
-    os.mkdir(policies)
     dev = loops.add()
     loops.attach(dev, size_mb=128)
-    with open(os.path.join(policies, "50-dynamic.policy"), "w") as f:
-        f.write(f"""[Match]
-name = {dev}
-[Queue]
-scheduler = none
-[Dynamic]
-enter = iops > 5000
-enter_ticks = 2
-leave = iops < 1000
-leave_ticks = 2
-min_dwell_ticks = 0
-[Busy]
-scheduler = mq-deadline
-""")
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
-    d = module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir",
-                              os.path.join(work, "state"), "--device", dev, "--socket", module_daemons.sock])
+    module_daemons.policy("50-dynamic.policy", busy_flip(dev))
+    conf = module_daemons.config(f"[Daemon]\ntick_interval_ms = {int(TICK * 1000)}\n")
+    d = module_daemons.start_on(dev, conf)
     return {"daemon": d, "dev": dev, "call": module_daemons.call}
 
 
