@@ -19,18 +19,14 @@ GLOB = "loop4[0-9][0-9]"
 
 @pytest.fixture(scope="module")
 def env(loops, module_daemons):
-    work = module_daemons.work
-    policies = os.path.join(work, "policies")
-    os.mkdir(policies)
-    with open(os.path.join(policies, "50-test.policy"), "w") as f:
-        f.write(f"[Match]\nname = {GLOB}\n\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
+    module_daemons.policy("50-test.policy",
+                          f"[Match]\nname = {GLOB}\n\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
     # one device present before the daemon starts
     first = loops.add()
     loops.attach(first)
     defaults = {"scheduler": scheduler(first), "read_ahead_kb": sysfs(first, "read_ahead_kb")}
-    state = os.path.join(work, "state")
-    d = module_daemons.start(["--config", "/dev/null", "--policy-dir", policies, "--state-dir", state,
-                              "--device", GLOB, "--log-level", "debug"], ready=False)
+    state = module_daemons.state
+    d = module_daemons.start_on(GLOB, extra=["--log-level", "debug"], ready=False)
     return {"daemon": d, "state": state, "first": first, "defaults": defaults, "names": [first]}
 
 

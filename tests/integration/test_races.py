@@ -26,21 +26,14 @@ GLOB = "loop1[0-9][0-9][0-9]"
 
 @pytest.fixture(scope="module")
 def env(loops, module_daemons):
-    work = module_daemons.work
-    policies = os.path.join(work, "policies")
-    os.mkdir(policies)
-    with open(os.path.join(policies, "50-races.policy"), "w") as f:
-        f.write(f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\n")
-    conf = os.path.join(work, "blkpolicyd.conf")
-    with open(conf, "w") as f:
-        f.write("[Daemon]\nuevent_buffer_bytes = 65536\ndrift_checks_per_tick = 0\n")
-    state = os.path.join(work, "state")
+    module_daemons.policy("50-races.policy", f"[Match]\nname = {GLOB}\n[Queue]\nscheduler = mq-deadline\n")
+    conf = module_daemons.config("[Daemon]\nuevent_buffer_bytes = 65536\ndrift_checks_per_tick = 0\n")
+    state = module_daemons.state
     sock_path = module_daemons.sock
 
     def start():
         # one log for both daemons of the file: the second continues the first's
-        return module_daemons.start(["--config", conf, "--policy-dir", policies, "--state-dir", state,
-                                     "--device", GLOB, "--socket", sock_path], append_log=True, timeout=120)
+        return module_daemons.start_on(GLOB, conf, append_log=True, timeout=120)
 
     e = {"start": start, "state": state, "sock": sock_path}
     e["daemon"] = start()

@@ -5,7 +5,6 @@ other device is not written to); a fixed one applies the new decision to
 exactly the device whose decision changed, and writes nothing to the other.
 
 One daemon for the file; the tests run in file order."""
-import os
 
 import pytest
 
@@ -17,19 +16,11 @@ GLOB = "loop8[5-9][0-9]"
 
 @pytest.fixture(scope="module")
 def env(loops, module_daemons):
-    work = module_daemons.work
-    policies = os.path.join(work, "policies")
-    os.mkdir(policies)
     a, b = loops.add(), loops.add()
-
-    def write_policy(name, text):
-        with open(os.path.join(policies, name), "w") as f:
-            f.write(text)
-
+    write_policy = module_daemons.policy
     write_policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nscheduler = mq-deadline\n")
     write_policy("50-b.policy", f"[Match]\nname = {b}\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n")
-    d = module_daemons.start(["--config", "/dev/null", "--policy-dir", policies, "--state-dir",
-                              os.path.join(work, "state"), "--device", GLOB, "--socket", module_daemons.sock])
+    d = module_daemons.start_on(GLOB)
     return {"daemon": d, "a": a, "b": b, "write_policy": write_policy}
 
 
