@@ -54,6 +54,43 @@ mount -t devtmpfs dev /dev
 mount -t debugfs debugfs /sys/kernel/debug
 """
 
+# pieces of both init scripts (INIT, DD_INIT):
+# nullb NAME KEY=VALUE...: a null_blk disk made through configfs
+NULLB = r"""mount -t configfs configfs /sys/kernel/config
+nullb() {
+        d=/sys/kernel/config/nullb/$1; shift
+        mkdir $d
+        for kv in "$@"; do echo "${kv#*=}" > $d/"${kv%%=*}" 2>/dev/null; done
+        echo 1 > $d/power
+}
+"""
+# ublk_start NAME: a ublk disk served by tests/vm/ublk-null; ublk0 at once
+UBLK = r"""ublk_start() {
+        /bin/ublk-null > /run/$1.name 2>/run/$1.err &
+        echo $! > /run/$1.pid
+        for i in $(seq 500); do [ -s /run/$1.name ] && break; sleep 0.02; done
+}
+[ -c /dev/ublk-control ] && ublk_start ublk0 && echo "===UBLK-START $(cat /run/ublk0.name /run/ublk0.err)==="
+"""
+# `blkpolicyd --once` on the VM's own devices: the JSON report check_kernel reads
+ONCE_REPORT = r"""echo "===BLKPOLICYD-REPORT==="
+/bin/blkpolicyd --once --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd 2>/dev/null
+echo "===BLKPOLICYD-END==="
+"""
+
+
+def start_daemon(policy_dir):
+    """The daemon with the shipped policies and /etc/blkpolicyd/policy_dir,
+    its socket at /run/blkpolicyd.sock, its pid in $pid."""
+    return r"""echo "[Daemon]" > /etc/blkpolicyd/vm.conf
+echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
+/bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
+        --policy-dir /etc/blkpolicyd/""" + policy_dir + r""" --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
+pid=$!
+for i in $(seq 100); do [ -S /run/blkpolicyd.sock ] && break; sleep 0.05; done
+"""
+
+
 INIT = MOUNTS + r"""for m in $(cat /modules.list); do
         case $m in
                 scsi_debug.ko) insmod /lib/modules/$m dev_size_mb=16 ;;
@@ -62,40 +99,18 @@ INIT = MOUNTS + r"""for m in $(cat /modules.list); do
                 *) insmod /lib/modules/$m ;;
         esac
 done
-mount -t configfs configfs /sys/kernel/config
-nullb() {
-        d=/sys/kernel/config/nullb/$1; shift
-        mkdir $d
-        for kv in "$@"; do echo "${kv#*=}" > $d/"${kv%%=*}" 2>/dev/null; done
-        echo 1 > $d/power
-}
-nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+""" + NULLB + r"""nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=64
 nullb nullb1 queue_mode=2 submit_queues=1 poll_queues=1 size=64
 nullb nullb2 queue_mode=2 submit_queues=1 poll_queues=0 zoned=1 zone_size=16 size=64
 nullb nullb3 queue_mode=2 submit_queues=4 poll_queues=0 size=64
 echo 16M > /sys/block/zram0/disksize
 # ublk (Debian's 6.1 does not build ublk_drv): a disk served by tests/vm/ublk-null
-ublk_start() {
-        /bin/ublk-null > /run/$1.name 2>/run/$1.err &
-        echo $! > /run/$1.pid
-        for i in $(seq 500); do [ -s /run/$1.name ] && break; sleep 0.02; done
-}
-[ -c /dev/ublk-control ] && ublk_start ublk0 && echo "===UBLK-START $(cat /run/ublk0.name /run/ublk0.err)==="
-# the SCSI scan is asynchronous: wait (bounded) for the three SCSI disks
+""" + UBLK + r"""# the SCSI scan is asynchronous: wait (bounded) for the three SCSI disks
 for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 3 ] && break; sleep 0.1; done
 SCHEDULERS_BEFORE=$(cat /sys/block/vda/queue/scheduler)
-echo "===BLKPOLICYD-REPORT==="
-/bin/blkpolicyd --once --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd 2>/dev/null
-echo "===BLKPOLICYD-END==="
-
+""" + ONCE_REPORT + r"""
 # the daemon: follows hotplug from raw kernel uevents (no udevd here)
-echo "[Daemon]" > /etc/blkpolicyd/vm.conf
-echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
-/bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
-        --policy-dir /etc/blkpolicyd/vm-policies --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
-pid=$!
-for i in $(seq 100); do [ -S /run/blkpolicyd.sock ] && break; sleep 0.05; done
-nullb nullb4 queue_mode=2 submit_queues=1 poll_queues=0 size=64
+""" + start_daemon("vm-policies") + r"""nullb nullb4 queue_mode=2 submit_queues=1 poll_queues=0 size=64
 r=fail
 for i in $(seq 100); do grep -q '\[none\]' /sys/block/nullb4/queue/scheduler && r=ok && break; sleep 0.02; done
 echo "===HOTPLUG-ADD $r $(cat /sys/block/nullb4/queue/scheduler)==="
@@ -155,30 +170,14 @@ poweroff -f
 # dispatch_direct: the --once report, an admin's switch away and back then
 # `blkpolicyctl resume`, a flip within mq-deadline, a flip through none, and
 # restore on SIGTERM.
-DD_INIT = MOUNTS + r"""mount -t configfs configfs /sys/kernel/config
-nullb() {
-        d=/sys/kernel/config/nullb/$1; shift
-        mkdir $d
-        for kv in "$@"; do echo "${kv#*=}" > $d/"${kv%%=*}" 2>/dev/null; done
-        echo 1 > $d/power
-}
-# name, scheduler, dispatch_direct (- where the scheduler has none)
+DD_INIT = MOUNTS + NULLB + r"""# name, scheduler, dispatch_direct (- where the scheduler has none)
 st() { echo "$1 $(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler) $(cat /sys/block/$1/queue/iosched/dispatch_direct 2>/dev/null || echo -)"; }
 until_st() { for i in $(seq 250); do [ "$(st $1)" = "$1 $2 $3" ] && echo ok && return; sleep 0.02; done; echo fail; }
 ctl() { /bin/blkpolicyctl --socket /run/blkpolicyd.sock "$@"; }
 nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=64
-ublk_start() {
-        /bin/ublk-null > /run/$1.name 2>/run/$1.err &
-        echo $! > /run/$1.pid
-        for i in $(seq 500); do [ -s /run/$1.name ] && break; sleep 0.02; done
-}
-[ -c /dev/ublk-control ] && ublk_start ublk0 && echo "===UBLK-START $(cat /run/ublk0.name /run/ublk0.err)==="
-for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done
+""" + UBLK + r"""for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done
 BEFORE=$(st vda)
-echo "===BLKPOLICYD-REPORT==="
-/bin/blkpolicyd --once --config /dev/null --policy-dir /etc/blkpolicyd/policies --state-dir /run/blkpolicyd 2>/dev/null
-echo "===BLKPOLICYD-END==="
-echo "===DD-STATE==="
+""" + ONCE_REPORT + r"""echo "===DD-STATE==="
 for d in /sys/block/*; do st ${d##*/}; done
 echo "===DD-STATE-END==="
 
@@ -190,13 +189,7 @@ nullb nullb8 queue_mode=2 submit_queues=1 poll_queues=0 size=64
 echo mq-deadline > /sys/block/nullb7/queue/scheduler; echo 0 > /sys/block/nullb7/queue/iosched/dispatch_direct
 echo none > /sys/block/nullb8/queue/scheduler
 echo "===DD-ADMIN $(st nullb7) / $(st nullb8)==="
-echo "[Daemon]" > /etc/blkpolicyd/vm.conf
-echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
-/bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
-        --policy-dir /etc/blkpolicyd/dd-policies --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
-pid=$!
-for i in $(seq 100); do [ -S /run/blkpolicyd.sock ] && break; sleep 0.05; done
-echo "===DD-DAEMON nullb6=$(until_st nullb6 mq-deadline 0) nullb7=$(until_st nullb7 mq-deadline 1) nullb8=$(until_st nullb8 mq-deadline 1)==="
+""" + start_daemon("dd-policies") + r"""echo "===DD-DAEMON nullb6=$(until_st nullb6 mq-deadline 0) nullb7=$(until_st nullb7 mq-deadline 1) nullb8=$(until_st nullb8 mq-deadline 1)==="
 
 # an admin switches vda away; blkpolicyd leaves it (overridden) until resume
 echo none > /sys/block/vda/queue/scheduler
