@@ -47,23 +47,17 @@ class Listener(threading.Thread):
                 return
 
 
-class Applier:
+class Applier(faketree.Workspace):
     """A fixture tree with two loop disks and a daemon whose first scheduler
-    write on loop0 the fake kernel holds for HOLD_MS."""
+    write on loop0 the fake kernel holds for HOLD_MS; running: (process,
+    its notify socket), killed and closed at teardown."""
 
     def __init__(self, blkpolicyd, fixture, work):
-        self.blkpolicyd = blkpolicyd
-        self.fixture = fixture
-        self.work = work
-        self.root = os.path.join(work, "root")
-        self.state = os.path.join(work, "state")
-        self.policies = os.path.join(work, "policies")
-        self.sock_path = os.path.join(work, "control.sock")
+        super().__init__(blkpolicyd, fixture, work)
         self.notify_path = os.path.join(work, "notify")
-        self.running = []       # (process, its notify socket), killed and closed at teardown
 
     def scheduler(self, dev):
-        return faketree.live(self.root, dev, "scheduler")
+        return self.live(dev, "scheduler")
 
     def setup(self):
         shutil.rmtree(self.state, ignore_errors=True)
@@ -85,9 +79,8 @@ class Applier:
         env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", NOTIFY_SOCKET=self.notify_path,
                    WATCHDOG_USEC=str(WATCHDOG_USEC), BLKPOLICYD_FAULTS=f"write:*/loop0/queue/scheduler:DELAY={HOLD_MS}:1")
         log = open(os.path.join(self.work, "daemon.log"), "w")
-        proc = subprocess.Popen([self.blkpolicyd, "--config", conf, "--policy-dir", self.policies,
-                                 *faketree.roots(self.root), "--state-dir", self.state, "--socket", self.sock_path,
-                                 "--device", "loop*"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen([self.blkpolicyd, *self.daemon_args(conf)], stdout=log, stderr=subprocess.STDOUT,
+                                env=env)
         log.close()
         self.running.append((proc, notify))
         return proc, listener

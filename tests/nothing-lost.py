@@ -44,21 +44,12 @@ def write(path, value):
         f.write(value + "\n")
 
 
-class Tree:
+class Tree(faketree.Workspace):
     """The fake kernel's tree, the daemon's state and policies, in one test's work directory."""
 
     def __init__(self, blkpolicyd, fixture, work):
-        self.blkpolicyd = blkpolicyd
-        self.fixture = fixture
-        self.work = work
-        self.root = os.path.join(work, "root")
-        self.state = os.path.join(work, "state")
-        self.policies = os.path.join(work, "policies")
+        super().__init__(blkpolicyd, fixture, work)
         self.conf = os.path.join(work, "blkpolicyd.conf")
-        self.running = []       # every daemon started, killed at teardown whatever happened
-
-    def qfile(self, dev, attr):
-        return faketree.qfile(self.root, dev, attr)
 
     def make_tree(self):
         faketree.make(self.fixture, self.root)
@@ -72,9 +63,6 @@ class Tree:
             for attr, value in attrs.items():
                 if attr != "scheduler":
                     write(self.qfile(dev, attr), value)
-
-    def live(self, dev, attr):
-        return faketree.live(self.root, dev, attr)
 
     def snapshot(self, dev):
         return {attr: self.live(dev, attr) for attr in ORIGINAL[dev]}
@@ -100,9 +88,7 @@ class Tree:
         self.policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = bfq\n[bfq]\nlow_latency = 0\n")
 
     def args(self, *extra):
-        return ["--config", self.conf, "--policy-dir", self.policies, *faketree.roots(self.root),
-                "--state-dir", self.state, "--socket", os.path.join(self.work, "control.sock"), "--device", "loop*",
-                *extra]
+        return self.daemon_args(self.conf, *extra)
 
     def run(self, *extra, faults=""):
         env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", BLKPOLICYD_FAULTS=faults)

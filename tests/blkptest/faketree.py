@@ -44,3 +44,30 @@ def live(root, dev, attr):
 def roots(root):
     return ["--sysfs-root", os.path.join(root, "sys"), "--proc-root", os.path.join(root, "proc"),
             "--debugfs-root", os.path.join(root, "debug")]
+
+
+class Workspace:
+    """One test's work directory on the fake kernel: the tree (root/), the
+    daemon's state/ and policies/, its control socket, and the arguments
+    that point a daemon at them."""
+
+    def __init__(self, blkpolicyd, fixture, work):
+        self.blkpolicyd = blkpolicyd
+        self.fixture = fixture
+        self.work = work
+        self.root = os.path.join(work, "root")
+        self.state = os.path.join(work, "state")
+        self.policies = os.path.join(work, "policies")
+        self.sock_path = os.path.join(work, "control.sock")
+        self.running = []       # every daemon started, for cleanup() to kill whatever happened
+
+    def qfile(self, dev, attr):
+        return qfile(self.root, dev, attr)
+
+    def live(self, dev, attr):
+        return live(self.root, dev, attr)
+
+    def daemon_args(self, conf, *extra):
+        """blkpolicyd's arguments for this tree, on every loop disk."""
+        return ["--config", conf, "--policy-dir", self.policies, *roots(self.root), "--state-dir", self.state,
+                "--socket", self.sock_path, "--device", "loop*", *extra]
