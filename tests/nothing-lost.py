@@ -102,6 +102,13 @@ class Tree(faketree.Workspace):
         d.wait_for("READY=1", timeout=30)
         return d
 
+    def once_applied(self, what, tail=1500):
+        """A fresh tree (reset()), then --once: asserts that it applied."""
+        self.reset()
+        r = self.run("--once")
+        assert r.returncode == 0 and self.applied(), \
+            f"{what}: {r.stderr[-tail:]}"
+
     def applied(self):
         return (self.live("loop0", "scheduler") == "none" and self.live("loop0", "read_ahead_kb") == "4096"
                 and self.live("loop1", "scheduler") == "bfq" and self.live("loop1", "iosched/low_latency") == "0")
@@ -122,10 +129,7 @@ def tree(blkpolicyd, kvm_fixture, work, fault_injection):
 
 def test_switch_once_then_restore(tree):
     # 1. The switch resets nr_requests and replaces iosched/: all read before.
-    tree.reset()
-    r = tree.run("--once")
-    assert r.returncode == 0 and tree.applied(), \
-        f"--once applies on the fake kernel: {r.stderr[-1500:]}"
+    tree.once_applied("--once applies on the fake kernel")
     assert tree.live("loop0", "nr_requests") == "128" and tree.live("loop0", "iosched/fifo_batch") is None, \
         f'the switch reset what followed the old scheduler: {tree.snapshot("loop0")}'
     with open(os.path.join(tree.state, "devices", "7:0")) as f:
@@ -441,10 +445,7 @@ def test_flip_to_busy_and_back(tree):
 def test_observe_at_start(tree):
     # mode=observe writes no policy value and puts back what an earlier run
     # in enforce mode changed: at start, and at the reload that turns it on
-    tree.reset()
-    r = tree.run("--once")
-    assert r.returncode == 0 and tree.applied(), \
-        f"observe: an enforce run changed the disks first: {r.stderr[-1500:]}"
+    tree.once_applied("observe: an enforce run changed the disks first")
     write(tree.conf, "[Daemon]\ntick_interval_ms = 50\nmode = observe\n")
     d = tree.daemon()
     ok, now = tree.all_original()
@@ -473,10 +474,7 @@ def test_first_format_taken_over_at_start(tree):
     # A record of the first format (blkpolicyd up to f21ed78: originals
     # only, named by device) left by a daemon killed under that version: an
     # upgrade takes it over, and the stop puts the originals back.
-    tree.reset()
-    r = tree.run("--once")
-    assert r.returncode == 0 and tree.applied(), \
-        f"first format: the disks are changed as that daemon left them: {r.stderr[-2000:]}"
+    tree.once_applied("first format: the disks are changed as that daemon left them", tail=2000)
     shutil.rmtree(os.path.join(tree.state, "devices"))
     os.mkdir(os.path.join(tree.state, "devices"), 0o700)
     for dev, attrs in ORIGINAL.items():
