@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from blkptest.daemon import fixture_roots
+from blkptest.daemon import control_connect as connect, fixture_roots, recv_line
 
 
 @pytest.fixture(scope="module")
@@ -42,23 +42,6 @@ def sock_path(env):
 @pytest.fixture
 def ctl(run_ctl, sock_path):
     return lambda *args: run_ctl(sock_path, *args)
-
-
-def connect(sock_path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock_path)
-    return s
-
-
-def recv_line(s):
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
-    return buf
 
 
 @pytest.fixture

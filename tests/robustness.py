@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from blkptest.daemon import fixture_roots
+from blkptest.daemon import control_request, fixture_roots
 
 BROKEN_20 = "[Match]\nclass = single-queue\ndriver = virtio_blk\n[Queue]\nscheduler = none\nnr_requets = 64\nfoo = 1\n"
 
@@ -77,20 +77,9 @@ class Daemon:
         raise AssertionError("the daemon did not answer on its socket")
 
     def call(self, req, timeout=5):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        try:
-            s.connect(self.sock)
-            s.sendall(json.dumps(req).encode() + b"\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-            return json.loads(buf) if buf else None
-        finally:
-            s.close()
+        """The reply, parsed; None if the daemon closed without one."""
+        buf = control_request(self.sock, req, timeout)
+        return json.loads(buf) if buf else None
 
     def reload(self, timeout=5):
         """The reload reply: from the socket as root, else SIGHUP, READY=1, and

@@ -26,22 +26,43 @@ def fixture_roots(tree):
             "--debugfs-root", os.path.join(tree, "debug")]
 
 
-def control_call(sock_path, req, timeout=5):
-    """One request on the control socket; the whole reply (ok/result or error)."""
+def control_connect(sock_path, timeout=5):
+    """A client connection to the control socket."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(sock_path)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def recv_line(s):
+    """What the daemon sends up to a newline, or until it closes (b"" if nothing)."""
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def control_request(sock_path, req, timeout=5):
+    """One request on the control socket; its reply line as sent (b"" when
+    the daemon closed without one)."""
+    s = control_connect(sock_path, timeout)
+    try:
         s.sendall(json.dumps(req).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            buf += chunk
+        return recv_line(s)
     finally:
         s.close()
-    return json.loads(buf)
+
+
+def control_call(sock_path, req, timeout=5):
+    """One request on the control socket; the whole reply (ok/result or error)."""
+    return json.loads(control_request(sock_path, req, timeout))
 
 
 def ctl(blkpolicyctl, sock_path, *args, env=None, timeout=30):
