@@ -35,6 +35,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
+from blkptest.daemon import control_call  # noqa: E402
 from blkptest.loop import scheduler, set_attr  # noqa: E402
 
 BASE = 10000
@@ -124,20 +125,7 @@ class Asker(threading.Thread):
     def run(self):
         while not self.stop:
             t0 = time.perf_counter()
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(120)
-            try:
-                s.connect(self.path)
-                s.sendall(b'{"command": "status"}\n')
-                buf = b""
-                while not buf.endswith(b"\n"):
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-                json.loads(buf)
-            finally:
-                s.close()
+            control_call(self.path, {"command": "status"}, timeout=120)
             self.worst = max(self.worst, time.perf_counter() - t0)
             self.count += 1
             time.sleep(0.005)
