@@ -38,7 +38,7 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
 import blkptest.daemon  # noqa: E402
-from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr  # noqa: E402
+from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr, unset_after  # noqa: E402
 
 BUILD = os.path.join(TOP, "build")
 BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
@@ -210,12 +210,7 @@ def reaction_and_storm(loops, work, policy_dir):
     t0 = time.perf_counter()
     storm = [loops.add() for _ in range(1000)]
     res["storm_add_s"] = time.perf_counter() - t0
-    pending = set(storm)
-    deadline = time.monotonic() + 120
-    while pending and time.monotonic() < deadline:
-        pending = {dev for dev in pending if scheduler(dev) != "mq-deadline"}
-        if pending:
-            time.sleep(0.05)
+    pending = unset_after(storm, "mq-deadline", 120, poll=0.05)
     res["storm_all_set_s"] = time.perf_counter() - t0
     res["storm_lost"] = len(pending)
     res["mem_after_storm"] = d.memory()     # 1200 devices, each changed: one original kept each

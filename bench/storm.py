@@ -36,7 +36,7 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
 from blkptest.daemon import control_call  # noqa: E402
-from blkptest.loop import scheduler, set_attr  # noqa: E402
+from blkptest.loop import set_attr, unset_after  # noqa: E402
 
 BASE = 10000
 GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
@@ -154,12 +154,7 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism):
         start_mono = time.monotonic()
         devs = add_devices(n)
         added = time.perf_counter() - t0
-        pending = set(devs)
-        deadline = time.monotonic() + 300
-        while pending and time.monotonic() < deadline:
-            pending = {d for d in pending if scheduler(d) != "mq-deadline"}
-            if pending:
-                time.sleep(0.005)
+        pending = unset_after(devs, "mq-deadline", 300, poll=0.005)
         settled = time.perf_counter() - t0
         end_mono = time.monotonic()
         asker.stop = True

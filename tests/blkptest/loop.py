@@ -30,6 +30,18 @@ def scheduler(name):
     return text[text.index("[") + 1:text.index("]")]
 
 
+def unset_after(names, want, timeout, poll):
+    """Watches names, every poll seconds, until each one's scheduler is want
+    or timeout seconds have passed; returns those whose scheduler is not."""
+    pending = set(names)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        pending = {name for name in pending if scheduler(name) != want}
+        if pending:
+            time.sleep(poll)
+    return pending
+
+
 def record_path(state, name):
     """The daemon's state record for a disk: <state>/devices/<major>:<minor>."""
     with open(f"/sys/block/{name}/dev") as f:
