@@ -275,36 +275,33 @@ def test_metrics_links(env):
     d.stop()
 
 
-def refused_record(env, name, path):
-    """A daemon started with --record path, which it must refuse at start:
-    its exit status (it must exit within 10 s) and its log."""
+def refused_record(env, name, file_name, make):
+    """make(path) puts a file at <work>/file_name; a daemon started with
+    --record onto it must refuse it at start. Returns the path, the
+    daemon's exit status (it must exit within 10 s) and its log."""
+    path = os.path.join(env.work, file_name)
+    make(path)
     d = env.daemon(name, [env.shipped], extra=["--record", path], wait=False)
-    return d.proc.wait(timeout=10), d.text()
+    return path, d.proc.wait(timeout=10), d.text()
 
 
 def test_record_links(env):
     # --- --record: a symlink or a FIFO is refused, a new file is 0600
     victim = os.path.join(env.work, "victim-record")
     write(victim, "precious\n")
-    rec_link = os.path.join(env.work, "rec-link.jsonl")
-    os.symlink(victim, rec_link)
-    rc, text = refused_record(env, "record-link", rec_link)
+    _, rc, text = refused_record(env, "record-link", "rec-link.jsonl", lambda path: os.symlink(victim, path))
     assert rc != 0 and "symbolic link" in text, \
         f"--record onto a symlink: refused, exit non-zero: {text}"
     assert open(victim).read() == "precious\n", \
         "... the symlink's target is untouched"
-    rec_fifo = os.path.join(env.work, "rec.fifo")
-    os.mkfifo(rec_fifo)
-    rc, text = refused_record(env, "record-fifo", rec_fifo)
+    rec_fifo, rc, text = refused_record(env, "record-fifo", "rec.fifo", os.mkfifo)
     assert rc != 0 and "not a regular file" in text, \
         f"--record onto a FIFO: refused at once, 'not a regular file': {text}"
     r = subprocess.run([env.blkpolicyd, "--replay", rec_fifo, "--config", "/dev/null", "--policy-dir", env.shipped],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode != 0 and "not a regular file" in r.stderr, \
         f"--replay of a FIFO: refused at once, 'not a regular file': {r.stderr}"
-    rec_hard = os.path.join(env.work, "rec-hard.jsonl")
-    os.link(victim, rec_hard)
-    rc, text = refused_record(env, "record-hardlink", rec_hard)
+    _, rc, text = refused_record(env, "record-hardlink", "rec-hard.jsonl", lambda path: os.link(victim, path))
     assert rc != 0 and "hard links" in text, \
         f"--record onto a hard link of another file: refused: {text}"
     assert open(victim).read() == "precious\n", \
