@@ -20,9 +20,15 @@ file system those fsyncs, not the kernel's switch, become the limit.
 --state-on-disk puts it under /tmp instead (this VM's /run is on ext4).
 
   sudo python3 bench/storm.py [--devices 1000] [--parallelism 1,4,16,64] [--build build]
+                              [--profile-loop]
+
+--profile-loop (perf, bench/loopprof.py) lists the longest dispatches of
+the daemon's event loop during the storm and what ran in them: what held
+the socket's worst answer.
 """
 import argparse
 import concurrent.futures
+import contextlib
 import fcntl
 import json
 import os
@@ -37,6 +43,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
 from blkptest.daemon import control_call  # noqa: E402
 from blkptest.loop import set_attr, unset_after  # noqa: E402
+from loopprof import LoopProfile  # noqa: E402
 
 BASE = 10000
 GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
@@ -131,7 +138,7 @@ class Asker(threading.Thread):
             time.sleep(0.005)
 
 
-def daemon_storm(blkpolicyd, work, state_parent, n, parallelism):
+def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
     policies = os.path.join(work, "policies")
     os.makedirs(policies, exist_ok=True)
     with open(os.path.join(policies, "90-storm.policy"), "w") as f:
@@ -149,16 +156,18 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism):
                             env=dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC)))
     try:
         notify.wait("READY=1", 60)
-        asker = Asker(sock)
-        t0 = time.perf_counter()
-        start_mono = time.monotonic()
-        devs = add_devices(n)
-        added = time.perf_counter() - t0
-        pending = unset_after(devs, "mq-deadline", 300, poll=0.005)
-        settled = time.perf_counter() - t0
-        end_mono = time.monotonic()
-        asker.stop = True
-        asker.join()
+        prof = LoopProfile(proc.pid) if profile else contextlib.nullcontext()
+        with prof:
+            asker = Asker(sock)
+            t0 = time.perf_counter()
+            start_mono = time.monotonic()
+            devs = add_devices(n)
+            added = time.perf_counter() - t0
+            pending = unset_after(devs, "mq-deadline", 300, poll=0.005)
+            settled = time.perf_counter() - t0
+            end_mono = time.monotonic()
+            asker.stop = True
+            asker.join()
         pings = [t for t, m in notify.got if "WATCHDOG=1" in m.split("\n") and start_mono <= t <= end_mono]
         gaps = [b - a for a, b in zip([start_mono] + pings, pings + [end_mono])]
         status = json.loads(subprocess.run([os.path.join(os.path.dirname(os.path.dirname(blkpolicyd)), "ctl",
@@ -168,7 +177,8 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism):
                       "after_last_add_s": settled - added, "lost": len(pending),
                       "socket_worst_ms": asker.worst * 1000, "socket_answers": asker.count,
                       "watchdog_longest_gap_ms": max(gaps) * 1000,
-                      "scheduler_writes": status["result"]["writes"]["scheduler"]}
+                      "scheduler_writes": status["result"]["writes"]["scheduler"],
+                      "loop_longest": prof.longest(5) if profile else None}
     finally:
         proc.terminate()
         proc.wait(timeout=600)
@@ -182,6 +192,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(TOP, "build"))
     ap.add_argument("--skip-serial", action="store_true", help="no one-thread floor (250 s at 10,000)")
     ap.add_argument("--state-on-disk", action="store_true", help="state dir under /tmp, not on tmpfs")
+    ap.add_argument("--profile-loop", action="store_true",
+                    help="perf: the longest dispatches of the event loop during the storm, and what ran in them")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices)")
@@ -198,7 +210,7 @@ def main():
         remove_devices(devs)
         devs = []
         for p in map(int, args.parallelism.split(",")):
-            devs, row = daemon_storm(blkpolicyd, work, state_parent, args.devices, p)
+            devs, row = daemon_storm(blkpolicyd, work, state_parent, args.devices, p, args.profile_loop)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             remove_devices(devs)
@@ -217,6 +229,10 @@ def main():
         print(f"| {r['parallelism']} | {r['settled_s']:.2f} | {r['settled_s'] / floors['64']:.2f} | "
               f"{r['added_s']:.2f} | {r['after_last_add_s']:.2f} | {r['socket_worst_ms']:.1f} | {r['socket_answers']} | "
               f"{r['watchdog_longest_gap_ms']:.0f} | {r['scheduler_writes']} | {r['lost']} |")
+    for r in rows:
+        for d in r["loop_longest"] or []:
+            print(f"apply_parallelism {r['parallelism']}: a dispatch of {d['ms']} ms ({d['cpu_ms']} ms on CPU): "
+                  f"{', '.join(d['top'])}")
 
 
 if __name__ == "__main__":
