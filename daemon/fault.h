@@ -6,7 +6,8 @@
  *
  *   BLKPOLICYD_FAULTS="OP:GLOB:ERROR[:COUNT[:PASS]];..."
  *
- * OP is read or write (sysfs), or save or load (a state record, GLOB on
+ * OP is read or write (sysfs), chunk (one read() of a file read a piece
+ * at a time: /proc/diskstats), or save or load (a state record, GLOB on
  * "<state_dir>/devices/<major>:<minor>"); GLOB an fnmatch(3) pattern on the
  * full path; ERROR an errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN,
  * ENODEV, ENXIO, EACCES, EMFILE, ENOSPC), "short" (a read returns the first

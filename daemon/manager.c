@@ -436,7 +436,7 @@ Manager *manager_free(Manager *m) {
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
         intern_table_done(&m->facts);
-        sd_event_source_disable_unref(m->tick_source);
+        sampler_stop(m);
         record_close(m->record);
         free(m->diskstats);
         free(m->flips);

@@ -95,6 +95,8 @@ struct Manager {
 
         /* sampling */
         sd_event_source *tick_source;
+        sd_event_source *tick_more;     /* the next slice of a tick's read (sampler.c) */
+        struct TickRead *tick_read;     /* the tick's read in progress, NULL between ticks */
         uint64_t tick;                  /* ticks so far */
         uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
         char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */

@@ -132,85 +132,113 @@ static int sample_line(Manager *m, const char *line, size_t len, uint64_t interv
  * as in the tests' fixture trees) moves to the front for the next read. */
 #define DISKSTATS_CHUNK 8192
 
-/* Returns what sample_line() returns (-ENOMEM), or 0; a read that fails
- * sets *read_error, which is the file's error, not the daemon's. */
-static int sample_lines(Manager *m, int fd, uint64_t interval_us, int *read_error) {
-        char *buf = m->diskstats;
-        size_t kept = 0;
-        bool skipping = false;          /* in a line longer than the buffer: not diskstats */
+/* The kernel makes /proc/diskstats walking every disk for each page it
+ * gives: at 10,000 disks one tick's read took 50-76 ms of kernel time,
+ * the longest the event loop was held during a storm of new disks. A
+ * tick reads for at most this long per dispatch of the loop, then lets the
+ * socket, uevents and the applier have their turn. */
+#define TICK_SLICE_USEC 2000
 
-        for (;;) {
-                ssize_t k = read(fd, buf + kept, DISKSTATS_CHUNK - kept);
-                char *p = buf, *end, *nl;
-                int r = 0;
+/* A tick's read of /proc/diskstats, across dispatches. */
+typedef struct TickRead {
+        int fd;
+        char path[PATH_MAX];
+        uint64_t now, interval_us;      /* of the tick: every device's rates are over the same interval */
+        size_t kept;                    /* bytes of a cut line at the front of m->diskstats */
+        bool skipping;                  /* in a line longer than the buffer: not diskstats */
+        int read_error;
+} TickRead;
 
-                if (k < 0) {
-                        *read_error = -errno;
-                        return 0;
-                }
-                end = buf + kept + k;
-                for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
-                        if (!skipping)
-                                r = sample_line(m, p, (size_t) (nl + 1 - p), interval_us);
-                        skipping = false;
-                }
-                if (r < 0)
-                        return r;
-                kept = (size_t) (end - p);
-                if (k == 0)             /* the last line may have no newline */
-                        return kept && !skipping ? sample_line(m, p, kept, interval_us) : 0;
-                if (kept == DISKSTATS_CHUNK) {
-                        skipping = true;
-                        kept = 0;
-                }
-                memmove(buf, p, kept);
+static TickRead *tick_read_free(TickRead *t) {
+        if (t) {
+                closep(&t->fd);
+                free(t);
         }
+        return NULL;
 }
 
-/* -ENOMEM only; *read_error: why /proc/diskstats could not be read. The
- * kernel's own ENOMEM there (seq_file) is a failed read, not a fatal
- * error of the daemon. */
-static int sample_diskstats(Manager *m, uint64_t now, uint64_t interval_us, int *read_error) {
-        char path[PATH_MAX];
-        _cleanup_close_ int fd = -1;
+/* Parses what one read() gave; 1 at the end of the file, 0 to go on,
+ * -ENOMEM. A failed read ends the file with t->read_error set. */
+static int tick_read_chunk(Manager *m, TickRead *t) {
+        char *buf = m->diskstats, *p = buf, *end, *nl;
+        ssize_t k = sysfs_read_chunk(t->path, t->fd, buf + t->kept, DISKSTATS_CHUNK - t->kept);
+        int r = 0;
+
+        if (k < 0) {
+                t->read_error = (int) k;        /* the file's error, not the daemon's */
+                return 1;
+        }
+        end = buf + t->kept + k;
+        for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
+                if (!t->skipping)
+                        r = sample_line(m, p, (size_t) (nl + 1 - p), t->interval_us);
+                t->skipping = false;
+        }
+        if (r < 0)
+                return r;
+        t->kept = (size_t) (end - p);
+        if (k == 0) {                   /* the last line may have no newline */
+                r = t->kept && !t->skipping ? sample_line(m, p, t->kept, t->interval_us) : 0;
+                return r < 0 ? r : 1;
+        }
+        if (t->kept == DISKSTATS_CHUNK) {
+                t->skipping = true;
+                t->kept = 0;
+        }
+        memmove(buf, p, t->kept);
+        return 0;
+}
+
+/* Reads for one slice (the whole file with --record, whose tick is one
+ * block of the recording). 1 when the file is read, 0 to go on, -ENOMEM. */
+static int tick_read_slice(Manager *m, TickRead *t) {
+        uint64_t until = clock_usec(CLOCK_MONOTONIC) + TICK_SLICE_USEC;
         int r;
 
-        if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
-                return -ENOMEM;
-        snprintf(path, sizeof(path), "%s/diskstats", m->roots.proc);
-        fd = sysfs_open_read(path);
-        if (fd < 0) {
-                *read_error = fd;
-                return 0;
-        }
-        if (m->record)
-                record_write_tick(m->record, now, m->tick);
-        r = sample_lines(m, fd, interval_us, read_error);
-        if (m->record)
-                record_end_tick(m->record);
+        do
+                r = tick_read_chunk(m, t);
+        while (r == 0 && (m->record || clock_usec(CLOCK_MONOTONIC) < until));
         return r;
 }
 
-/* sample: signals and the dynamic step of every device, from one read of
- * /proc/diskstats. Returns 1 when sampled, 0 when the read failed (said
- * once per new error, and the tick's other steps wait for a good one). */
-static int tick_sample(Manager *m, uint64_t now) {
-        uint64_t interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0;
-        int r, read_error = 0;
+/* Opens the tick's read. -ENOMEM only; an open that fails is the tick's
+ * read error (the tick ends at once). */
+static int tick_begin(Manager *m, uint64_t now) {
+        TickRead *t;
 
+        m->tick++;
         m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
-        r = sample_diskstats(m, now, interval_us, &read_error);
-        if (r < 0)
-                return r;
-        if (read_error < 0) {
-                if (read_error != m->diskstats_error)
-                        log_warning_errno(read_error, "Cannot read %s/diskstats, load is not sampled: %m",
+        if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
+                return -ENOMEM;
+        t = calloc(1, sizeof(TickRead));
+        if (!t)
+                return -ENOMEM;
+        *t = (TickRead) { .now = now, .interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0 };
+        snprintf(t->path, sizeof(t->path), "%s/diskstats", m->roots.proc);
+        t->fd = sysfs_open_read(t->path);
+        if (t->fd < 0)
+                t->read_error = t->fd;
+        else if (m->record)
+                record_write_tick(m->record, now, m->tick);
+        m->tick_read = t;
+        return 0;
+}
+
+/* The file is read (or failed): 1 when sampled, 0 when the read failed
+ * (said once per new error, and the tick's other steps wait for a good
+ * one). */
+static int tick_sampled(Manager *m, TickRead *t) {
+        if (m->record && t->fd >= 0)
+                record_end_tick(m->record);
+        if (t->read_error < 0) {
+                if (t->read_error != m->diskstats_error)
+                        log_warning_errno(t->read_error, "Cannot read %s/diskstats, load is not sampled: %m",
                                           m->roots.proc);
-                m->diskstats_error = read_error;
+                m->diskstats_error = t->read_error;
                 return 0;
         }
         m->diskstats_error = 0;
-        m->last_sample_usec = now;
+        m->last_sample_usec = t->now;
         return 1;
 }
 
@@ -224,22 +252,51 @@ static void tick_metrics(Manager *m) {
                 log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
 }
 
-/* The tick: sample → flips → drift → metrics. The flips the step decided
- * are applied after the whole pass (even a failed one: they were decided
- * on good samples). Returns 0, or -ENOMEM. noinline: bench/scale.py has
- * callgrind count from this symbol. */
-static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now) {
-        uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
-        int sampled, r;
+/* After the read: flips → drift → metrics. The flips the step decided are
+ * applied after the whole read (even a failed one: they were decided on
+ * good samples). */
+static int tick_end(Manager *m) {
+        int sampled = tick_sampled(m, m->tick_read), r;
 
-        m->tick++;
-        r = sampled = tick_sample(m, now);
-        if (r >= 0)
-                r = flips_apply(m);
+        m->tick_read = tick_read_free(m->tick_read);
+        (void) sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
+        r = flips_apply(m);
         if (r >= 0 && sampled)
                 r = drift_check(m, m->config.drift_checks_per_tick);
         if (r >= 0 && sampled)
                 tick_metrics(m);
+        return r;
+}
+
+/* The next slice as a timer due now, not a defer source: the loop asks
+ * the kernel for the socket's and the uevents' news before a due timer's
+ * dispatch, and never while a defer source is on (one would starve them). */
+static int tick_more(Manager *m) {
+        int r = sd_event_source_set_time(m->tick_more, clock_usec(CLOCK_MONOTONIC));
+
+        return r < 0 ? r : sd_event_source_set_enabled(m->tick_more, SD_EVENT_ONESHOT);
+}
+
+/* The tick, as a pipeline: sample (each device's signals and dynamic
+ * step, a slice of /proc/diskstats per dispatch) → flips → drift →
+ * metrics. begin: a new tick; else the next slice of the running one.
+ * Returns 0, or -ENOMEM. noinline: bench/scale.py has callgrind count
+ * from this symbol. */
+static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now, bool begin) {
+        uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
+        int r = 0;
+
+        if (begin)
+                r = tick_begin(m, now);
+        if (r >= 0 && m->tick_read) {
+                TickRead *t = m->tick_read;
+
+                r = t->fd >= 0 ? tick_read_slice(m, t) : 1;
+                if (r == 0)
+                        r = tick_more(m);
+                else if (r > 0)
+                        r = tick_end(m);
+        }
         m->tick_cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
         m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;
         return r < 0 ? r : 0;
@@ -248,19 +305,42 @@ static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now) {
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
-        int r;
+        int r = 0;
 
-        r = sampler_tick(m, now);
+        /* a tick still reading (10,000 disks at a 10 ms tick) is not
+         * started again: its rates would be over a part of an interval */
+        if (!m->tick_read)
+                r = sampler_tick(m, now, true);
         if (r < 0)
                 return manager_fatal(m, r);
         /* keep the cadence, but never try to catch up on missed ticks */
         return sd_event_source_set_time(s, next > now ? next : now + (uint64_t) m->config.tick_interval_ms * 1000);
 }
 
+/* The next slice of a tick's read. */
+static int on_tick_more(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
+        Manager *m = userdata;
+        int r = sampler_tick(m, 0, false);
+
+        return r < 0 ? manager_fatal(m, r) : 0;
+}
+
+void sampler_stop(Manager *m) {
+        m->tick_read = tick_read_free(m->tick_read);
+        m->tick_more = sd_event_source_disable_unref(m->tick_more);
+        m->tick_source = sd_event_source_disable_unref(m->tick_source);
+}
+
 int sampler_start(Manager *m) {
         uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
         int r;
 
+        r = sd_event_add_time(m->event, &m->tick_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_tick_more, m);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
         /* 5% slack lets the kernel coalesce wake-ups without blurring the rates */
         r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC, interval, interval / 20 ?: 1, on_tick, m);
         if (r < 0)

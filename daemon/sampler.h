@@ -6,3 +6,5 @@
 #include "manager.h"
 
 int sampler_start(Manager *m);
+/* The tick's sources and a read in progress, gone. */
+void sampler_stop(Manager *m);

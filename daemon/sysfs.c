@@ -79,6 +79,16 @@ int sysfs_open_read(const char *path) {
         return fd < 0 ? -errno : fd;
 }
 
+ssize_t sysfs_read_chunk(const char *path, int fd, void *buf, size_t size) {
+        int fault = fault_check("chunk", path);
+        ssize_t n;
+
+        if (fault < 0)
+                return fault;
+        n = read(fd, buf, size);
+        return n < 0 ? -errno : n;
+}
+
 bool sysfs_exists(const char *path) {
         return access(path, F_OK) == 0;
 }

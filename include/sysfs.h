@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct Roots {
         const char *sysfs;      /* default /sys */
@@ -32,6 +33,9 @@ int sysfs_read(const char *path, char *buf, size_t size);
  * /proc/diskstats in chunks. Both go through fault injection. */
 DIR *sysfs_opendir(const char *path);
 int sysfs_open_read(const char *path);
+/* One read() of a file sysfs_open_read() opened (path: the same, for the
+ * fault seam's "chunk" faults). Returns the bytes read, or -errno. */
+ssize_t sysfs_read_chunk(const char *path, int fd, void *buf, size_t size);
 bool sysfs_exists(const char *path);
 /* The inode of <sysfs>/block/<dev>/queue: which registered queue the name
  * stands for now (a disk removed and added again has another). */

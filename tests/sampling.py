@@ -89,3 +89,47 @@ def test_chunked_parse_and_mix_signals(daemons, kvm_fixture, top):
     got = [{name: st[0] for name, st in s.items()} for s in samples]
     bad = [g for g in got if g != want]
     assert not bad, f"every tick parses each device once, with its own line's counters; {len(bad)} did not: {bad[:2]}"
+
+
+HOLD_MS = 40    # each read() of /proc/diskstats blocks this long (fault injection)
+
+
+def test_a_slow_read_yields_to_the_socket(daemons, kvm_fixture, top, fault_injection):
+    """A tick reads /proc/diskstats a slice at a time and lets the loop serve
+    others between slices: at 10,000 disks the kernel took 50-76 ms for the
+    whole file. Here the file takes some 20 reads and each read() is held
+    40 ms, so a tick takes 0.8 s and the next one starts at once (a 100 ms
+    tick). An answer waits for a few reads (accept, then the request, each
+    after a slice), never for a whole tick; every tick still sees vda."""
+    work = daemons.work
+    proc = os.path.join(work, "proc")
+    os.makedirs(proc)
+    text, _ = diskstats()
+    vda = text.rindex("\n") + 1
+    fillers = "".join(line(259, 1000 + i, f"nvme{1000 + i}n1", 1) for i in range(2000))
+    text = text[:vda] + fillers + text[vda:]        # vda stays last, without a newline
+    reads = len(text) // CHUNK + 2
+    with open(os.path.join(proc, "diskstats"), "w") as f:
+        f.write(text)
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\ntick_interval_ms = 100\n")
+    daemons.start(["--dry-run", "--config", conf, "--policy-dir", os.path.join(top, "policies"),
+                   "--sysfs-root", f"{kvm_fixture}/sys", "--proc-root", proc,
+                   "--debugfs-root", f"{kvm_fixture}/debug", "--state-dir", os.path.join(work, "state"),
+                   "--socket", daemons.sock],
+                  env=dict(os.environ, BLKPOLICYD_FAULTS=f"chunk:*/diskstats:DELAY={HOLD_MS}"))
+    tick_ms = reads * HOLD_MS
+    worst, answered, ticks = 0.0, 0, 0
+    deadline = time.monotonic() + 60
+    while ticks < 4 and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        ticks = daemons.call({"command": "status"}, timeout=10)["result"]["tick"]["count"]
+        worst = max(worst, time.monotonic() - t0)
+        answered += 1
+    assert ticks >= 4, f"ticks go on with slow reads: {ticks} in 60 s"
+    assert answered > 4 * ticks and worst * 1000 < tick_ms / 2, \
+        f"the socket answers between reads: {answered} answers in {ticks} ticks, worst {worst * 1000:.0f} ms " \
+        f"(a tick is {reads} reads, {tick_ms} ms)"
+    sig = daemons.call({"command": "device", "device": "vda"})["result"]["signals"]
+    assert sig is not None and sig["iops"] == 0, f"vda sampled over whole ticks: {sig}"
