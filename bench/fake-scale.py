@@ -25,18 +25,9 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
 from blkptest.daemon import Daemon, control_call  # noqa: E402
+from benchlib import BASE, DYNAMIC_POLICY, GLOB, memory_of  # noqa: E402
 
 FIXTURE = os.path.join(TOP, "tests", "fixtures", "kvm-6.18")
-BASE = 10000
-GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
-POLICY = f"""[Match]
-name = {GLOB}
-[Dynamic]
-enter = iops > 100000000
-leave = iops < 1
-[Busy]
-scheduler = mq-deadline
-"""
 
 
 def make_tree(root, n):
@@ -52,25 +43,17 @@ def make_tree(root, n):
         shutil.copytree(os.path.join(debug, "loop0"), os.path.join(debug, name), symlinks=True)
 
 
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def diskstats(n, k):
-    lines = [f" 254       0 vda 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"]
+    lines = [" 254       0 vda 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"]
     for i in range(BASE, BASE + n):
         lines.append(f"   7 {i:7d} loop{i} {k} 0 {k * 8} {k} {k} 0 {k * 8} {k} 0 {k} {2 * k} 0 0 0 0 0 0\n")
     return "".join(lines)
 
-
-def memory_of(pid):
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "RssAnon", "RssFile"):
-                out[k] = int(v.split()[0])
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Pss:"):
-                out["Pss"] = int(line.split()[1])
-    return out
 
 
 def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
@@ -80,15 +63,12 @@ def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
         root = os.path.join(work, "root")
         make_tree(root, n)
         proc = os.path.join(root, "proc")
-        with open(os.path.join(proc, "diskstats"), "w") as f:
-            f.write(diskstats(n, 1))
+        write_file(os.path.join(proc, "diskstats"), diskstats(n, 1))
         pol = os.path.join(work, "policies")
         os.mkdir(pol)
-        with open(os.path.join(pol, "90-bench-dynamic.policy"), "w") as f:
-            f.write(POLICY)
+        write_file(os.path.join(pol, "90-bench-dynamic.policy"), DYNAMIC_POLICY)
         conf = os.path.join(work, "bench.conf")
-        with open(conf, "w") as f:
-            f.write("[Daemon]\ntick_interval_ms = 10\n")
+        write_file(conf, "[Daemon]\ntick_interval_ms = 10\n")
         sock = os.path.join(work, "control.sock")
         d = Daemon(os.path.join(TOP, build, "daemon", "blkpolicyd"), work,
                    ["--dry-run", "--config", conf, "--policy-dir", os.path.join(TOP, "policies"),
@@ -101,8 +81,7 @@ def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
         while control_call(sock, {"command": "status"}, timeout=60)["result"]["tick"]["count"] < t0 + ticks:
             if not idle:
                 k += 1
-                with open(os.path.join(proc, "diskstats.tmp"), "w") as f:
-                    f.write(diskstats(n, k))
+                write_file(os.path.join(proc, "diskstats.tmp"), diskstats(n, k))
                 os.replace(os.path.join(proc, "diskstats.tmp"), os.path.join(proc, "diskstats"))
             time.sleep(0.05)
         st = control_call(sock, {"command": "status"}, timeout=60)["result"]

@@ -17,7 +17,6 @@ Two storms, each repeated --rounds times with a new random moment:
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile

@@ -39,22 +39,12 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))      # the tests' helpers: blkptest
 import blkptest.daemon  # noqa: E402
 from blkptest.loop import LoopDevices, exit_on_signals, scheduler, set_attr, unset_after  # noqa: E402
+from benchlib import BASE, DYNAMIC_POLICY, GLOB, memory_of  # noqa: E402
 
 BUILD = os.path.join(TOP, "build")
 BLKPOLICYD = os.path.join(BUILD, "daemon", "blkpolicyd")
 BARE = os.path.join(BUILD, "bench", "diskstats-read")
 FLOOR = os.path.join(BUILD, "bench", "library-floor")
-BASE = 10000
-GLOB = "loop[1-9][0-9][0-9][0-9][0-9]"
-
-DYNAMIC_POLICY = f"""[Match]
-name = {GLOB}
-[Dynamic]
-enter = iops > 100000000
-leave = iops < 1
-[Busy]
-scheduler = mq-deadline
-"""
 REACTION_POLICY = f"""[Match]
 name = {GLOB}
 [Queue]
@@ -94,19 +84,6 @@ class Daemon(blkptest.daemon.Daemon):
         super().stop(timeout=600)
         return self.text()
 
-
-def memory_of(pid):
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "RssAnon", "RssFile"):
-                out[k] = int(v.split()[0])
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Pss:"):
-                out["Pss"] = int(line.split()[1])
-    return out
 
 
 def library_floor(work):

@@ -27,27 +27,9 @@ static const char *const zoned_names[_ZONED_MAX] = {
         [ZONED_HOST_MANAGED] = "host-managed",
 };
 
-const char *class_to_string(DeviceClass c) {
-        return c < _CLASS_MAX ? class_names[c] : NULL;
-}
+DEFINE_STRING_TABLE(class, DeviceClass, class_names, _CLASS_MAX)
 
-int class_from_string(const char *s) {
-        for (int i = 0; i < _CLASS_MAX; i++)
-                if (streq(class_names[i], s))
-                        return i;
-        return -EINVAL;
-}
-
-const char *zoned_to_string(ZonedModel z) {
-        return z < _ZONED_MAX ? zoned_names[z] : NULL;
-}
-
-int zoned_from_string(const char *s) {
-        for (int i = 0; i < _ZONED_MAX; i++)
-                if (streq(zoned_names[i], s))
-                        return i;
-        return -EINVAL;
-}
+DEFINE_STRING_TABLE(zoned, ZonedModel, zoned_names, _ZONED_MAX)
 
 /* indexed by Tristate + 1 */
 static const char *const tristate_names[] = { "unknown", "no", "yes" };

@@ -24,16 +24,7 @@ static const char *const signal_names[_SIGNAL_MAX] = {
         [SIGNAL_MERGE_PCT] = "merge_pct",
 };
 
-const char *signal_to_string(SignalId s) {
-        return s < _SIGNAL_MAX ? signal_names[s] : NULL;
-}
-
-int signal_from_string(const char *s) {
-        for (int i = 0; i < _SIGNAL_MAX; i++)
-                if (streq(signal_names[i], s))
-                        return i;
-        return -EINVAL;
-}
+DEFINE_STRING_TABLE(signal, SignalId, signal_names, _SIGNAL_MAX)
 
 /* The field behind each signal: one table for signals_get() and
  * signals_set(), so a new signal cannot be read and not written. */

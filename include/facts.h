@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "string-table.h"
+
 typedef enum DeviceClass {
         CLASS_SINGLE_QUEUE,
         CLASS_MULTI_QUEUE,
@@ -28,8 +30,7 @@ typedef enum DeviceClass {
 typedef uint32_t ClassSet;
 #define CLASS_BIT(c) ((ClassSet) 1u << (c))
 
-const char *class_to_string(DeviceClass c);
-int class_from_string(const char *s);
+DECLARE_STRING_TABLE(class, DeviceClass);
 
 typedef enum ZonedModel {
         ZONED_NONE,
@@ -38,8 +39,7 @@ typedef enum ZonedModel {
         _ZONED_MAX,
 } ZonedModel;
 
-const char *zoned_to_string(ZonedModel z);
-int zoned_from_string(const char *s);
+DECLARE_STRING_TABLE(zoned, ZonedModel);
 
 #define NAME_MAX_LEN 32
 #define SCHED_NAME_MAX 24

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "string-table.h"
+
 /* The counters a tick needs of the one before: what a device keeps. */
 typedef struct DiskCounters {
         uint64_t rd_ios, rd_merges, rd_sectors, rd_ticks;
@@ -82,8 +84,7 @@ typedef enum SignalId {
         _SIGNAL_MAX,
 } SignalId;
 
-const char *signal_to_string(SignalId s);
-int signal_from_string(const char *s);
+DECLARE_STRING_TABLE(signal, SignalId);
 double signals_get(const Signals *s, SignalId id);
 void signals_set(Signals *s, SignalId id, double v);
 
