@@ -23,8 +23,8 @@ struct Device {
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         uint8_t retries;        /* at most RETRY_MAX + 1 */
-        /* together at the end, and bits: a bool between pointers costs 7
-         * bytes of padding, and 10,000 devices 70 KB for 7 bools */
+        /* together at the end, and bits: a bool between pointers would
+         * cost 7 bytes of padding, on every device */
         bool seen : 1;          /* marks survivors during a rescan */
         bool paused : 1;        /* pause DEV: left as it is until resume */
         bool record_unreadable : 1; /* its state record could not be read: nothing is written */

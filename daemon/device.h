@@ -37,8 +37,8 @@ typedef struct DeviceFlips {
         uint8_t n_history, history_pos;
 } DeviceFlips;
 
-/* Only devices whose policy has [Dynamic] carry this. 72 bytes, an 80-byte
- * malloc chunk; the flips' two pointers here made it 96. */
+/* Only devices whose policy has [Dynamic] carry this; what flips leave is
+ * apart, since most devices never flip. */
 typedef struct DeviceDynamic {
         DynState state;
         DeviceFlips *flips;     /* NULL until the first flip */

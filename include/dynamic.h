@@ -19,7 +19,7 @@ typedef struct DynState {
         uint64_t since_tick;                    /* tick of the last flip (or the first sample) */
         /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
          * the policy's window is over 1 tick: the default window of 1 needs
-         * none, and 1000 devices would carry 416 KB of it for nothing. */
+         * none, and most devices would carry it for nothing. */
         float (*history)[_SIGNAL_MAX];
         /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
          * max_flips of them are all the cap looks at. Allocated at the first

@@ -47,8 +47,8 @@ DECLARE_STRING_TABLE(zoned, ZonedModel);
 
 /* queue/scheduler, packed: the names NUL-terminated one after the other in
  * the kernel's order ("none\0mq-deadline\0kyber\0bfq\0" is 27 bytes), and
- * which one is in brackets. A slot per possible name cost every device
- * 216 bytes. */
+ * which one is in brackets: every device has one, so no slot per possible
+ * name. */
 typedef struct SchedulerList {
         char names[SCHED_LIST_BYTES];
         uint8_t n;

@@ -118,8 +118,8 @@ static inline Counter48 counter48_make(uint64_t v) {
 
 /* What a device keeps of its samples: the counters of the last one, to
  * take the next tick's deltas from, and that tick's deltas, to make its
- * Signals again when they are asked for (sample_state_signals()). 116
- * bytes where the last DiskCounters and Signals took 152.
+ * Signals again when they are asked for (sample_state_signals()): every
+ * device keeps one, and the Signals themselves are larger.
  *
  * Each counter is kept as wide as the kernel keeps it, or 48 bits:
  * /proc/diskstats prints the time fields (rd_ticks, wr_ticks, io_ticks,
