@@ -63,7 +63,7 @@ static double read_dispatch_busy(Manager *m, Device *d) {
 /* Flips wait until every device is sampled: a flip's scheduler write
  * (10-25 ms) would otherwise delay reading the devices after it, and
  * inflate their rates over this tick's interval. */
-static int flips_push(Manager *m, dev_t devnum, const DynDecision *dec) {
+static int flips_push(Manager *m, const Device *d, const DynDecision *dec) {
         if (m->n_flips == m->flips_size) {
                 size_t n = m->flips_size ? m->flips_size * 2 : 4;
                 PendingFlip *f = reallocarray(m->flips, n, sizeof(PendingFlip));
@@ -73,19 +73,30 @@ static int flips_push(Manager *m, dev_t devnum, const DynDecision *dec) {
                 m->flips = f;
                 m->flips_size = n;
         }
-        m->flips[m->n_flips++] = (PendingFlip) { .devnum = devnum, .dec = *dec };
+        m->flips[m->n_flips++] = (PendingFlip) { .devnum = device_devnum(d),
+                                                 .queue_id = device_record(d)->id.queue_id, .dec = *dec };
         return 0;
 }
 
 /* A flip may forget its device (gone while applying), never another one:
  * each is found again by number. */
+/* The tick's read spans dispatches: between a flip's decision and now,
+ * its disk may have gone (and another taken the number), been paused, or
+ * lost its [Dynamic] in a reload, which also decided it again. */
+static bool flip_still_holds(Manager *m, const Device *d, const PendingFlip *f) {
+        const DeviceDynamic *y = device_dynamic(d);
+
+        return device_record(d)->id.queue_id == f->queue_id && y && y->state.busy == f->dec.to_busy &&
+               !device_is_held(m, d);
+}
+
 static int flips_apply(Manager *m) {
         int r = 0;
 
         for (size_t i = 0; i < m->n_flips && r >= 0; i++) {
                 Device *d = device_get(m, m->flips[i].devnum);
 
-                if (d)
+                if (d && flip_still_holds(m, d, &m->flips[i]))
                         r = device_flip(m, d, &m->flips[i].dec);
         }
         m->n_flips = 0;
@@ -111,7 +122,7 @@ static int device_sample(Manager *m, Device *d, const DiskStat *st, uint64_t int
                 return 0;       /* paused or overridden: no flips */
         if (dynamic_step(dyn, &y->state, &signals, m->tick, &dec) < 0)
                 return -ENOMEM;
-        return dec.flip ? flips_push(m, device_devnum(d), &dec) : 0;
+        return dec.flip ? flips_push(m, d, &dec) : 0;
 }
 
 static int sample_line(Manager *m, const char *line, size_t len, uint64_t interval_us) {
@@ -189,15 +200,25 @@ static int tick_read_chunk(Manager *m, TickRead *t) {
         return 0;
 }
 
-/* Reads for one slice (the whole file with --record, whose tick is one
- * block of the recording). 1 when the file is read, 0 to go on, -ENOMEM. */
+/* Every device's rates are over the tick's one interval, but a device is
+ * read when its slice comes: the work between slices shifts its sample.
+ * Past this much of the interval (5%, so no rate is off by more) the rest
+ * of the file is read at once, whoever waits. */
+static uint64_t tick_spread_max_usec(const Manager *m) {
+        return (uint64_t) m->config.tick_interval_ms * 1000 / 20;
+}
+
+/* Reads for one slice; the whole file with --record (whose tick is one
+ * block of the recording) or once the tick has spread too far. 1 when the
+ * file is read, 0 to go on, -ENOMEM. */
 static int tick_read_slice(Manager *m, TickRead *t) {
-        uint64_t until = clock_usec(CLOCK_MONOTONIC) + TICK_SLICE_USEC;
+        uint64_t now = clock_usec(CLOCK_MONOTONIC), until = now + TICK_SLICE_USEC;
+        bool whole = m->record || now - t->now >= tick_spread_max_usec(m);
         int r;
 
         do
                 r = tick_read_chunk(m, t);
-        while (r == 0 && (m->record || clock_usec(CLOCK_MONOTONIC) < until));
+        while (r == 0 && (whole || clock_usec(CLOCK_MONOTONIC) < until));
         return r;
 }
 
@@ -326,6 +347,9 @@ static int on_tick_more(sd_event_source *s _unused_, uint64_t usec _unused_, voi
 }
 
 void sampler_stop(Manager *m) {
+        /* a recording ends with whole ticks, even one cut short by an error */
+        if (m->tick_read && m->tick_read->fd >= 0 && m->record)
+                record_end_tick(m->record);
         m->tick_read = tick_read_free(m->tick_read);
         m->tick_more = sd_event_source_disable_unref(m->tick_more);
         m->tick_source = sd_event_source_disable_unref(m->tick_source);

@@ -91,16 +91,18 @@ def test_chunked_parse_and_mix_signals(daemons, kvm_fixture, top):
     assert not bad, f"every tick parses each device once, with its own line's counters; {len(bad)} did not: {bad[:2]}"
 
 
-HOLD_MS = 40    # each read() of /proc/diskstats blocks this long (fault injection)
+HOLD_MS = 25    # each read() of /proc/diskstats blocks this long (fault injection)
+TICK_MS = 10000 # a tick's reads may spread over 5% of it: 500 ms
 
 
 def test_a_slow_read_yields_to_the_socket(daemons, kvm_fixture, top, fault_injection):
     """A tick reads /proc/diskstats a slice at a time and lets the loop serve
     others between slices: at 10,000 disks the kernel took 50-76 ms for the
     whole file. Here the file takes some 20 reads and each read() is held
-    40 ms, so a tick takes 0.8 s and the next one starts at once (a 100 ms
-    tick). An answer waits for a few reads (accept, then the request, each
-    after a slice), never for a whole tick; every tick still sees vda."""
+    25 ms, so a tick's read takes about 0.45 s, within the 5% of the 10 s
+    interval it may spread over. An answer waits for a few reads (accept,
+    then the request, each after a slice), never for a whole tick; the
+    tick still sees vda."""
     work = daemons.work
     proc = os.path.join(work, "proc")
     os.makedirs(proc)
@@ -109,27 +111,35 @@ def test_a_slow_read_yields_to_the_socket(daemons, kvm_fixture, top, fault_injec
     fillers = "".join(line(259, 1000 + i, f"nvme{1000 + i}n1", 1) for i in range(2000))
     text = text[:vda] + fillers + text[vda:]        # vda stays last, without a newline
     reads = len(text) // CHUNK + 2
+    assert reads * HOLD_MS < TICK_MS / 20, "the whole read fits in the spread allowed"
     with open(os.path.join(proc, "diskstats"), "w") as f:
         f.write(text)
     conf = os.path.join(work, "blkpolicyd.conf")
     with open(conf, "w") as f:
-        f.write("[Daemon]\ntick_interval_ms = 100\n")
+        f.write(f"[Daemon]\ntick_interval_ms = {TICK_MS}\n")
     daemons.start(["--dry-run", "--config", conf, "--policy-dir", os.path.join(top, "policies"),
                    "--sysfs-root", f"{kvm_fixture}/sys", "--proc-root", proc,
                    "--debugfs-root", f"{kvm_fixture}/debug", "--state-dir", os.path.join(work, "state"),
                    "--socket", daemons.sock],
                   env=dict(os.environ, BLKPOLICYD_FAULTS=f"chunk:*/diskstats:DELAY={HOLD_MS}"))
-    tick_ms = reads * HOLD_MS
-    worst, answered, ticks = 0.0, 0, 0
-    deadline = time.monotonic() + 60
-    while ticks < 4 and time.monotonic() < deadline:
+    read_ms = reads * HOLD_MS
+    # ask all along, from before the first tick to well after its read (the
+    # window is what is measured, not a wait for something)
+    worst, answered, first_tick = 0.0, 0, None
+    deadline = time.monotonic() + TICK_MS / 1000 + 30
+    while time.monotonic() < deadline:
         t0 = time.monotonic()
         ticks = daemons.call({"command": "status"}, timeout=10)["result"]["tick"]["count"]
         worst = max(worst, time.monotonic() - t0)
         answered += 1
-    assert ticks >= 4, f"ticks go on with slow reads: {ticks} in 60 s"
-    assert answered > 4 * ticks and worst * 1000 < tick_ms / 2, \
-        f"the socket answers between reads: {answered} answers in {ticks} ticks, worst {worst * 1000:.0f} ms " \
-        f"(a tick is {reads} reads, {tick_ms} ms)"
-    sig = daemons.call({"command": "device", "device": "vda"})["result"]["signals"]
-    assert sig is not None and sig["iops"] == 0, f"vda sampled over whole ticks: {sig}"
+        if ticks >= 1 and first_tick is None:
+            first_tick = time.monotonic()
+        if first_tick is not None and time.monotonic() - first_tick > 4 * read_ms / 1000:
+            break
+    assert first_tick is not None, "the first tick began"
+    assert worst * 1000 < read_ms / 2, \
+        f"the socket answers between reads: worst {worst * 1000:.0f} ms of {answered} answers (a tick's read is " \
+        f"{reads} reads, {read_ms} ms)"
+    tick = daemons.call({"command": "status"})["result"]["tick"]
+    assert tick["count"] == 1 and tick["cost_us_avg"] >= 0.9 * read_ms * 1000, \
+        f"one tick in the window, and its read went to the end of the file (all {reads} held reads): {tick}"
