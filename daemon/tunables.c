@@ -5,42 +5,47 @@
 #include "tunables.h"
 #include "util.h"
 
+/* A queue attribute is named as its file; a scheduler's tunable is its
+ * section's file under iosched/, while that scheduler runs. */
+#define QUEUE(key, min, max) { "Queue", key, key, NULL, min, max }
+#define IOSCHED(scheduler, key, min, max) { scheduler, key, "iosched/" key, scheduler, min, max }
+
 /* Ranges follow the kernel's own checks (block/blk-sysfs.c and the
  * iosched files); the kernel still has the last word and apply.c reads
  * every value back. */
 const Tunable tunables[] = {
-        { "Queue", "scheduler", "scheduler", NULL, 0, 0 },
-        { "Queue", "nr_requests", "nr_requests", NULL, 4, 65536 },
-        { "Queue", "read_ahead_kb", "read_ahead_kb", NULL, 0, INT_MAX },
-        { "Queue", "rq_affinity", "rq_affinity", NULL, 0, 2 },
-        { "Queue", "nomerges", "nomerges", NULL, 0, 2 },
-        { "Queue", "wbt_lat_usec", "wbt_lat_usec", NULL, -1, INT64_MAX / 1000 },
-        { "Queue", "max_sectors_kb", "max_sectors_kb", NULL, 4, INT_MAX },
-        { "Queue", "iostats", "iostats", NULL, 0, 1 },
-        { "Queue", "add_random", "add_random", NULL, 0, 1 },
+        QUEUE("scheduler", 0, 0),
+        QUEUE("nr_requests", 4, 65536),
+        QUEUE("read_ahead_kb", 0, INT_MAX),
+        QUEUE("rq_affinity", 0, 2),
+        QUEUE("nomerges", 0, 2),
+        QUEUE("wbt_lat_usec", -1, INT64_MAX / 1000),
+        QUEUE("max_sectors_kb", 4, INT_MAX),
+        QUEUE("iostats", 0, 1),
+        QUEUE("add_random", 0, 1),
 
-        { "mq-deadline", "dispatch_direct", "iosched/dispatch_direct", "mq-deadline", 0, 1 },
-        { "mq-deadline", "read_expire", "iosched/read_expire", "mq-deadline", 0, INT_MAX },
-        { "mq-deadline", "write_expire", "iosched/write_expire", "mq-deadline", 0, INT_MAX },
-        { "mq-deadline", "writes_starved", "iosched/writes_starved", "mq-deadline", 0, INT_MAX },
-        { "mq-deadline", "fifo_batch", "iosched/fifo_batch", "mq-deadline", 0, INT_MAX },
-        { "mq-deadline", "front_merges", "iosched/front_merges", "mq-deadline", 0, 1 },
-        { "mq-deadline", "prio_aging_expire", "iosched/prio_aging_expire", "mq-deadline", 0, INT_MAX },
-        { "mq-deadline", "async_depth", "iosched/async_depth", "mq-deadline", 1, INT_MAX },
+        IOSCHED("mq-deadline", "dispatch_direct", 0, 1),
+        IOSCHED("mq-deadline", "read_expire", 0, INT_MAX),
+        IOSCHED("mq-deadline", "write_expire", 0, INT_MAX),
+        IOSCHED("mq-deadline", "writes_starved", 0, INT_MAX),
+        IOSCHED("mq-deadline", "fifo_batch", 0, INT_MAX),
+        IOSCHED("mq-deadline", "front_merges", 0, 1),
+        IOSCHED("mq-deadline", "prio_aging_expire", 0, INT_MAX),
+        IOSCHED("mq-deadline", "async_depth", 1, INT_MAX),
 
-        { "bfq", "low_latency", "iosched/low_latency", "bfq", 0, 1 },
-        { "bfq", "slice_idle", "iosched/slice_idle", "bfq", 0, INT_MAX },
-        { "bfq", "slice_idle_us", "iosched/slice_idle_us", "bfq", 0, INT_MAX },
-        { "bfq", "back_seek_max", "iosched/back_seek_max", "bfq", 0, INT_MAX },
-        { "bfq", "back_seek_penalty", "iosched/back_seek_penalty", "bfq", 1, INT_MAX },
-        { "bfq", "fifo_expire_async", "iosched/fifo_expire_async", "bfq", 0, INT_MAX },
-        { "bfq", "fifo_expire_sync", "iosched/fifo_expire_sync", "bfq", 0, INT_MAX },
-        { "bfq", "max_budget", "iosched/max_budget", "bfq", 0, INT_MAX },
-        { "bfq", "timeout_sync", "iosched/timeout_sync", "bfq", 1, INT_MAX },
-        { "bfq", "strict_guarantees", "iosched/strict_guarantees", "bfq", 0, 1 },
+        IOSCHED("bfq", "low_latency", 0, 1),
+        IOSCHED("bfq", "slice_idle", 0, INT_MAX),
+        IOSCHED("bfq", "slice_idle_us", 0, INT_MAX),
+        IOSCHED("bfq", "back_seek_max", 0, INT_MAX),
+        IOSCHED("bfq", "back_seek_penalty", 1, INT_MAX),
+        IOSCHED("bfq", "fifo_expire_async", 0, INT_MAX),
+        IOSCHED("bfq", "fifo_expire_sync", 0, INT_MAX),
+        IOSCHED("bfq", "max_budget", 0, INT_MAX),
+        IOSCHED("bfq", "timeout_sync", 1, INT_MAX),
+        IOSCHED("bfq", "strict_guarantees", 0, 1),
 
-        { "kyber", "read_lat_nsec", "iosched/read_lat_nsec", "kyber", 1, INT64_MAX },
-        { "kyber", "write_lat_nsec", "iosched/write_lat_nsec", "kyber", 1, INT64_MAX },
+        IOSCHED("kyber", "read_lat_nsec", 1, INT64_MAX),
+        IOSCHED("kyber", "write_lat_nsec", 1, INT64_MAX),
 };
 
 const size_t n_tunables = ELEMENTSOF(tunables);
