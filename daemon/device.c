@@ -320,8 +320,13 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
                 return -ENOMEM;
         intern_unref(&m->facts, d->facts);
         d->facts = shared;
-        d->record.id.diskseq = f->diskseq;
-        d->record.id.queue_id = f->queue_id;
+        /* an inode or a diskseq not read (the disk going away) is no new
+         * queue or medium: the pass in flight, and the record, stay this
+         * disk's */
+        if (f->diskseq)
+                d->record.id.diskseq = f->diskseq;
+        if (f->queue_id)
+                d->record.id.queue_id = f->queue_id;
         return 0;
 }
 
@@ -360,8 +365,9 @@ static int device_load_record(Manager *m, Device *d) {
                 log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt); kept as "
                             "%s/devices/%u:%u.torn, the rest is used", d->name, r, m->state.path,
                             d->record.id.major, d->record.id.minor);
-                if (manager_restores(m))
-                        (void) state_set_aside(&m->state, d->record.id.major, d->record.id.minor);
+                if (manager_restores(m) && state_set_aside(&m->state, &found, d->name) < 0)
+                        log_warning("%s: cannot keep the readable part as its record; the torn record stays "
+                                    "as it is", d->name);
         }
         if (!device_identity_same(&found.id, &d->record.id)) {
                 log_info("%s: the state record for %u:%u was an earlier disk's (queue %" PRIu64 ", now %" PRIu64

@@ -51,8 +51,9 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
                 /* what was on the lost lines cannot be put back: say so, keep them */
                 log_error("%u:%u: %d unreadable line(s) in its state record; kept as %s/devices/%u:%u.torn, "
                           "the rest is put back", major, minor, torn, m->state.path, major, minor);
-                if (!m->options->dry_run)
-                        (void) state_set_aside(&m->state, major, minor);
+                if (!m->options->dry_run && state_set_aside(&m->state, &rec, recorded_name) < 0)
+                        log_warning("%u:%u: cannot keep the readable part as its record; the torn record stays "
+                                    "as it is", major, minor);
         }
         r = record_device(&m->roots, &rec.id, name, sizeof(name));
         if (r == -ENODEV) {

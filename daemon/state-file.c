@@ -209,14 +209,21 @@ int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
         return fsync(d->fd) < 0 ? -errno : 0;
 }
 
-int state_set_aside(const StateDir *d, unsigned major, unsigned minor) {
+int state_set_aside(const StateDir *d, const DeviceRecord *readable, const char *name_now) {
         char name[32], aside[48];
 
         if (d->fd < 0)
                 return 0;
-        record_name(name, sizeof(name), major, minor);
+        record_name(name, sizeof(name), readable->id.major, readable->id.minor);
         snprintf(aside, sizeof(aside), "%s.torn", name);
-        return renameat(d->fd, name, d->fd, aside) < 0 ? -errno : 0;
+        /* a second name for the torn file, then the readable part saved
+         * over the first: at no moment is there no record under the
+         * number (a crash here, and the next daemon finds the originals) */
+        if (unlinkat(d->fd, aside, 0) < 0 && errno != ENOENT)
+                return -errno;
+        if (linkat(d->fd, name, d->fd, aside, 0) < 0)
+                return -errno;
+        return state_save(d, readable, name_now);
 }
 
 int state_remove(const StateDir *d, unsigned major, unsigned minor) {

@@ -37,8 +37,8 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
 int state_save(const StateDir *d, const DeviceRecord *r, const char *name);
 int state_remove(const StateDir *d, unsigned major, unsigned minor);
 /* Keeps a record with unreadable lines as <major>:<minor>.torn, for the
- * admin to read; what could be read goes on in a new record. */
-int state_set_aside(const StateDir *d, unsigned major, unsigned minor);
+ * admin to read, and saves what could be read (readable) as the record. */
+int state_set_aside(const StateDir *d, const DeviceRecord *readable, const char *name_now);
 /* The major:minor of every record, for --restore. */
 int state_list(const StateDir *d, unsigned (**ret)[2], size_t *n);
 /* Files of the first format, named by device (see state-v1.c): whole

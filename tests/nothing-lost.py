@@ -271,6 +271,29 @@ def test_unreadable_record_writes_nothing(tree):
         f"... and its record still restores: {tree.all_original()[1]}"
 
 
+def test_torn_record_survives_a_second_crash(tree):
+    # 6b. a record with an unreadable line, set aside as .torn by the next
+    # daemon, which then crashes before any pass saves again: the readable
+    # part must still be under the disk's number for --restore
+    tree.reset()
+    d = tree.daemon()
+    d.proc.kill()
+    d.proc.wait(timeout=30)
+    record = os.path.join(tree.state, "devices", "7:0")
+    with open(record, "a") as f:
+        f.write("garbage-line\n")
+    d = tree.daemon()
+    assert "unreadable line(s)" in d.text(), f"the torn line is reported: {d.text()[-800:]}"
+    d.proc.kill()
+    d.proc.wait(timeout=30)
+    assert os.path.exists(record) and os.path.exists(record + ".torn"), \
+        f"the readable part stays the record, the torn one beside it: {os.listdir(os.path.dirname(record))}"
+    r = tree.run("--restore")
+    ok, now = tree.all_original()
+    assert r.returncode == 0 and ok, f"two crashes around a torn record; --restore: every original back: " \
+                                     f"{(now, r.stderr[-600:])}"
+
+
 def test_hostile_state_dir(tree):
     # 7. a hostile state dir: refused, nothing written
     tree.reset()

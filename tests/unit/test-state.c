@@ -100,6 +100,37 @@ TEST(state_dir_save_load_remove) {
         rm_rf(dir);
 }
 
+/* A record with unreadable lines is kept as M:m.torn and its readable part
+ * saved as M:m: renamed away, the originals were nowhere on disk until a
+ * pass saved again, and a second crash before that lost them. */
+TEST(state_set_aside_keeps_a_record_under_the_number) {
+        static const char torn[] = "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
+                                   "scheduler mq-deadline none -\ngarbage-line\n";
+        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX";
+        StateDir sd = STATE_DIR_NULL;
+        DeviceRecord back = {}, again = {};
+        int fd;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
+        fd = openat(sd.fd, "7:9", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && write(fd, torn, strlen(torn)) == (ssize_t) strlen(torn) && close(fd) == 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 1);          /* one unreadable line */
+        ASSERT_EQ_INT(state_set_aside(&sd, &back, "loop9"), 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &again, NULL), 0);         /* the readable part, whole */
+        ASSERT_TRUE(again.n_attrs == 1 && device_identity_same(&again.id, &back.id));
+        ASSERT_STREQ(device_record_get(&again, TUNABLE_SCHEDULER)->found, "mq-deadline");
+        ASSERT_EQ_INT(faccessat(sd.fd, "7:9.torn", F_OK, 0), 0);       /* the torn one, for the admin */
+        /* an older .torn is replaced, the record stays */
+        ASSERT_EQ_INT(state_set_aside(&sd, &again, "loop9"), 0);
+        device_record_done(&again);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &again, NULL), 0);
+        device_record_done(&again);
+        device_record_done(&back);
+        state_dir_close(&sd);
+        rm_rf(dir);
+}
+
 /* Issue: another user's symlink at devices/loopN.tmp made root overwrite
  * an arbitrary file, and a planted record was written to sysfs at stop. */
 TEST(state_dir_refuses_hostile_layouts) {
