@@ -33,6 +33,7 @@ struct Device {
         bool reprocess_take_over : 1;
         bool new_media : 1;     /* diskseq moved: the next pass adopts what the admin set */
         bool gone : 1;          /* forgotten: out of the table, freed after this dispatch */
+        bool busy_unreadable : 1; /* the sampler's (device_busy_unreadable()) */
         /* as long as it is (most are under 16 bytes, the kernel allows 31):
          * a refresh replaces the facts of the same name only */
         char name[];

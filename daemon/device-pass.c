@@ -375,7 +375,7 @@ static void device_account_flip(Manager *m, Device *d, double ms) {
         _cleanup_free_ DynDecision *dec = d->dynamic->flips->flip;
 
         d->dynamic->flips->flip = NULL;
-        d->dynamic->state.flip_cost_ms += ms;
+        d->dynamic->state.flip_cost_ms += (float) ms;
         device_remember_flip(m, d->dynamic->flips, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }

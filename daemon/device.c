@@ -109,6 +109,14 @@ SampleState *device_sample_state(Device *d) {
         return &d->sample;
 }
 
+bool device_busy_unreadable(const Device *d) {
+        return d->busy_unreadable;
+}
+
+void device_set_busy_unreadable(Device *d, bool b) {
+        d->busy_unreadable = b;
+}
+
 bool device_overridden(const Device *d) {
         return d->override_note;
 }

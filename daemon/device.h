@@ -42,7 +42,6 @@ typedef struct DeviceFlips {
 typedef struct DeviceDynamic {
         DynState state;
         DeviceFlips *flips;     /* NULL until the first flip */
-        bool busy_unreadable;   /* its dispatch_busy could not be read last time (warned once) */
 } DeviceDynamic;
 
 /* Lookup, O(1) by number. */
@@ -89,8 +88,11 @@ const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
 /* NULL unless the policy has [Dynamic]. */
 DeviceDynamic *device_dynamic(const Device *d);
-/* The sampler's: the device's last counters and signals. */
+/* The sampler's: the device's last counters and signals, and whether its
+ * dispatch_busy could not be read last time (warned once). */
 SampleState *device_sample_state(Device *d);
+bool device_busy_unreadable(const Device *d);
+void device_set_busy_unreadable(Device *d, bool b);
 /* d's whole facts, in *view: the shared ones with its name, number,
  * diskseq and properties (borrowed: not for device_facts_done()). */
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);

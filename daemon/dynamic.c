@@ -157,7 +157,7 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         *ret = (DynDecision) {};
         if (!s->started) {
                 s->started = true;
-                s->since_tick = tick;
+                s->since_tick = (uint32_t) tick;
         }
         if (!sig->valid)
                 return 0;       /* no baseline or a counter wrapped: hold everything */
@@ -173,7 +173,7 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         need = s->busy ? p->leave_ticks : p->enter_ticks;
         streak = s->busy ? &s->leave_streak : &s->enter_streak;
         *streak = all_hold(conds, n, &avg) ? *streak + 1 : 0;
-        if (*streak < need || tick - s->since_tick < p->min_dwell_ticks)
+        if (*streak < need || (uint32_t) ((uint32_t) tick - s->since_tick) < p->min_dwell_ticks)
                 return 0;
         if (flips_within(s, tick, p->flip_window_ticks) >= p->max_flips) {
                 s->capped++;
@@ -186,7 +186,7 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         ret->to_busy = !s->busy;
         describe(conds, n, need, &avg, ret->reason, sizeof(ret->reason));
         s->busy = !s->busy;
-        s->since_tick = tick;
+        s->since_tick = (uint32_t) tick;
         s->enter_streak = s->leave_streak = 0;
         flip_ring_push(s, tick);
         s->flips++;

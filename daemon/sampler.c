@@ -29,7 +29,6 @@ static uint64_t cpu_nsec(void) {
  * once when it is back: one bad device must not warn every tick, nor a
  * good one hide it from status (m->dispatch_busy_error: any this tick). */
 static double read_dispatch_busy(Manager *m, Device *d) {
-        DeviceDynamic *y = device_dynamic(d);
         const char *name = device_name(d);
         DeviceFacts view;
         const DeviceFacts *f = device_facts(d, &view);
@@ -44,19 +43,19 @@ static double read_dispatch_busy(Manager *m, Device *d) {
                 if (r == 0)
                         r = sysfs_read(path, buf, sizeof(buf));
                 if (r < 0) {
-                        if (!y->busy_unreadable)
+                        if (!device_busy_unreadable(d))
                                 log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "
                                                   "(is debugfs mounted?): %m", name, path);
-                        y->busy_unreadable = true;
+                        device_set_busy_unreadable(d, true);
                         m->dispatch_busy_error = r;
                         return -1;      /* no debugfs: the signal is unknown, not 0 */
                 }
                 if (atof(buf) > best)
                         best = atof(buf);
         }
-        if (y->busy_unreadable)
+        if (device_busy_unreadable(d))
                 log_info("%s: dispatch_busy can be read again", name);
-        y->busy_unreadable = false;
+        device_set_busy_unreadable(d, false);
         return best;
 }
 
