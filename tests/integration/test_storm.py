@@ -88,6 +88,12 @@ def test_a_disk_removed_while_its_pass_is_queued(start, daemons, loops, default)
     try:
         victim = loops.add()        # its pass waits in the queue behind it
         victim_record = record_path(start.state, victim)
+
+        def victim_known():
+            return any(d["name"] == victim for d in control_call(daemons.sock, {"command": "devices"})["result"])
+        # known means decided and its pass queued (the same dispatch as its
+        # add event); removed before that, it would be classified half gone
+        wait_for(victim_known, 10, f"{victim} to be decided")
         loops.remove(victim)
         wait_for(lambda: scheduler(held) == "mq-deadline", 10, f"{held}'s held write to land")
         wait_for(lambda: "dropped its queued pass" in daemon.text(), 10, "the queued pass to be dropped")
