@@ -331,31 +331,19 @@ static int run(int argc, char *argv[]) {
         r = manager_new(&o, &m);
         if (r < 0)
                 goto out;
-        switch (o.mode) {
-        case RUN_CHECK_CONFIG:
+        if (o.mode == RUN_CHECK_CONFIG)
                 r = check_config(m);
-                break;
-        case RUN_REPLAY:
+        else if (o.mode == RUN_REPLAY)
                 r = run_replay(m);
-                break;
-        case RUN_RESTORE:
-                r = manager_open_state_dir(m);
-                if (r >= 0)
-                        r = restore_records(m);
-                break;
-        case RUN_ONCE:
-                r = manager_open_state_dir(m);
-                if (r >= 0)
-                        r = manager_scan(m);
-                if (r >= 0)
-                        r = manager_print_report(m);
-                break;
-        case RUN_DAEMON:
-                r = manager_open_state_dir(m);
-                if (r >= 0)
-                        r = run_daemon(m);
-                break;
-        }
+        /* the modes that change devices or put them back: the records first */
+        else if ((r = manager_open_state_dir(m)) < 0)
+                goto out;
+        else if (o.mode == RUN_RESTORE)
+                r = restore_records(m);
+        else if (o.mode == RUN_ONCE && (r = manager_scan(m)) >= 0)
+                r = manager_print_report(m);
+        else if (o.mode == RUN_DAEMON)
+                r = run_daemon(m);
 out:
         manager_free(m);
         strv_free(o.policy_dirs);
