@@ -59,6 +59,16 @@ struct ApplyJob;
  * periods): see docs/benchmarks.md. */
 #define APPLY_PARALLELISM 64
 
+/* A tick's read of /proc/diskstats, across dispatches (sampler.c). */
+typedef struct TickRead {
+        bool active;                    /* between the tick's start and its end */
+        bool skipping;                  /* in a line longer than the buffer: not diskstats */
+        int fd;
+        int read_error;
+        uint64_t now, interval_us;      /* of the tick: every device's rates are over the same interval */
+        size_t kept;                    /* bytes of a cut line at the front of the buffer */
+} TickRead;
+
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
 typedef struct PendingFlip {
         dev_t devnum;
@@ -97,10 +107,11 @@ struct Manager {
         /* sampling */
         sd_event_source *tick_source;
         sd_event_source *tick_more;     /* the next slice of a tick's read (sampler.c) */
-        struct TickRead *tick_read;     /* the tick's read in progress, NULL between ticks */
+        TickRead tick_read;             /* the tick's read in progress, if active */
         uint64_t tick;                  /* ticks so far */
         uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
         char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */
+        char *diskstats_path;           /* <proc>/diskstats */
         PendingFlip *flips;             /* decided during this tick's pass, applied after it */
         size_t n_flips, flips_size;
         int diskstats_error;            /* last read error, 0 when fine */

@@ -149,29 +149,19 @@ static int sample_line(Manager *m, const char *line, size_t len, uint64_t interv
  * socket, uevents and the applier have their turn. */
 #define TICK_SLICE_USEC 2000
 
-/* A tick's read of /proc/diskstats, across dispatches. */
-typedef struct TickRead {
-        int fd;
-        char path[PATH_MAX];
-        uint64_t now, interval_us;      /* of the tick: every device's rates are over the same interval */
-        size_t kept;                    /* bytes of a cut line at the front of m->diskstats */
-        bool skipping;                  /* in a line longer than the buffer: not diskstats */
-        int read_error;
-} TickRead;
-
-static TickRead *tick_read_free(TickRead *t) {
-        if (t) {
+/* Ends a tick's read (a Manager's TickRead is zeroed, fd 0, before its
+ * first: only an active one holds a file). */
+static void tick_read_done(TickRead *t) {
+        if (t->active)
                 closep(&t->fd);
-                free(t);
-        }
-        return NULL;
+        *t = (TickRead) { .fd = -1 };
 }
 
 /* Parses what one read() gave; 1 at the end of the file, 0 to go on,
  * -ENOMEM. A failed read ends the file with t->read_error set. */
 static int tick_read_chunk(Manager *m, TickRead *t) {
         char *buf = m->diskstats, *p = buf, *end, *nl;
-        ssize_t k = sysfs_read_chunk(t->path, t->fd, buf + t->kept, DISKSTATS_CHUNK - t->kept);
+        ssize_t k = sysfs_read_chunk(m->diskstats_path, t->fd, buf + t->kept, DISKSTATS_CHUNK - t->kept);
         int r = 0;
 
         if (k < 0) {
@@ -224,23 +214,23 @@ static int tick_read_slice(Manager *m, TickRead *t) {
 /* Opens the tick's read. -ENOMEM only; an open that fails is the tick's
  * read error (the tick ends at once). */
 static int tick_begin(Manager *m, uint64_t now) {
-        TickRead *t;
+        TickRead *t = &m->tick_read;
 
         m->tick++;
         m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
         if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
                 return -ENOMEM;
-        t = calloc(1, sizeof(TickRead));
-        if (!t)
+        if (!m->diskstats_path && asprintf(&m->diskstats_path, "%s/diskstats", m->roots.proc) < 0) {
+                m->diskstats_path = NULL;
                 return -ENOMEM;
-        *t = (TickRead) { .now = now, .interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0 };
-        snprintf(t->path, sizeof(t->path), "%s/diskstats", m->roots.proc);
-        t->fd = sysfs_open_read(t->path);
+        }
+        *t = (TickRead) { .active = true, .now = now,
+                          .interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0 };
+        t->fd = sysfs_open_read(m->diskstats_path);
         if (t->fd < 0)
                 t->read_error = t->fd;
         else if (m->record)
                 record_write_tick(m->record, now, m->tick);
-        m->tick_read = t;
         return 0;
 }
 
@@ -276,9 +266,9 @@ static void tick_metrics(Manager *m) {
  * applied after the whole read (even a failed one: they were decided on
  * good samples). */
 static int tick_end(Manager *m) {
-        int sampled = tick_sampled(m, m->tick_read), r;
+        int sampled = tick_sampled(m, &m->tick_read), r;
 
-        m->tick_read = tick_read_free(m->tick_read);
+        tick_read_done(&m->tick_read);
         (void) sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
         r = flips_apply(m);
         if (r >= 0 && sampled)
@@ -308,8 +298,8 @@ static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now, bool
 
         if (begin)
                 r = tick_begin(m, now);
-        if (r >= 0 && m->tick_read) {
-                TickRead *t = m->tick_read;
+        if (r >= 0 && m->tick_read.active) {
+                TickRead *t = &m->tick_read;
 
                 r = t->fd >= 0 ? tick_read_slice(m, t) : 1;
                 if (r == 0)
@@ -329,7 +319,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
         /* a tick still reading (10,000 disks at a 10 ms tick) is not
          * started again: its rates would be over a part of an interval */
-        if (!m->tick_read)
+        if (!m->tick_read.active)
                 r = sampler_tick(m, now, true);
         if (r < 0)
                 return manager_fatal(m, r);
@@ -347,9 +337,10 @@ static int on_tick_more(sd_event_source *s _unused_, uint64_t usec _unused_, voi
 
 void sampler_stop(Manager *m) {
         /* a recording ends with whole ticks, even one cut short by an error */
-        if (m->tick_read && m->tick_read->fd >= 0 && m->record)
+        if (m->tick_read.active && m->tick_read.fd >= 0 && m->record)
                 record_end_tick(m->record);
-        m->tick_read = tick_read_free(m->tick_read);
+        tick_read_done(&m->tick_read);
+        m->diskstats_path = mfree(m->diskstats_path);
         m->tick_more = sd_event_source_disable_unref(m->tick_more);
         m->tick_source = sd_event_source_disable_unref(m->tick_source);
 }
