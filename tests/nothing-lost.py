@@ -26,7 +26,7 @@ import time
 import pytest
 
 from blkptest import faketree
-from blkptest.daemon import Daemon
+from blkptest.daemon import Daemon, wait_for
 from blkptest.diskstats import Feeder
 from blkptest.faketree import DISKS
 
@@ -411,9 +411,7 @@ def test_overridden_disk_whose_policy_goes(tree):
     tree.reset("drift_checks_per_tick = 8\n")
     d = tree.daemon()
     write(tree.qfile("loop0", "scheduler"), "none mq-deadline [kyber] bfq")      # the admin
-    deadline = time.monotonic() + 10
-    while "leaving it alone" not in d.text() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: "leaving it alone" in d.text(), 10, "the admin's change to be noticed")
     os.unlink(os.path.join(tree.policies, "50-switch.policy"))
     d.proc.send_signal(signal.SIGHUP)
     d.wait_for("READY=1")

@@ -5,7 +5,8 @@ a copy of tests/fixtures/kvm-6.18 with a second loop disk and the
 sysfs, with no root."""
 import os
 import shutil
-import subprocess
+
+from .daemon import fixture_roots
 
 DISKS = ("loop0", "loop1")
 
@@ -41,11 +42,6 @@ def live(root, dev, attr):
     return text
 
 
-def roots(root):
-    return ["--sysfs-root", os.path.join(root, "sys"), "--proc-root", os.path.join(root, "proc"),
-            "--debugfs-root", os.path.join(root, "debug")]
-
-
 class Workspace:
     """One test's work directory on the fake kernel: the tree (root/), the
     daemon's state/ and policies/, its control socket, and the arguments
@@ -69,5 +65,5 @@ class Workspace:
 
     def daemon_args(self, conf, *extra):
         """blkpolicyd's arguments for this tree, on every loop disk."""
-        return ["--config", conf, "--policy-dir", self.policies, *roots(self.root), "--state-dir", self.state,
+        return ["--config", conf, "--policy-dir", self.policies, *fixture_roots(self.root), "--state-dir", self.state,
                 "--socket", self.sock_path, "--device", "loop*", *extra]

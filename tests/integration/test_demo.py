@@ -8,7 +8,7 @@ import subprocess
 
 from blkptest.loop import sysfs
 
-LOOP_BASE = 900     # the demo's own scratch range (tools/demo.py)
+# the demo makes its scratch devices from loop900 on (tools/demo.py)
 
 
 def schedulers():
