@@ -309,12 +309,15 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
         return 0;
 }
 
-/* new media adopts the admin's values in round 0 only: what they set while
- * the pass runs is an override of the new medium */
+/* New media adopts what the admin set before it, in every round (a switch
+ * is a round of its own: the other tunables come after it), and only what
+ * still holds the value seen at the change, or, without that snapshot, at
+ * the pass's first read: what they set while the pass runs is an override
+ * of the new medium. */
 static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
-                              .take_over = p->req->take_over, .new_media = p->req->new_media && round == 0,
-                              .media_live = p->req->media_live };
+                              .take_over = p->req->take_over, .new_media = p->req->new_media,
+                              .media_live = p->req->media_live ?: round > 0 ? p->before : NULL };
         Reconciled rec;
         int k;
 

@@ -72,7 +72,6 @@ typedef struct TickRead {
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
 typedef struct PendingFlip {
         dev_t devnum;
-        uint64_t queue_id;      /* the disk it was decided for: the number may pass to another */
         DynDecision dec;
 } PendingFlip;
 

@@ -59,9 +59,9 @@ static double read_dispatch_busy(Manager *m, Device *d) {
         return best;
 }
 
-/* Flips wait until every device is sampled: a flip's scheduler write
- * (10-25 ms) would otherwise delay reading the devices after it, and
- * inflate their rates over this tick's interval. */
+/* Flips wait until the slice is read: a flip's pass (deciding it, and its
+ * writes when the applier cannot start a thread) would otherwise delay
+ * reading the devices after it, and inflate their rates. */
 static int flips_push(Manager *m, const Device *d, const DynDecision *dec) {
         if (m->n_flips == m->flips_size) {
                 size_t n = m->flips_size ? m->flips_size * 2 : 4;
@@ -72,30 +72,21 @@ static int flips_push(Manager *m, const Device *d, const DynDecision *dec) {
                 m->flips = f;
                 m->flips_size = n;
         }
-        m->flips[m->n_flips++] = (PendingFlip) { .devnum = device_devnum(d),
-                                                 .queue_id = device_record(d)->id.queue_id, .dec = *dec };
+        m->flips[m->n_flips++] = (PendingFlip) { .devnum = device_devnum(d), .dec = *dec };
         return 0;
 }
 
-/* A flip may forget its device (gone while applying), never another one:
+/* The flips of a slice, at its end: in the dispatch that decided them, so
+ * that no pause, reload or new disk under the number comes in between. A
+ * flip may forget its device (gone while applying), never another one:
  * each is found again by number. */
-/* The tick's read spans dispatches: between a flip's decision and now,
- * its disk may have gone (and another taken the number), been paused, or
- * lost its [Dynamic] in a reload, which also decided it again. */
-static bool flip_still_holds(Manager *m, const Device *d, const PendingFlip *f) {
-        const DeviceDynamic *y = device_dynamic(d);
-
-        return device_record(d)->id.queue_id == f->queue_id && y && y->state.busy == f->dec.to_busy &&
-               !device_is_held(m, d);
-}
-
 static int flips_apply(Manager *m) {
         int r = 0;
 
         for (size_t i = 0; i < m->n_flips && r >= 0; i++) {
                 Device *d = device_get(m, m->flips[i].devnum);
 
-                if (d && flip_still_holds(m, d, &m->flips[i]))
+                if (d)
                         r = device_flip(m, d, &m->flips[i].dec);
         }
         m->n_flips = 0;
@@ -262,16 +253,12 @@ static void tick_metrics(Manager *m) {
                 log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", m->config.metrics_textfile_dir);
 }
 
-/* After the read: flips → drift → metrics. The flips the step decided are
- * applied after the whole read (even a failed one: they were decided on
- * good samples). */
+/* After the read: drift → metrics. */
 static int tick_end(Manager *m) {
-        int sampled = tick_sampled(m, &m->tick_read), r;
+        int sampled = tick_sampled(m, &m->tick_read), r = 0;
 
         tick_read_done(&m->tick_read);
-        (void) sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
-        r = flips_apply(m);
-        if (r >= 0 && sampled)
+        if (sampled)
                 r = drift_check(m, m->config.drift_checks_per_tick);
         if (r >= 0 && sampled)
                 tick_metrics(m);
@@ -288,8 +275,10 @@ static int tick_more(Manager *m) {
 }
 
 /* The tick, as a pipeline: sample (each device's signals and dynamic
- * step, a slice of /proc/diskstats per dispatch) → flips → drift →
- * metrics. begin: a new tick; else the next slice of the running one.
+ * step, a slice of /proc/diskstats per dispatch) → the slice's flips (a
+ * flip's write is the applier's: the devices read after it are not held
+ * up) → drift → metrics. begin: a new tick; else the next slice of the
+ * running one.
  * Returns 0, or -ENOMEM. noinline: bench/scale.py has callgrind count
  * from this symbol. */
 static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now, bool begin) {
@@ -301,11 +290,11 @@ static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now, bool
         if (r >= 0 && m->tick_read.active) {
                 TickRead *t = &m->tick_read;
 
-                r = t->fd >= 0 ? tick_read_slice(m, t) : 1;
-                if (r == 0)
-                        r = tick_more(m);
-                else if (r > 0)
-                        r = tick_end(m);
+                int k = t->fd >= 0 ? tick_read_slice(m, t) : 1;
+
+                r = k < 0 ? k : flips_apply(m);
+                if (r >= 0)
+                        r = k == 0 ? tick_more(m) : tick_end(m);
         }
         m->tick_cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
         m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;

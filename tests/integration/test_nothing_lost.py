@@ -179,3 +179,30 @@ def test_reload_drops_a_policy_then_the_admin_changes_the_scheduler(case):
     rc = daemon.stop()
     assert rc == 0 and scheduler(a) == "kyber" and sysfs(a, "read_ahead_kb") == "128", \
         f"the admin's kyber stays; blkpolicyd's read_ahead_kb goes back: {case.snapshot()}"
+
+
+def test_new_medium_with_a_switch_adopts_the_admins_values(case, loops):
+    # a new medium (detach, the admin's settings, attach) whose pass switches
+    # the scheduler: the switch is its own round, and what the admin set
+    # before the attach is the new medium's original in the rounds after it
+    # too, not an override that leaves the disk unmanaged
+    a = case.a
+    case.setup()
+    daemon = case.start()
+    assert case.applied(), f"applied: {case.snapshot()}"
+    loops.detach(a)
+    set_attr(a, "scheduler", "mq-deadline")
+    set_attr(a, "read_ahead_kb", "512")
+    loops.attach(a)
+    wait_for(lambda: scheduler(a) == "none" and sysfs(a, "read_ahead_kb") == "4096", 10,
+             "the new medium to get the policy's values")
+    dev = daemon_device(case, a)
+    assert not dev["overridden"], f"the admin's values before the attach are no override: {dev}"
+    rc = daemon.stop()
+    assert rc == 0 and scheduler(a) == "mq-deadline" and sysfs(a, "read_ahead_kb") == "512", \
+        f"at stop the new medium's originals are back: {(rc, scheduler(a), sysfs(a, 'read_ahead_kb'))}"
+
+
+def daemon_device(case, name):
+    from blkptest.daemon import control_call
+    return control_call(case.daemons.sock, {"command": "device", "device": name})["result"]
