@@ -20,7 +20,7 @@ import subprocess
 
 import pytest
 
-from blkptest.daemon import wait_for
+from blkptest.daemon import control_call, wait_for
 from blkptest.loop import record_path, scheduler, set_attr, sysfs
 
 LOOP_BASE = 2500
@@ -196,13 +196,8 @@ def test_new_medium_with_a_switch_adopts_the_admins_values(case, loops):
     loops.attach(a)
     wait_for(lambda: scheduler(a) == "none" and sysfs(a, "read_ahead_kb") == "4096", 10,
              "the new medium to get the policy's values")
-    dev = daemon_device(case, a)
+    dev = control_call(case.daemons.sock, {"command": "device", "device": a})["result"]
     assert not dev["overridden"], f"the admin's values before the attach are no override: {dev}"
     rc = daemon.stop()
     assert rc == 0 and scheduler(a) == "mq-deadline" and sysfs(a, "read_ahead_kb") == "512", \
         f"at stop the new medium's originals are back: {(rc, scheduler(a), sysfs(a, 'read_ahead_kb'))}"
-
-
-def daemon_device(case, name):
-    from blkptest.daemon import control_call
-    return control_call(case.daemons.sock, {"command": "device", "device": name})["result"]
