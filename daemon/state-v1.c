@@ -98,9 +98,10 @@ static bool reset_by_the_switch(unsigned t) {
         return tunables[t].scheduler || streq(tunables[t].attr, "nr_requests") || tunable_reset_by_nr_requests(t);
 }
 
-/* found → found + written, from what the disk holds now. -EAGAIN: a value
- * could not be read now; the file stays for the next start. */
-static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r) {
+/* found → found + written, from what the disk holds now, for what today's
+ * record (newer, merged in already) does not know better. -EAGAIN: a
+ * value could not be read now; the file stays for the next start. */
+static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r, const DeviceRecord *newer) {
         const AttrRecord *s = device_record_get(r, TUNABLE_SCHEDULER);
         char live[VALUE_MAX];
         bool switched = false;
@@ -116,6 +117,8 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r) {
                 unsigned t = r->attrs[i].tunable;
                 const char *written = NULL;
 
+                if (device_record_get(newer, t))
+                        continue;       /* today's daemon recorded what it wrote */
                 if (t != TUNABLE_SCHEDULER && switched && reset_by_the_switch(t))
                         written = WRITTEN_UNKNOWN;
                 else {
@@ -164,12 +167,28 @@ static int take_over(const StateDir *d, const Roots *roots, const char *dev, Dev
         if (k < 0 && k != -ENOENT)
                 return k;       /* today's record unreadable: touch neither */
         if (k >= 0 && !device_identity_same(&newer.id, &r->id)) {
+                /* an earlier disk's at the number, as the daemon drops it */
+                log_info("%s: the state record for %u:%u was an earlier disk's, dropping it", dev, r->id.major,
+                         r->id.minor);
                 device_record_done(&newer);
-                return -EBADMSG;
+                k = state_remove(d, r->id.major, r->id.minor);
+                if (k < 0)
+                        return k;
+        } else if (k > 0) {
+                /* torn: kept beside, as the daemon keeps it, before the merge is saved over it */
+                log_warning("%s: %d unreadable line(s) in its state record; kept as %u:%u.torn", dev, k,
+                            r->id.major, r->id.minor);
+                k = state_set_aside(d, &newer, dev);
+                if (k < 0) {
+                        device_record_done(&newer);
+                        return k;
+                }
         }
-        k = mark_written(roots, dev, r);
-        if (k == 0 && newer.n_attrs > 0)
-                k = merge_newer(r, &newer);
+        /* merged first: a value the old daemon's original has again is
+         * dropped only where today's record has nothing to say */
+        k = merge_newer(r, &newer);
+        if (k == 0)
+                k = mark_written(roots, dev, r, &newer);
         device_record_done(&newer);
         if (k < 0)
                 return k;

@@ -18,6 +18,7 @@ killed by the fixture, pass or fail.
 
 tests/integration/test_nothing_lost.py runs the same on real loop devices."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -567,3 +568,24 @@ def test_first_format_cases(tree):
     r = tree.run("--once")
     assert tree.live("loop0", "read_ahead_kb") == "4096" and os.path.exists(os.path.join(tree.state, "devices", "loop0")), \
         f'first format not taken over (a line it cannot read): nothing written to that disk, the file kept: {(tree.live("loop0", "read_ahead_kb"), r.stderr[-1500:])}'
+
+
+def test_first_format_beside_an_earlier_disks_record(tree):
+    # a record of today at the number that belonged to an earlier disk (its
+    # queue is another): dropped, as the daemon drops it, and the file of
+    # the first format taken over; it blocked the disk for good before
+    tree.once_applied("first format beside a stale record: the disks changed first")
+    record = os.path.join(tree.state, "devices", "7:0")
+    with open(record) as f:
+        text = f.read()
+    write(record, re.sub(r"queue=\d+", "queue=1", text))
+    for dev in DISKS:
+        if dev != "loop0":
+            os.unlink(os.path.join(tree.state, "devices", f"7:{dev[-1]}"))
+    write(os.path.join(tree.state, "devices", "loop0"), "# blkpolicyd originals v1\n" +
+          "".join(f"{a}={v}\n" for a, v in sorted(ORIGINAL["loop0"].items())))
+    r = tree.run("--restore")
+    assert r.returncode == 0 and tree.snapshot("loop0") == ORIGINAL["loop0"] \
+        and os.listdir(os.path.join(tree.state, "devices")) == [], \
+        f"the earlier disk's record dropped, the first format's originals back: " \
+        f"{(tree.snapshot('loop0'), os.listdir(os.path.join(tree.state, 'devices')), r.stderr[-1500:])}"
