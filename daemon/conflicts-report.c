@@ -146,12 +146,15 @@ static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affe
  * the admin fixes still disappears without a reload. doctor, start and
  * reload look afresh. NULL when the scan failed (logged). */
 #define CONFLICTS_MAX_AGE_USEC ((uint64_t) 5000000)
+/* The metrics file is written from the tick (every 15 s by default): a
+ * scan per write would re-read every rules file and tuned profile there. */
+#define CONFLICTS_METRICS_MAX_AGE_USEC ((uint64_t) 300000000)
 
-static const ConflictSet *scanned(Manager *m, bool afresh) {
+static const ConflictSet *scanned_within(Manager *m, uint64_t max_age_usec) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC);
         int r;
 
-        if (!afresh && m->conflicts_usec && now - m->conflicts_usec < CONFLICTS_MAX_AGE_USEC)
+        if (m->conflicts_usec && now - m->conflicts_usec < max_age_usec)
                 return &m->conflicts;
         conflict_set_done(&m->conflicts);
         m->conflicts_usec = 0;
@@ -162,6 +165,10 @@ static const ConflictSet *scanned(Manager *m, bool afresh) {
         }
         m->conflicts_usec = now;
         return &m->conflicts;
+}
+
+static const ConflictSet *scanned(Manager *m, bool afresh) {
+        return scanned_within(m, afresh ? 0 : CONFLICTS_MAX_AGE_USEC);
 }
 
 cJSON *conflicts_report_json(Manager *m) {
@@ -219,7 +226,7 @@ cJSON *conflicts_report_doctor(Manager *m) {
 }
 
 void conflicts_report_metrics(Manager *m, FILE *f) {
-        const ConflictSet *set = scanned(m, false);
+        const ConflictSet *set = scanned_within(m, CONFLICTS_METRICS_MAX_AGE_USEC);
         _cleanup_free_ Device **sorted = NULL;
         unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
         int n;

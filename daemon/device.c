@@ -90,7 +90,7 @@ dev_t device_devnum(const Device *d) {
 
 /* The table's key of a node (device-table.h). */
 dev_t device_node_devnum(const DevNode *n) {
-        return device_devnum((const Device *) ((const char *) n - offsetof(Device, node)));
+        return device_devnum(device_of_node((DevNode *) n));
 }
 
 const Plan *device_plan(const Device *d) {
@@ -155,10 +155,9 @@ bool device_seen(const Device *d) {
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...) {
         va_list ap;
 
-        d->error = mfree(d->error);
+        free(d->error);
         va_start(ap, format);
-        if (vasprintf(&d->error, format, ap) < 0)
-                d->error = NULL;
+        d->error = vstrdupf(format, ap);
         va_end(ap);
 }
 
@@ -369,14 +368,6 @@ static int device_load_record(Manager *m, Device *d) {
                 device_set_error(d, r, "cannot read its state record, nothing is written");
                 return log_warning_errno(r, "%s: cannot read its state record, writing nothing to it: %m", d->name), 0;
         }
-        if (r > 0) {
-                log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt); kept as "
-                            "%s/devices/%u:%u.torn, the rest is used", d->name, r, m->state.path,
-                            d->record.id.major, d->record.id.minor);
-                if (manager_restores(m) && state_set_aside(&m->state, &found, d->name) < 0)
-                        log_warning("%s: cannot keep the readable part as its record; the torn record stays "
-                                    "as it is", d->name);
-        }
         if (!device_identity_same(&found.id, &d->record.id)) {
                 log_info("%s: the state record for %u:%u was an earlier disk's (queue %" PRIu64 ", now %" PRIu64
                          "), dropping it", d->name, found.id.major, found.id.minor, found.id.queue_id,
@@ -385,6 +376,14 @@ static int device_load_record(Manager *m, Device *d) {
                 if (manager_restores(m))
                         (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
                 return 0;
+        }
+        if (r > 0) {
+                log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt); kept as "
+                            "%s/devices/%u:%u.torn, the rest is used", d->name, r, m->state.path,
+                            d->record.id.major, d->record.id.minor);
+                if (manager_restores(m) && state_set_aside(&m->state, &found, d->name) < 0)
+                        log_warning("%s: cannot keep the readable part as its record; the torn record stays "
+                                    "as it is", d->name);
         }
         log_info("%s: found what an earlier run changed (%u value(s))", d->name, found.n_attrs);
         found.id = d->record.id;        /* the diskseq of now */

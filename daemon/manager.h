@@ -92,9 +92,9 @@ struct Manager {
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */
         size_t n_media;
-        char **v1_pending;
+        char **v1_pending;             /* disks with a record of the first format not taken over: held */
         ConflictSet conflicts;          /* the other writers, as last scanned (conflicts-report.c) */
-        uint64_t conflicts_usec;        /* when; 0: never, or the scan failed */              /* disks with a record of the first format not taken over: held */
+        uint64_t conflicts_usec;        /* when; 0: never, or the scan failed */
         struct Applier *applier;        /* apply passes off the loop */
         unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */

@@ -249,7 +249,7 @@ int device_record_parse(const char *text, size_t size, DeviceRecord *ret, char *
         }
         *ret = r;
         if (ret_name)
-                memcpy(ret_name, name, STATE_NAME_MAX);
+                (void) strscpy(ret_name, STATE_NAME_MAX, name);
         return bad;
 }
 
