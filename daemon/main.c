@@ -198,6 +198,10 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 return log_error_errno(EINVAL, "%s takes no arguments, got: %s (a disk is chosen with --device=)",
                                        program_invocation_short_name, extra);
         }
+        /* the ticks are the daemon's: with another mode nothing would be recorded */
+        if (o->record_path && o->mode != RUN_DAEMON)
+                return log_error_errno(EINVAL, "--record records the daemon's ticks; %s has none",
+                                       mode_options[o->mode]);
         return 1;
 }
 

@@ -52,3 +52,13 @@ def test_once_reads_udev_properties(blkpolicyd, kvm_fixture, work):
     assert devs.get("vda", {}).get("policy") == "90-property.policy" \
         and devs.get("loop0", {}).get("policy") is None, \
         f"--once: property= matches the udev database's entry\n{p.stdout}{p.stderr}"
+
+
+def test_run_modes_are_one_per_run(blkpolicyd):
+    # two modes, or --record with a mode that has no ticks, are refused
+    # rather than one silently winning or the recording staying empty
+    for args, why in ((["--once", "--restore"], "exclude each other"),
+                      (["--check-config", "--replay=/dev/null"], "exclude each other"),
+                      (["--once", "--record=/nonexistent/x.jsonl"], "--record records the daemon's ticks")):
+        p = subprocess.run([blkpolicyd, "--dry-run", *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 1 and why in p.stderr, f"{args}: refused, '{why}': {(p.returncode, p.stderr)}"
