@@ -94,10 +94,6 @@ static bool written_before_boot(const StateDir *d, const Roots *roots, const cha
         return btime > 0 && (unsigned long long) st.st_mtime < btime;
 }
 
-static bool reset_by_the_switch(unsigned t) {
-        return tunables[t].scheduler || streq(tunables[t].attr, "nr_requests") || tunable_reset_by_nr_requests(t);
-}
-
 /* found → found + written, from what the disk holds now, for what today's
  * record (newer, merged in already) does not know better. -EAGAIN: a
  * value could not be read now; the file stays for the next start. */
@@ -119,7 +115,9 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r, co
 
                 if (device_record_get(newer, t))
                         continue;       /* today's daemon recorded what it wrote */
-                if (t != TUNABLE_SCHEDULER && switched && reset_by_the_switch(t))
+                /* the switch away from the found scheduler reset these */
+                if (t != TUNABLE_SCHEDULER && switched &&
+                    (tunable_reset_by_switch(t, s->found) || tunable_reset_by_nr_requests(t)))
                         written = WRITTEN_UNKNOWN;
                 else {
                         k = attr_read_current(roots, dev, t, live, sizeof(live));
