@@ -6,10 +6,15 @@ For N loop devices (default 1000) that appear while the daemon runs, each
 needing one scheduler write (none -> mq-deadline):
   - floor: the same write to the same N devices by 64 threads, timed here
     (concurrent writers share RCU grace periods: the physical limit);
+  - storm floor: the whole storm with the bench's own 64 writers, each
+    disk handed to them as soon as LOOP_CTL_ADD returns (no uevent, no
+    daemon): what this kernel allows for the adds and writes together,
+    which slow each other down;
   - serial: the same by one thread (what a daemon writing on its loop gets);
   - blkpolicyd, for each apply_parallelism given: time from the first
     LOOP_CTL_ADD to every device set; the worst answer time of `status`
     on the control socket during the storm (a client asking all along);
+    the daemon's CPU time (all threads) during the storm;
     the longest gap between watchdog pings (WATCHDOG_USEC=1 s, as the unit
     sets 30 s) against its interval; devices lost.
 Devices are removed with 16 threads (LOOP_CTL_REMOVE is ~35 ms each).
@@ -32,6 +37,7 @@ import contextlib
 import fcntl
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -58,7 +64,7 @@ def loop_ctl(op, index):
         os.close(fd)
 
 
-def add_devices(n):
+def add_devices(n, made=None):
     out = []
     for i in range(BASE, BASE + 20 * n):
         if len(out) == n:
@@ -68,6 +74,8 @@ def add_devices(n):
         try:
             loop_ctl(0x4C80, i)
             out.append(f"loop{i}")
+            if made:
+                made(out[-1])
         except OSError:
             pass
     return out
@@ -83,6 +91,36 @@ def remove_devices(devs):
                 time.sleep(0.02)
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         list(ex.map(remove, devs))
+
+
+def storm_floor(n, threads):
+    """The same storm with the bench's own writers told of each disk as
+    soon as it is made: no uevent, no daemon, what this kernel allows."""
+    q = queue.Queue()
+
+    def writer():
+        while (dev := q.get()) is not None:
+            set_attr(dev, "scheduler", "mq-deadline")
+    writers = [threading.Thread(target=writer) for _ in range(threads)]
+    for w in writers:
+        w.start()
+    t0 = time.perf_counter()
+    devs = []
+    try:
+        devs = add_devices(n, q.put)
+    finally:
+        for _ in writers:
+            q.put(None)
+        for w in writers:
+            w.join()
+    return devs, time.perf_counter() - t0
+
+
+def cpu_seconds(pid):
+    """utime + stime of every thread of pid, so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def write_all(devs, value, threads):
@@ -159,6 +197,7 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
         prof = LoopProfile(proc.pid) if profile else contextlib.nullcontext()
         with prof:
             asker = Asker(sock)
+            cpu0 = cpu_seconds(proc.pid)
             t0 = time.perf_counter()
             start_mono = time.monotonic()
             devs = add_devices(n)
@@ -166,6 +205,7 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
             pending = unset_after(devs, "mq-deadline", 300, poll=0.005)
             settled = time.perf_counter() - t0
             end_mono = time.monotonic()
+            cpu = cpu_seconds(proc.pid) - cpu0
             asker.stop = True
             asker.join()
         pings = [t for t, m in notify.got if "WATCHDOG=1" in m.split("\n") and start_mono <= t <= end_mono]
@@ -174,7 +214,7 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
                                                          "blkpolicyctl"), "--socket", sock, "--json", "status"],
                                            capture_output=True, text=True).stdout)
         return devs, {"parallelism": parallelism, "added_s": added, "settled_s": settled,
-                      "after_last_add_s": settled - added, "lost": len(pending),
+                      "after_last_add_s": settled - added, "lost": len(pending), "daemon_cpu_s": cpu,
                       "socket_worst_ms": asker.worst * 1000, "socket_answers": asker.count,
                       "watchdog_longest_gap_ms": max(gaps) * 1000,
                       "scheduler_writes": status["result"]["writes"]["scheduler"],
@@ -208,6 +248,8 @@ def main():
         write_all(devs, "none", 64)
         floors["1"] = None if args.skip_serial else write_all(devs, "mq-deadline", 1)
         remove_devices(devs)
+        devs, floors["storm"] = storm_floor(args.devices, 64)
+        remove_devices(devs)
         devs = []
         for p in map(int, args.parallelism.split(",")):
             devs, row = daemon_storm(blkpolicyd, work, state_parent, args.devices, p, args.profile_loop)
@@ -221,13 +263,16 @@ def main():
     print(f"{args.devices} loop devices, kernel {os.uname().release}, {os.cpu_count()} CPUs, state dir on "
           f"{'disk (ext4)' if args.state_on_disk else 'tmpfs'}\n")
     serial = "not measured" if floors["1"] is None else f"{floors['1']:.2f} s"
-    print(f"floor: 64 threads set all in {floors['64']:.2f} s; one thread: {serial}\n")
-    print("| apply_parallelism | all set after (s) | / floor | adds took (s) | after the last add (s) "
-          "| socket worst (ms) | answers | watchdog longest gap (ms, of 1000) | scheduler writes | lost |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"floor: 64 threads set all in {floors['64']:.2f} s; one thread: {serial}; the storm with the bench's "
+          f"own 64 writers told of each disk as it is made: {floors['storm']:.2f} s\n")
+    print("| apply_parallelism | all set after (s) | / floor | / storm floor | adds took (s) | after the last add (s) "
+          "| daemon CPU (s) | socket worst (ms) | answers | watchdog longest gap (ms, of 1000) | scheduler writes "
+          "| lost |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['parallelism']} | {r['settled_s']:.2f} | {r['settled_s'] / floors['64']:.2f} | "
-              f"{r['added_s']:.2f} | {r['after_last_add_s']:.2f} | {r['socket_worst_ms']:.1f} | {r['socket_answers']} | "
+              f"{r['settled_s'] / floors['storm']:.2f} | {r['added_s']:.2f} | {r['after_last_add_s']:.2f} | "
+              f"{r['daemon_cpu_s']:.2f} | {r['socket_worst_ms']:.1f} | {r['socket_answers']} | "
               f"{r['watchdog_longest_gap_ms']:.0f} | {r['scheduler_writes']} | {r['lost']} |")
     for r in rows:
         for d in r["loop_longest"] or []:
