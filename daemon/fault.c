@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "fault.h"
+#include "log.h"
 #include "util.h"
 
 #if ENABLE_FAULT_INJECTION
@@ -117,6 +118,8 @@ int fault_check(const char *op, const char *path) {
                 /* a write the kernel holds for seconds (a queue freeze behind slow I/O) */
                 struct timespec ts = { .tv_sec = delay_ms / 1000, .tv_nsec = (delay_ms % 1000) * 1000000L };
 
+                /* what a test waits for to act while the call is held */
+                log_info("fault injection: %s %s held for %ld ms", op, path, delay_ms);
                 (void) nanosleep(&ts, NULL);
                 return 0;
         }

@@ -13,8 +13,10 @@
  * ENODEV, ENXIO, EACCES, EMFILE, ENOSPC), "short" (a read returns the first
  * half of the file), "KILL" (the process SIGKILLs itself there: a crash
  * at an exact step) or "DELAY=MS" (the call blocks MS milliseconds, then
- * goes on: a write the kernel holds); COUNT how many matching calls fail (default, or
- * empty: all); PASS how many matching calls go through first. */
+ * goes on: a write the kernel holds; it logs "fault injection: OP PATH
+ * held for MS ms" as it starts, the line a test waits for); COUNT how
+ * many matching calls fail (default, or empty: all); PASS how many
+ * matching calls go through first. */
 
 #include <stdbool.h>
 #include <stddef.h>
