@@ -2,7 +2,9 @@
 /* apply: read, reconcile, save the record, write, read back. A scheduler
  * write costs 10-70 ms (queue freeze + RCU) even when the value is
  * unchanged, so nothing is written that is already in place; and the
- * record of what was there is on disk before anything is written. */
+ * record of what was there is on disk before anything is written. A pass
+ * opens the disk's queue directory once and reads and writes below that
+ * fd only: the disk's name may stand for another disk by the next write. */
 #include <limits.h>
 #include <stdarg.h>
 
@@ -15,19 +17,22 @@
  * one per scheduler fallback */
 #define ROUNDS_MAX (3 + SCHED_CHOICES_MAX)
 
-int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *buf, size_t size) {
-        char raw[256];
+/* raw as read from the tunable's file: the value blkpolicyd compares */
+static int current_value(unsigned tunable, const char *raw, char *buf, size_t size) {
         SchedulerList l;
-        int k;
 
-        k = queue_attr_read(r, dev, tunables[tunable].attr, raw, sizeof(raw));
-        if (k < 0)
-                return k;
         if (tunable != TUNABLE_SCHEDULER)
                 return strscpy(buf, size, raw);
         if (scheduler_list_parse(raw, &l) < 0)
                 return -EBADMSG;
         return strscpy(buf, size, scheduler_list_current(&l));
+}
+
+int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *buf, size_t size) {
+        char raw[256];
+        int k = queue_attr_read(r, dev, tunables[tunable].attr, raw, sizeof(raw));
+
+        return k < 0 ? k : current_value(tunable, raw, buf, size);
 }
 
 static bool device_present(const Roots *r, const char *dev) {
@@ -41,24 +46,10 @@ static bool is_transient(int error) {
         return error == -ENOENT || error == -EBUSY || error == -EAGAIN || error == -EINTR;
 }
 
-/* A disk that is still there is not gone, whatever the errno says. */
-static bool is_gone(const ApplyRequest *req, int error) {
-        return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !device_present(req->roots, req->dev);
-}
-
-/* The name may stand for another disk by now (removed and added again
- * while this pass waited or ran): what it holds is not the record's, and
- * nothing may be read as its original or written to it. */
-static bool same_queue(const ApplyRequest *req) {
-        uint64_t queue_id;
-
-        return !req->record->id.queue_id || queue_inode(req->roots, req->dev, &queue_id) < 0 ||
-               queue_id == req->record->id.queue_id;
-}
-
 /* One pass's working state. */
 typedef struct Pass {
         const ApplyRequest *req;
+        QueueDir queue;                         /* the disk's queue, open for the whole pass */
         Plan *plan;
         const char *wanted[TUNABLES_MAX];
         LiveValue live[TUNABLES_MAX];
@@ -75,11 +66,32 @@ static PlanItem *pass_item(Pass *p, unsigned t) {
         return p->plan ? (PlanItem *) plan_find(p->plan, t) : NULL;
 }
 
+/* Whether the disk's name still stands for the queue this pass holds. A
+ * disk removed (and another added under its name) while the pass waited
+ * or ran: the pass's reads and writes cannot reach the other disk, they
+ * go below the fd it holds, and the kernel fails them; but what the pass
+ * would go on with is moot, and a fixture tree would not fail them. */
+static bool same_queue(const Pass *p) {
+        return queue_dir_check(&p->queue) != -ENODEV;
+}
+
+/* A disk that is still there is not gone, whatever the errno says. */
+static bool is_gone(const Pass *p, int error) {
+        return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !same_queue(p);
+}
+
+static int pass_read_current(const Pass *p, unsigned t, char *buf, size_t size) {
+        char raw[256];
+        int k = queue_dir_read(&p->queue, tunables[t].attr, raw, sizeof(raw));
+
+        return k < 0 ? k : current_value(t, raw, buf, size);
+}
+
 static int read_one(Pass *p, unsigned t) {
         LiveValue *lv = &p->live[t];
-        int k = attr_read_current(p->req->roots, p->req->dev, t, lv->value, sizeof(lv->value));
+        int k = pass_read_current(p, t, lv->value, sizeof(lv->value));
 
-        if (is_gone(p->req, k))
+        if (is_gone(p, k))
                 return -ENODEV;
         lv->state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
         if (k < 0 && k != -ENOENT)
@@ -96,7 +108,7 @@ static int read_live(Pass *p) {
         const char *sched;
         int k;
 
-        if (!same_queue(p->req))
+        if (!same_queue(p))
                 return -ENODEV;
         k = read_one(p, TUNABLE_SCHEDULER);
         if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
@@ -184,14 +196,14 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         char now[VALUE_MAX] = "";
         int k, w;
 
-        if (!same_queue(p->req))
+        if (!same_queue(p))
                 return -ENODEV;
         count_write(p, s->tunable);
-        k = w = queue_attr_write(p->req->roots, p->req->dev, tunables[s->tunable].attr, s->value);
-        if (is_gone(p->req, k))
+        k = w = queue_dir_write(&p->queue, tunables[s->tunable].attr, s->value);
+        if (is_gone(p, k))
                 return -ENODEV;
         if (k == 0)
-                k = attr_read_current(p->req->roots, p->req->dev, s->tunable, now, sizeof(now));
+                k = pass_read_current(p, s->tunable, now, sizeof(now));
         if (k == 0 && !streq(now, s->value))
                 /* the kernel kept another value: that is what this write left */
                 (void) device_record_intent(p->req->record, s->tunable, now);
@@ -350,29 +362,73 @@ static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) 
         return 0;
 }
 
-int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
-        Pass p = { .req = req, .plan = plan };
+/* No queue directory to work on, and the disk is there (its queue not
+ * registered yet, or no fd left): nothing read, nothing written. */
+static int pass_unopened(Pass *p, int error) {
+        bool transient = is_transient(error);
+
+        log_warning_errno(error, "%s: cannot open its queue directory, leaving it alone: %m", p->req->dev);
+        for (unsigned i = 0; p->plan && i < p->plan->n_items; i++) {
+                PlanItem *it = &p->plan->items[i];
+
+                if (it->result != RESULT_UNSUPPORTED)
+                        item_error(it, transient ? RESULT_RETRY : RESULT_FAILED, "cannot open queue/: %s",
+                                   strerror(-error));
+        }
+        return transient ? -EAGAIN : 0;
+}
+
+/* The queue the whole pass works on: the one the name stands for now,
+ * which must be the record's when the record knows its queue (queue_id;
+ * 0: not known, the one opened is the pass's). */
+static int pass_open(Pass *p) {
+        const ApplyRequest *req = p->req;
+        int k = queue_dir_open(req->roots, req->dev, &p->queue);
+
+        if ((k == -ENOENT || k == -ENOTDIR) && !device_present(req->roots, req->dev))
+                return -ENODEV;
+        if (k < 0)
+                return pass_unopened(p, k);
+        if (req->record->id.queue_id && p->queue.ino != req->record->id.queue_id)
+                return -ENODEV;         /* removed and added again while the pass waited */
+        return 1;
+}
+
+static int apply_pass(Pass *p, ApplyOutcome *out) {
+        const ApplyRequest *req = p->req;
         bool settled = false;
         int k;
 
-        *out = (ApplyOutcome) { .overridden = -1 };
-        wanted_from_plan(&p);
-        k = read_live(&p);
+        k = pass_open(p);
+        if (k <= 0)
+                return k;
+        k = read_live(p);
         if (k < 0)
                 return k;
-        memcpy(p.before, p.live, sizeof(p.live));
+        memcpy(p->before, p->live, sizeof(p->live));
         if (!req->state)
-                return plan_only(&p, out);
+                return plan_only(p, out);
         for (unsigned round = 0; !settled; round++) {
-                if (round > 0 && (k = read_live(&p)) < 0)
+                if (round > 0 && (k = read_live(p)) < 0)
                         return k;
                 if (round == ROUNDS_MAX)        /* bounded: the last round only settles the record */
-                        memset(p.skip, true, sizeof(p.skip));
-                k = run_round(&p, round, out, &settled);
+                        memset(p->skip, true, sizeof(p->skip));
+                k = run_round(p, round, out, &settled);
                 if (k < 0)
                         return k;
                 settled |= round == ROUNDS_MAX;
         }
-        fill_plan(&p, false);
-        return p.retry ? -EAGAIN : 0;
+        fill_plan(p, false);
+        return p->retry ? -EAGAIN : 0;
+}
+
+int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
+        Pass p = { .req = req, .plan = plan, .queue = { .fd = -1 } };
+        int k;
+
+        *out = (ApplyOutcome) { .overridden = -1 };
+        wanted_from_plan(&p);
+        k = apply_pass(&p, out);
+        queue_dir_close(&p.queue);
+        return k;
 }

@@ -30,80 +30,77 @@ static const Default defaults[] = {
 };
 
 /* Whole or not at all, as a sysfs read sees an attribute: a reader must
- * never catch a truncated file. */
-static int write_file(const char *path, const char *text) {
+ * never catch a truncated file. rel is below the queue directory q. */
+static int write_file(int q, const char *rel, const char *text) {
         char tmp[PATH_MAX];
         size_t len = strlen(text);
         int fd, k = 0;
 
-        snprintf(tmp, sizeof(tmp), "%s.fake-kernel-tmp", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        snprintf(tmp, sizeof(tmp), "%s.fake-kernel-tmp", rel);
+        fd = openat(q, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
         if (write(fd, text, len) != (ssize_t) len)
                 k = -EIO;
         (void) close(fd);
-        if (k == 0 && rename(tmp, path) < 0)
+        if (k == 0 && renameat(q, tmp, q, rel) < 0)
                 k = -errno;
         if (k < 0)
-                (void) unlink(tmp);
+                (void) unlinkat(q, tmp, 0);
         return k;
 }
 
-static void remove_iosched(const char *queue) {
-        char path[PATH_MAX];
+static void remove_iosched(int q) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
+        int fd = openat(q, "iosched", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-        snprintf(path, sizeof(path), "%s/iosched", queue);
-        d = opendir(path);
-        if (!d)
+        if (fd < 0)
                 return;
+        d = fdopendir(fd);
+        if (!d) {
+                (void) close(fd);
+                return;
+        }
         while ((de = readdir(d)))
                 if (de->d_name[0] != '.')
                         (void) unlinkat(dirfd(d), de->d_name, 0);
-        (void) rmdir(path);
+        (void) unlinkat(q, "iosched", AT_REMOVEDIR);
 }
 
-static int create_iosched(const char *queue, const char *scheduler) {
-        char path[PATH_MAX];
+static int create_iosched(int q, const char *scheduler) {
+        char rel[PATH_MAX];
         const char *mode = getenv("BLKPOLICYD_FAKE_KERNEL");
 
-        snprintf(path, sizeof(path), "%s/iosched", queue);
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        if (mkdirat(q, "iosched", 0755) < 0 && errno != EEXIST)
                 return -errno;
         for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
                 if (!streq(defaults[i].scheduler, scheduler))
                         continue;
-                snprintf(path, sizeof(path), "%s/iosched/%s", queue, defaults[i].attr);
-                if (write_file(path, defaults[i].value) < 0)
+                snprintf(rel, sizeof(rel), "iosched/%s", defaults[i].attr);
+                if (write_file(q, rel, defaults[i].value) < 0)
                         return -EIO;
         }
-        if (streq(scheduler, "mq-deadline") && streq(mode, "dispatch_direct")) {
-                snprintf(path, sizeof(path), "%s/iosched/dispatch_direct", queue);
-                return write_file(path, "1");
-        }
+        if (streq(scheduler, "mq-deadline") && streq(mode, "dispatch_direct"))
+                return write_file(q, "iosched/dispatch_direct", "1");
         return 0;
 }
 
 /* An elevator switch: what elevator_switch() does to the queue's files. */
-static int switch_elevator(const char *queue, const char *to) {
-        char path[PATH_MAX];
-
-        remove_iosched(queue);
-        snprintf(path, sizeof(path), "%s/nr_requests", queue);
-        if (write_file(path, streq(to, "none") ? "128" : "256") < 0)
+static int switch_elevator(int q, const char *to) {
+        remove_iosched(q);
+        if (write_file(q, "nr_requests", streq(to, "none") ? "128" : "256") < 0)
                 return -EIO;
-        return streq(to, "none") ? 0 : create_iosched(queue, to);
+        return streq(to, "none") ? 0 : create_iosched(q, to);
 }
 
-static int write_scheduler(const char *path, const char *value, FakeKernelRead read_attr) {
-        char raw[256], list[256] = "", queue[PATH_MAX];
+static int write_scheduler(int q, const char *path, const char *value, FakeKernelRead read_attr) {
+        char raw[256], list[256] = "";
         SchedulerList l;
         size_t n = 0;
         int k;
 
-        k = read_attr(path, raw, sizeof(raw));
+        k = read_attr(q, "scheduler", path, raw, sizeof(raw));
         if (k < 0)
                 return k;
         if (scheduler_list_parse(raw, &l) < 0 || !scheduler_list_has(&l, value))
@@ -113,46 +110,36 @@ static int write_scheduler(const char *path, const char *value, FakeKernelRead r
 
                 n += (size_t) snprintf(list + n, sizeof(list) - n, streq(name, value) ? "[%s] " : "%s ", name);
         }
-        (void) strscpy(queue, sizeof(queue), path);
-        *strrchr(queue, '/') = 0;
-        if (!streq(scheduler_list_current(&l), value) && switch_elevator(queue, value) < 0)
+        if (!streq(scheduler_list_current(&l), value) && switch_elevator(q, value) < 0)
                 return -EIO;
-        return write_file(path, list);
-}
-
-static bool endswith(const char *s, const char *suffix) {
-        size_t a = strlen(s), b = strlen(suffix);
-
-        return a >= b && streq(s + a - b, suffix);
+        return write_file(q, "scheduler", list);
 }
 
 /* mq-deadline derives async_depth from nr_requests (dd_depth_updated():
  * 3/4 of it, as measured on 6.18): a write of nr_requests resets it. */
-static void reset_async_depth(const char *nr_requests, long long depth) {
-        char path[PATH_MAX], value[32];
+static void reset_async_depth(int q, long long depth) {
+        char value[32];
 
-        snprintf(path, sizeof(path), "%.*s/iosched/async_depth", (int) (strlen(nr_requests) - strlen("/nr_requests")),
-                 nr_requests);
-        if (access(path, F_OK) < 0)
+        if (faccessat(q, "iosched/async_depth", F_OK, 0) < 0)
                 return;
         snprintf(value, sizeof(value), "%lld", depth * 3 / 4 > 0 ? depth * 3 / 4 : 1);
-        (void) write_file(path, value);
+        (void) write_file(q, "iosched/async_depth", value);
 }
 
-int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr) {
+int fake_kernel_write(int q, const char *rel, const char *path, const char *value, FakeKernelRead read_attr) {
         long long v;
 
         if (!getenv("BLKPOLICYD_FAKE_KERNEL"))
                 return 1;
-        if (access(path, F_OK) < 0)
+        if (faccessat(q, rel, F_OK, 0) < 0)
                 return -errno;
-        if (endswith(path, "/queue/scheduler"))
-                return write_scheduler(path, value, read_attr);
+        if (streq(rel, "scheduler"))
+                return write_scheduler(q, path, value, read_attr);
         if (parse_ll(value, -1, LLONG_MAX, &v) < 0)
                 return -EINVAL;
-        if (endswith(path, "/queue/nr_requests"))
-                reset_async_depth(path, v);
-        return write_file(path, value);
+        if (streq(rel, "nr_requests"))
+                reset_async_depth(q, v);
+        return write_file(q, rel, value);
 }
 
 #endif

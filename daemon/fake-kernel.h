@@ -12,8 +12,11 @@
  *     with the new scheduler's defaults (none: no iosched/ at all);
  *   - other attributes take an integer (else EINVAL) and show it; a write
  *     of nr_requests resets mq-deadline's async_depth to 3/4 of it;
- *   - a disk whose directory is gone gives ENOENT, which apply.c tells
- *     from an add in progress by the missing "dev" file, as with sysfs.
+ *   - a write goes below the queue directory the pass holds open, by fd
+ *     and not by name: a directory renamed away (a disk replaced under
+ *     its name) still takes it, where the kernel would fail it; a removed
+ *     one gives ENOENT, which apply.c tells from an add in progress by
+ *     the disk's name no longer leading to that queue.
  *
  * BLKPOLICYD_FAKE_KERNEL=dispatch_direct gives mq-deadline the proposed
  * dispatch_direct tunable, reset to 1 by every switch, as seed 002's
@@ -23,16 +26,22 @@
 
 #include <stddef.h>
 
-/* sysfs_read(), passed in by sysfs.c: the fake kernel sits below it, and
- * reads the fixture's scheduler list as the daemon does (faults included). */
-typedef int (*FakeKernelRead)(const char *path, char *buf, size_t size);
+/* sysfs.c's reader, passed in: the fake kernel sits below it, and reads
+ * the fixture's scheduler list as the daemon does (faults included, on
+ * path), at rel below the directory fd dirfd. */
+typedef int (*FakeKernelRead)(int dirfd, const char *rel, const char *path, char *buf, size_t size);
 
 #if ENABLE_FAULT_INJECTION
-/* Returns 1 when the fake kernel is not on (do the real write), else 0 or
- * the -errno the kernel would give. */
-int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr);
+/* A write of value to rel ("scheduler", "iosched/fifo_batch") below the
+ * queue directory fd q; path is the same in full. Returns 1 when the fake
+ * kernel is not on (do the real write), else 0 or the -errno the kernel
+ * would give. */
+int fake_kernel_write(int q, const char *rel, const char *path, const char *value, FakeKernelRead read_attr);
 #else
-static inline int fake_kernel_write(const char *path, const char *value, FakeKernelRead read_attr) {
+static inline int fake_kernel_write(int q, const char *rel, const char *path, const char *value,
+                                    FakeKernelRead read_attr) {
+        (void) q;
+        (void) rel;
         (void) path;
         (void) value;
         (void) read_attr;

@@ -16,14 +16,16 @@ const char *roots_root(const Roots *r) {
         return r->root ?: (r->sysfs && roots_are_live(r) ? "/" : NULL);
 }
 
-int sysfs_read(const char *path, char *buf, size_t size) {
+/* The file at rel below dirfd (AT_FDCWD: rel is a path); path names it
+ * in full for the fault seam. */
+static int sysfs_read_at(int dirfd, const char *rel, const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = -1;
         int fault = fault_check("read", path);
         ssize_t n;
 
         if (fault < 0)
                 return fault;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
         n = read(fd, buf, size);
@@ -39,8 +41,13 @@ int sysfs_read(const char *path, char *buf, size_t size) {
         return 0;
 }
 
-/* One write() of value; returns the kernel's -errno. */
-static int sysfs_write(const char *path, const char *value) {
+int sysfs_read(const char *path, char *buf, size_t size) {
+        return sysfs_read_at(AT_FDCWD, path, path, buf, size);
+}
+
+/* One write() of value to the file at rel below dirfd (path: the same in
+ * full, for the fault seam); returns the kernel's -errno. */
+static int sysfs_write_at(int dirfd, const char *rel, const char *path, const char *value) {
         _cleanup_close_ int fd = -1;
         size_t len = strlen(value);
         int fault = fault_check("write", path);
@@ -48,10 +55,10 @@ static int sysfs_write(const char *path, const char *value) {
 
         if (fault < 0)
                 return fault;
-        fault = fake_kernel_write(path, value, sysfs_read);
+        fault = fake_kernel_write(dirfd, rel, path, value, sysfs_read_at);
         if (fault <= 0)
                 return fault;
-        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, rel, O_WRONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
         n = write(fd, value, len);
@@ -158,13 +165,58 @@ int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf
         return k < 0 ? k : sysfs_read(path, buf, size);
 }
 
-int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value) {
-        char path[PATH_MAX], rel[128];
-        int k;
+int queue_dir_open(const Roots *r, const char *dev, QueueDir *ret) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int k = block_path(ret->path, sizeof(ret->path), r, dev, "queue");
 
-        snprintf(rel, sizeof(rel), "queue/%s", attr);
-        k = block_path(path, sizeof(path), r, dev, rel);
-        return k < 0 ? k : sysfs_write(path, value);
+        ret->fd = -1;
+        if (k < 0)
+                return k;
+        /* O_PATH: a handle to walk from, nothing of the directory read;
+         * openat() below it works on sysfs as anywhere */
+        fd = open(ret->path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        ret->ino = (uint64_t) st.st_ino;
+        ret->fd = take_fd(&fd);
+        return 0;
+}
+
+void queue_dir_close(QueueDir *q) {
+        if (q->fd >= 0)
+                (void) close(q->fd);
+        q->fd = -1;
+}
+
+int queue_dir_check(const QueueDir *q) {
+        uint64_t ino = 0;
+        int k = sysfs_inode(q->path, &ino);
+
+        if (k == -ENOENT || k == -ENOTDIR)
+                return -ENODEV;
+        return k < 0 ? k : ino == q->ino ? 0 : -ENODEV;
+}
+
+/* <queue>/<attr> in full, for the fault seam. */
+static int queue_dir_attr_path(const QueueDir *q, const char *attr, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s/%s", q->path, attr);
+
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+int queue_dir_read(const QueueDir *q, const char *attr, char *buf, size_t size) {
+        char path[PATH_MAX];
+        int k = queue_dir_attr_path(q, attr, path, sizeof(path));
+
+        return k < 0 ? k : sysfs_read_at(q->fd, attr, path, buf, size);
+}
+
+int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
+        char path[PATH_MAX];
+        int k = queue_dir_attr_path(q, attr, path, sizeof(path));
+
+        return k < 0 ? k : sysfs_write_at(q->fd, attr, path, value);
 }
 
 int sysfs_list_disks(const Roots *r, char ***ret) {

@@ -5,6 +5,7 @@
  * else takes Roots, so fixture trees and fault injection plug in here. */
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,8 +48,32 @@ int sysfs_read_link_name(const char *path, char *buf, size_t size);
 int block_path(char *buf, size_t size, const Roots *r, const char *dev, const char *rel);
 /* debugfs's view of one hardware queue: <debugfs>/block/<dev>/hctx<N>/<attr> */
 int hctx_path(char *buf, size_t size, const Roots *r, const char *dev, unsigned hctx, const char *attr);
+/* <sysfs>/block/<dev>/queue/<attr>, by path: for readers, which may
+ * read another disk of the same name (a remove and add) and see that by
+ * its queue_inode(). Writers go through a QueueDir. */
 int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size);
-int queue_attr_write(const Roots *r, const char *dev, const char *attr, const char *value);
+
+/* One disk's queue directory, held open for an apply pass: its reads and
+ * writes go below the fd (openat(), iosched/<attr> too), so a disk removed
+ * and another added under the same name meanwhile is never read or
+ * written; its fds fail instead (openat() ENOENT, a write on a file open
+ * before the removal ENODEV, seen on 6.18). path is kept for the fault
+ * seam, whose globs match the full path as with queue_attr_read(). */
+typedef struct QueueDir {
+        int fd;                 /* O_PATH; -1 when not open */
+        uint64_t ino;           /* the directory's inode: the queue_id of the queue it is */
+        char path[PATH_MAX];    /* <sysfs>/block/<dev>/queue */
+} QueueDir;
+
+/* -ENOENT (no such disk, or no queue yet), -errno. */
+int queue_dir_open(const Roots *r, const char *dev, QueueDir *ret);
+void queue_dir_close(QueueDir *q);
+/* 0 when q's path still names q's queue; -ENODEV when it names another
+ * queue or none (the disk was removed, or removed and added again), or
+ * -errno when that cannot be told. */
+int queue_dir_check(const QueueDir *q);
+int queue_dir_read(const QueueDir *q, const char *attr, char *buf, size_t size);
+int queue_dir_write(const QueueDir *q, const char *attr, const char *value);
 
 /* udev's database entry of a disk, <root>/run/udev/data/b<major>:<minor>
  * ("E:KEY=value" lines), which udevd writes: the properties named in keys,

@@ -96,11 +96,12 @@ class Tree(faketree.Workspace):
         return subprocess.run([self.blkpolicyd, *self.args(*extra)], capture_output=True, text=True, env=env,
                               timeout=60)
 
-    def daemon(self, *extra, faults=""):
+    def daemon(self, *extra, faults="", ready=True):
         d = Daemon(self.blkpolicyd, self.work, self.args(*extra),
                    env={"BLKPOLICYD_FAKE_KERNEL": "1", "BLKPOLICYD_FAULTS": faults})
         self.running.append(d)
-        d.wait_for("READY=1", timeout=30)
+        if ready:
+            d.wait_for("READY=1", timeout=30)
         return d
 
     def once_applied(self, what, tail=1500):
@@ -330,6 +331,53 @@ def test_earlier_disks_record_is_not_applied(tree):
     assert (tree.live("loop0", "scheduler") == "mq-deadline" and tree.live("loop0", "read_ahead_kb") == "512"
             and tree.live("loop0", "nr_requests") == "128"), \
         ("--restore writes nothing of the old disk's onto the new one", tree.snapshot("loop0"))
+
+
+# loop0 as another disk has it when it takes loop0's name
+REPLACEMENT = {"scheduler": "kyber", "nr_requests": "64", "read_ahead_kb": "512",
+               "iosched/read_lat_nsec": "3000000"}
+
+
+def test_disk_replaced_while_a_write_is_held(tree):
+    # 8b. the disk is removed and another added under its name while a
+    # write of its pass is held (before the write opens anything): the pass
+    # works on the queue it opened, the old one, and nothing of it reaches
+    # the new disk, whose originals stay its own
+    tree.reset()
+    d = tree.daemon(faults="write:*/loop0/queue/scheduler:DELAY=3000:1", ready=False)
+    held = f"fault injection: write {tree.qfile('loop0', 'scheduler')} held"
+    wait_for(lambda: held in d.text(), 20, "loop0's scheduler write to be held")
+    queue = os.path.realpath(tree.qfile("loop0", "").rstrip("/"))
+    os.rename(queue, queue + ".old")                    # the disk goes ...
+    shutil.copytree(queue + ".old", queue)              # ... a new one comes: a new queue
+    shutil.rmtree(tree.qfile("loop0", "iosched"))
+    write(tree.qfile("loop0", "scheduler"), "none mq-deadline [kyber] bfq")
+    for attr, value in REPLACEMENT.items():
+        if attr != "scheduler":
+            write(tree.qfile("loop0", attr), value)
+    new = lambda: {attr: tree.live("loop0", attr) for attr in REPLACEMENT}
+    assert new() == REPLACEMENT, f"the new disk is set up as planned: {new()}"
+    d.wait_for("READY=1", timeout=30)
+    with open(os.path.join(queue + ".old", "scheduler")) as f:
+        old_scheduler = f.read().strip()
+    assert new() == REPLACEMENT and old_scheduler == "[none] mq-deadline kyber bfq", \
+        "the held write lands on the queue its pass opened, the old disk's, nothing on the new one: " \
+        f"{(new(), old_scheduler)}"
+    assert "loop0: gone while being set up" in d.text() and not os.path.exists(os.path.join(tree.state, "devices", "7:0")), \
+        f"the old disk is gone, and its record with it: {d.text()[-1500:]}"
+    rc = d.stop()
+    assert rc == 0 and new() == REPLACEMENT and tree.snapshot("loop1") == ORIGINAL["loop1"], \
+        f"the stop writes nothing of the old disk's onto the new one: {(rc, new(), tree.snapshot('loop1'))}"
+    # the next daemon sees loop0 as the disk it is now: its originals are the new disk's
+    d = tree.daemon()
+    with open(os.path.join(tree.state, "devices", "7:0")) as f:
+        rec = f.read()
+    assert (tree.live("loop0", "scheduler") == "none" and "\nscheduler kyber none -\n" in rec
+            and "\nread_ahead_kb 512 4096 -\n" in rec), \
+        f"a new disk, its own originals in its record: {rec}"
+    rc = d.stop()
+    assert rc == 0 and new() == REPLACEMENT, \
+        f"... and they are what goes back at stop: {(rc, new())}"
 
 
 def test_sigkill_in_the_stops_restore(tree):
