@@ -9,7 +9,10 @@ in parallel, one pass per device at a time.
     first disk's scheduler write held 2 s by fault injection): the queued
     pass is dropped, the daemon stays consistent, nothing is left of it;
   - the start-up pass's only disk removed while its write is held:
-    READY=1 comes all the same (it waited for the next event).
+    READY=1 comes all the same (it waited for the next event);
+  - a disk removed and added again under its name while its pass holds
+    (its record save, or its scheduler write itself): nothing of the pass
+    reaches the new disk, whose own originals come back at stop.
 
 The tests run in file order; each leaves no disk of its own behind, so the
 next one's first disk takes the lowest free index."""
@@ -127,19 +130,41 @@ def test_the_first_pass_only_disk_removed_while_held(start, loops):
     daemon.stop()
 
 
-def test_a_disk_replaced_under_its_name_while_its_pass_holds(start, loops, default):
+# What a pass holds while its disk is replaced: the fault, and what tells
+# that it is held now.
+HOLDS = {
+    # its record save, before the first write: the writer has taken the pass
+    "save": ("save:*:DELAY=2000:1", lambda daemon, twin: writer_started(daemon)),
+    # the scheduler write itself, before it opens the file: the pass writes
+    # below the queue directory it opened, the old disk's, which the kernel
+    # fails (openat ENOENT), and takes the old disk as gone
+    "write": ("write:*/{twin}/queue/scheduler:DELAY=2000:1",
+              lambda daemon, twin: f"fault injection: write /sys/block/{twin}/queue/scheduler held" in daemon.text()),
+}
+
+
+@pytest.mark.parametrize("hold", HOLDS)
+def test_a_disk_replaced_under_its_name_while_its_pass_holds(start, loops, default, hold):
     # a disk removed and added again under the same name while its pass
-    # holds (its record save held 2 s): the pass must not write to the new
-    # disk, whose original then stays what goes back at stop
+    # holds: the pass must not write to the new disk, whose original then
+    # stays what goes back at stop
+    faults, held = HOLDS[hold]
     twin = loops.add()
-    daemon = start("apply_parallelism = 1\n", faults="save:*:DELAY=2000:1", ready=False)
-    wait_for(lambda: writer_started(daemon), 10, "the writer to take the first pass")
-    loops.remove(twin)
-    again = loops.add()         # the first free index: the same name, another queue
-    set_attr(again, "read_ahead_kb", "256")    # its admin's original, before blkpolicyd sees it
-    daemon.wait_for("READY=1", timeout=30)
-    wait_for(lambda: scheduler(again) == "mq-deadline", 10, f"{again} to be set as a new disk")
-    rc = daemon.stop()
-    assert again == twin and rc == 0 and snapshot(again) == (default[0], "256"), \
-        "a disk replaced under its name while its pass held: the new one gets back exactly its own originals " \
-        f"at stop: {(again, twin, rc, snapshot(again), daemon.text()[-2000:])}"
+    daemon = start("apply_parallelism = 1\n", faults=faults.format(twin=twin), ready=False)
+    again = None
+    try:
+        wait_for(lambda: held(daemon, twin), 10, f"{twin}'s pass to hold ({hold})")
+        loops.remove(twin)
+        again = loops.add()         # the first free index: the same name, another queue
+        set_attr(again, "read_ahead_kb", "256")    # its admin's original, before blkpolicyd sees it
+        daemon.wait_for("READY=1", timeout=30)
+        wait_for(lambda: scheduler(again) == "mq-deadline", 10, f"{again} to be set as a new disk")
+        rc = daemon.stop()
+        assert again == twin and rc == 0 and snapshot(again) == (default[0], "256"), \
+            f"a disk replaced under its name while its pass held ({hold}): nothing of the pass reaches the new " \
+            f"one, which gets back exactly its own originals at stop: " \
+            f"{(again, twin, rc, snapshot(again), daemon.text()[-2000:])}"
+    finally:
+        daemon.cleanup()
+        if again:
+            loops.remove(again)
