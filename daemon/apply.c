@@ -423,7 +423,7 @@ static int apply_pass(Pass *p, ApplyOutcome *out) {
 }
 
 int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
-        Pass p = { .req = req, .plan = plan, .queue = { .fd = -1 } };
+        Pass p = { .req = req, .plan = plan, .queue = { .dir = SYSFS_DIR_NULL } };
         int k;
 
         *out = (ApplyOutcome) { .overridden = -1 };

@@ -8,22 +8,12 @@
 #include "classify.h"
 #include "util.h"
 
-static int read_block_attr(const Roots *r, const char *name, const char *rel, char *buf, size_t size) {
-        char path[PATH_MAX];
-        int k = block_path(path, sizeof(path), r, name, rel);
-
-        return k < 0 ? k : sysfs_read(path, buf, size);
-}
-
-static unsigned count_hw_queues(const Roots *r, const char *name) {
+static unsigned count_hw_queues(const SysfsDir *dir) {
         _cleanup_closedir_ DIR *d = NULL;
-        char path[PATH_MAX];
         struct dirent *de;
         unsigned n = 0;
 
-        if (block_path(path, sizeof(path), r, name, "mq") < 0)
-                return 0;
-        d = sysfs_opendir(path);
+        d = sysfs_dir_opendir(dir, "mq");
         if (!d)
                 return 0;
         while ((de = readdir(d)))
@@ -63,20 +53,14 @@ static const struct {
         { "ram", "brd", _CLASS_MAX },
 };
 
-static void classify_driver(const Roots *r, const char *name, DeviceFacts *f) {
-        char path[PATH_MAX];
-
-        if (block_path(path, sizeof(path), r, name, "device") == 0 && sysfs_exists(path)) {
-                (void) read_block_attr(r, name, "device/model", f->model, sizeof(f->model));
+static void classify_driver(const SysfsDir *dir, const char *name, DeviceFacts *f) {
+        if (sysfs_dir_exists(dir, "device")) {
+                (void) sysfs_dir_read(dir, "device/model", f->model, sizeof(f->model));
                 (void) strscpy(f->model, sizeof(f->model), strstrip(f->model));
-                (void) block_path(path, sizeof(path), r, name, "device/subsystem");
-                (void) sysfs_read_link_name(path, f->subsystem, sizeof(f->subsystem));
+                (void) sysfs_dir_read_link_name(dir, "device/subsystem", f->subsystem, sizeof(f->subsystem));
                 /* NVMe namespaces hang off the controller, whose parent has the driver */
-                (void) block_path(path, sizeof(path), r, name, "device/driver");
-                if (sysfs_read_link_name(path, f->driver, sizeof(f->driver)) < 0) {
-                        (void) block_path(path, sizeof(path), r, name, "device/device/driver");
-                        (void) sysfs_read_link_name(path, f->driver, sizeof(f->driver));
-                }
+                if (sysfs_dir_read_link_name(dir, "device/driver", f->driver, sizeof(f->driver)) < 0)
+                        (void) sysfs_dir_read_link_name(dir, "device/device/driver", f->driver, sizeof(f->driver));
                 return;
         }
         for (size_t i = 0; i < ELEMENTSOF(parentless); i++)
@@ -107,48 +91,54 @@ static bool is_virtual(const DeviceFacts *f) {
                              CLASS_BIT(CLASS_NBD) | CLASS_BIT(CLASS_UBLK));
 }
 
-static void classify_queue(const Roots *r, const char *name, DeviceFacts *f) {
+static void classify_queue(const Roots *r, const SysfsDir *dir, const char *name, DeviceFacts *f) {
         char buf[256];
         unsigned long long v;
 
-        if (read_block_attr(r, name, "queue/scheduler", buf, sizeof(buf)) == 0)
+        if (sysfs_dir_read(dir, "queue/scheduler", buf, sizeof(buf)) == 0)
                 (void) scheduler_list_parse(buf, &f->schedulers);
-        if (read_block_attr(r, name, "queue/nr_requests", buf, sizeof(buf)) == 0 &&
-            sscanf(buf, "%llu", &v) == 1 && v <= UINT_MAX)
+        if (sysfs_dir_read(dir, "queue/nr_requests", buf, sizeof(buf)) == 0 && sscanf(buf, "%llu", &v) == 1 &&
+            v <= UINT_MAX)
                 f->nr_requests = (unsigned) v;
-        if (read_block_attr(r, name, "queue/rotational", buf, sizeof(buf)) == 0)
+        if (sysfs_dir_read(dir, "queue/rotational", buf, sizeof(buf)) == 0)
                 f->rotational = streq(buf, "1");
-        if (read_block_attr(r, name, "queue/zoned", buf, sizeof(buf)) == 0 && zoned_from_string(buf) > 0)
+        if (sysfs_dir_read(dir, "queue/zoned", buf, sizeof(buf)) == 0 && zoned_from_string(buf) > 0)
                 f->zoned = (ZonedModel) zoned_from_string(buf);
-        f->hw_queues = count_hw_queues(r, name);
+        f->hw_queues = count_hw_queues(dir);
         if (f->hw_queues > 1)
                 f->poll_queues = count_poll_queues(r, name, f->hw_queues);
 }
 
+/* Every file is read relative to the disk's own directory, opened once:
+ * the facts are all of one disk even if the name is taken by another
+ * meanwhile, and each read walks one or two path components (sysfs.h). */
 int classify_device(const Roots *r, const char *name, DeviceFacts *f) {
-        char buf[64], path[PATH_MAX];
+        _cleanup_(sysfs_dir_close) SysfsDir dir = SYSFS_DIR_NULL;
+        char buf[64];
         int k;
 
         *f = (DeviceFacts) {};
         k = strscpy(f->name, sizeof(f->name), name);
         if (k < 0)
                 return k;
-        k = read_block_attr(r, name, "dev", buf, sizeof(buf));
+        k = block_dir_open(&dir, r, name);
+        if (k >= 0)
+                k = sysfs_dir_read(&dir, "dev", buf, sizeof(buf));
         if (k < 0)
                 return k == -ENOENT ? -ENODEV : k;
         if (sscanf(buf, "%u:%u", &f->major, &f->minor) != 2)
                 return -EBADMSG;
-        if (block_path(path, sizeof(path), r, name, "partition") == 0 && sysfs_exists(path))
+        if (sysfs_dir_exists(&dir, "partition"))
                 return -ENOTBLK;
-        (void) queue_inode(r, name, &f->queue_id);
-        if (read_block_attr(r, name, "diskseq", buf, sizeof(buf)) == 0)
+        (void) sysfs_dir_queue_inode(&dir, &f->queue_id);
+        if (sysfs_dir_read(&dir, "diskseq", buf, sizeof(buf)) == 0)
                 (void) sscanf(buf, "%" SCNu64, &f->diskseq);
-        if (read_block_attr(r, name, "hidden", buf, sizeof(buf)) == 0)
+        if (sysfs_dir_read(&dir, "hidden", buf, sizeof(buf)) == 0)
                 f->hidden = streq(buf, "1");
 
-        classify_driver(r, name, f);
+        classify_driver(&dir, name, f);
         classify_bus(f);
-        classify_queue(r, name, f);
+        classify_queue(r, &dir, name, f);
 
         if (f->hw_queues == 0)
                 f->classes |= CLASS_BIT(CLASS_BIO_BASED);

@@ -77,6 +77,71 @@ DIR *sysfs_opendir(const char *path) {
         return opendir(path);
 }
 
+/* O_PATH: a handle to walk from, nothing of the directory read; openat()
+ * below it works on sysfs as anywhere. */
+static int dir_open(SysfsDir *d, const char *path, int flags) {
+        int k = strscpy(d->path, sizeof(d->path), path);
+
+        d->fd = -EBADF;
+        if (k < 0)
+                return k;
+        d->fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC | flags);
+        return d->fd < 0 ? -errno : 0;
+}
+
+void sysfs_dir_close(SysfsDir *d) {
+        if (!d)
+                return;
+        closep(&d->fd);
+        d->fd = -EBADF;
+}
+
+int block_dir_open(SysfsDir *d, const Roots *r, const char *dev) {
+        char path[PATH_MAX];
+        int k = block_path(path, sizeof(path), r, dev, "");
+
+        d->fd = -EBADF;
+        return k < 0 ? k : dir_open(d, path, 0);
+}
+
+/* <dir>/<rel> in full, for the fault seam. */
+static int dir_rel_path(const SysfsDir *d, const char *rel, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s/%s", d->path, rel);
+
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size) {
+        char path[PATH_MAX];
+        int k = dir_rel_path(d, rel, path, sizeof(path));
+
+        return k < 0 ? k : sysfs_read_at(d->fd, rel, path, buf, size);
+}
+
+DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel) {
+        char path[PATH_MAX];
+        int k = dir_rel_path(d, rel, path, sizeof(path)), fd;
+        DIR *dir;
+
+        if (k == 0)
+                k = fault_check("read", path);
+        if (k < 0) {
+                errno = -k;
+                return NULL;
+        }
+        fd = openat(d->fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        dir = fdopendir(fd);
+        if (!dir)
+                closep(&fd);
+        return dir;
+}
+
+bool sysfs_dir_exists(const SysfsDir *d, const char *rel) {
+        return faccessat(d->fd, rel, F_OK, 0) == 0;
+}
+
 int sysfs_open_read(const char *path) {
         int fault = fault_check("read", path), fd;
 
@@ -100,14 +165,22 @@ bool sysfs_exists(const char *path) {
         return access(path, F_OK) == 0;
 }
 
-/* The inode number of path (not following a last symlink). */
-static int sysfs_inode(const char *path, uint64_t *ret) {
+/* The inode number of rel below dirfd (not following a last symlink). */
+static int inode_at(int dirfd, const char *rel, uint64_t *ret) {
         struct stat st;
 
-        if (lstat(path, &st) < 0)
+        if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         *ret = (uint64_t) st.st_ino;
         return 0;
+}
+
+static int sysfs_inode(const char *path, uint64_t *ret) {
+        return inode_at(AT_FDCWD, path, ret);
+}
+
+int sysfs_dir_queue_inode(const SysfsDir *d, uint64_t *ret) {
+        return inode_at(d->fd, "queue", ret);
 }
 
 int queue_inode(const Roots *r, const char *dev, uint64_t *ret) {
@@ -117,17 +190,25 @@ int queue_inode(const Roots *r, const char *dev, uint64_t *ret) {
         return k < 0 ? k : sysfs_inode(path, ret);
 }
 
-int sysfs_read_link_name(const char *path, char *buf, size_t size) {
+static int read_link_name_at(int dirfd, const char *rel, char *buf, size_t size) {
         char target[PATH_MAX];
         ssize_t n;
         const char *base;
 
-        n = readlink(path, target, sizeof(target) - 1);
+        n = readlinkat(dirfd, rel, target, sizeof(target) - 1);
         if (n < 0)
                 return -errno;
         target[n] = 0;
         base = strrchr(target, '/');
         return strscpy(buf, size, base ? base + 1 : target);
+}
+
+int sysfs_read_link_name(const char *path, char *buf, size_t size) {
+        return read_link_name_at(AT_FDCWD, path, buf, size);
+}
+
+int sysfs_dir_read_link_name(const SysfsDir *d, const char *rel, char *buf, size_t size) {
+        return read_link_name_at(d->fd, rel, buf, size);
 }
 
 /* Device names come from the kernel or from uevents: refuse anything that
@@ -166,57 +247,48 @@ int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf
 }
 
 int queue_dir_open(const Roots *r, const char *dev, QueueDir *ret) {
-        _cleanup_close_ int fd = -1;
+        char path[PATH_MAX];
         struct stat st;
-        int k = block_path(ret->path, sizeof(ret->path), r, dev, "queue");
+        int k = block_path(path, sizeof(path), r, dev, "queue");
 
-        ret->fd = -1;
+        ret->dir.fd = -EBADF;
         if (k < 0)
                 return k;
-        /* O_PATH: a handle to walk from, nothing of the directory read;
-         * openat() below it works on sysfs as anywhere */
-        fd = open(ret->path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
+        k = dir_open(&ret->dir, path, O_NOFOLLOW);
+        if (k < 0)
+                return k;
+        if (fstat(ret->dir.fd, &st) < 0) {
+                k = -errno;
+                sysfs_dir_close(&ret->dir);
+                return k;
+        }
         ret->ino = (uint64_t) st.st_ino;
-        ret->fd = take_fd(&fd);
         return 0;
 }
 
 void queue_dir_close(QueueDir *q) {
-        if (q->fd >= 0)
-                (void) close(q->fd);
-        q->fd = -1;
+        if (q)
+                sysfs_dir_close(&q->dir);
 }
 
 int queue_dir_check(const QueueDir *q) {
         uint64_t ino = 0;
-        int k = sysfs_inode(q->path, &ino);
+        int k = sysfs_inode(q->dir.path, &ino);
 
         if (k == -ENOENT || k == -ENOTDIR)
                 return -ENODEV;
         return k < 0 ? k : ino == q->ino ? 0 : -ENODEV;
 }
 
-/* <queue>/<attr> in full, for the fault seam. */
-static int queue_dir_attr_path(const QueueDir *q, const char *attr, char *buf, size_t size) {
-        int n = snprintf(buf, size, "%s/%s", q->path, attr);
-
-        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
-}
-
 int queue_dir_read(const QueueDir *q, const char *attr, char *buf, size_t size) {
-        char path[PATH_MAX];
-        int k = queue_dir_attr_path(q, attr, path, sizeof(path));
-
-        return k < 0 ? k : sysfs_read_at(q->fd, attr, path, buf, size);
+        return sysfs_dir_read(&q->dir, attr, buf, size);
 }
 
 int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
         char path[PATH_MAX];
-        int k = queue_dir_attr_path(q, attr, path, sizeof(path));
+        int k = dir_rel_path(&q->dir, attr, path, sizeof(path));
 
-        return k < 0 ? k : sysfs_write_at(q->fd, attr, path, value);
+        return k < 0 ? k : sysfs_write_at(q->dir.fd, attr, path, value);
 }
 
 int sysfs_list_disks(const Roots *r, char ***ret) {

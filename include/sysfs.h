@@ -53,16 +53,39 @@ int hctx_path(char *buf, size_t size, const Roots *r, const char *dev, unsigned 
  * its queue_inode(). Writers go through a QueueDir. */
 int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf, size_t size);
 
+/* An open directory below the roots (O_PATH), and its path in full for the
+ * fault seam, whose globs match whole paths as if each file were opened
+ * by its path, and for logs. Reads below it walk one or two components
+ * instead of /sys/block/<dev> -> ../devices/.../<dev>/...: each component
+ * takes kernfs's lock, which add_disk() takes for writing, so in a storm of
+ * new disks those walks were most of the daemon's CPU. And every file read
+ * below it is of the same disk, whatever takes the name meanwhile. */
+typedef struct SysfsDir {
+        int fd;                 /* -EBADF when not open */
+        char path[PATH_MAX];
+} SysfsDir;
+
+#define SYSFS_DIR_NULL ((SysfsDir) { .fd = -EBADF })
+
+/* <sysfs>/block/<dev>, the link followed: the disk's own directory.
+ * -ENOENT when there is no such disk. */
+int block_dir_open(SysfsDir *d, const Roots *r, const char *dev);
+void sysfs_dir_close(SysfsDir *d);
+int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size);
+DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel);
+bool sysfs_dir_exists(const SysfsDir *d, const char *rel);
+int sysfs_dir_read_link_name(const SysfsDir *d, const char *rel, char *buf, size_t size);
+/* The inode of the disk's queue/, as queue_inode(). */
+int sysfs_dir_queue_inode(const SysfsDir *d, uint64_t *ret);
+
 /* One disk's queue directory, held open for an apply pass: its reads and
  * writes go below the fd (openat(), iosched/<attr> too), so a disk removed
  * and another added under the same name meanwhile is never read or
  * written; its fds fail instead (openat() ENOENT, a write on a file open
- * before the removal ENODEV, seen on 6.18). path is kept for the fault
- * seam, whose globs match the full path as with queue_attr_read(). */
+ * before the removal ENODEV, seen on 6.18). */
 typedef struct QueueDir {
-        int fd;                 /* O_PATH; -1 when not open */
+        SysfsDir dir;           /* <sysfs>/block/<dev>/queue */
         uint64_t ino;           /* the directory's inode: the queue_id of the queue it is */
-        char path[PATH_MAX];    /* <sysfs>/block/<dev>/queue */
 } QueueDir;
 
 /* -ENOENT (no such disk, or no queue yet), -errno. */
