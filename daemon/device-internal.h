@@ -7,22 +7,35 @@
 #include "device.h"
 #include "state.h"
 
-struct Device {
+/* What few devices have: an error, an override, a retry, the udev
+ * properties some policy names. Apart, allocated at the first need and
+ * freed when it is empty again, so that every other device carries one
+ * pointer for them (device_extra(), device_extra_trim()). */
+typedef struct DeviceExtra {
+        /* a retry's userdata is this: on_retry() finds both here */
         Manager *manager;
+        Device *device;
+        char **properties;      /* the udev properties some policy names */
+        char *error;            /* last classify/apply error; NULL when none */
+        char *override_note;    /* what someone else changed; set while overridden (left alone) */
+        sd_event_source *retry_source;
+        uint8_t retries;        /* at most RETRY_MAX + 1 */
+} DeviceExtra;
+
+/* Every device has one, so every byte counts: what most devices never
+ * need is in the DeviceExtra, and the Manager is the callers' (the
+ * functions take it), not a pointer on each device. */
+struct Device {
         DevNode node;           /* in m->devices, by number (the record's) */
         /* shared (intern.h): devices alike have the same facts and get the
          * same plan. The shared facts have name, number, diskseq and
          * properties blank: device_facts() puts this device's in. */
         const DeviceFacts *facts;
         const Plan *plan;
-        char **properties;      /* the udev properties some policy names */
-        char *error;            /* last classify/apply error; NULL when none */
+        DeviceExtra *extra;     /* NULL until something rare is needed */
         DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
-        sd_event_source *retry_source;
-        SampleState sample;     /* the sampler's */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
-        char *override_note;    /* what someone else changed; set while overridden (left alone) */
-        uint8_t retries;        /* at most RETRY_MAX + 1 */
+        SampleState sample;     /* the sampler's; 4-aligned, so last of the fixed part but the bits */
         /* together at the end, and bits: a bool between pointers would
          * cost 7 bytes of padding, on every device */
         bool seen : 1;          /* marks survivors during a rescan */
@@ -38,6 +51,13 @@ struct Device {
          * a refresh replaces the facts of the same name only */
         char name[];
 };
+
+/* d's DeviceExtra, allocated if it has none; NULL without memory. */
+DeviceExtra *device_extra(Device *d);
+/* Frees d's DeviceExtra once nothing is left in it. */
+void device_extra_trim(Device *d);
+/* A fresh retry budget. */
+void device_reset_retries(Device *d);
 
 /* What the disk held when its new medium was seen, until its pass takes
  * it: only those values are the admin's from before the change. */

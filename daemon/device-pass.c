@@ -73,38 +73,45 @@ static void log_plan(const Device *d, const char *why_not) {
                 log_item(d, &d->plan->items[i], why_not);
 }
 
+/* userdata: the device's DeviceExtra, which the pass may free */
 static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        Device *d = userdata;
-        Manager *m = d->manager;        /* d may be forgotten by its pass */
+        DeviceExtra *x = userdata;
+        Manager *m = x->manager;        /* d may be forgotten by its pass */
+        Device *d = x->device;
         int r;
 
-        d->retry_source = sd_event_source_disable_unref(d->retry_source);
+        x->retry_source = sd_event_source_disable_unref(x->retry_source);
         r = device_process(m, d);
         return r < 0 ? manager_fatal(m, r) : 0;
 }
 
 static int device_schedule_retry(Manager *m, Device *d) {
+        DeviceExtra *x = device_extra(d);
         uint64_t delay;
         int r;
 
+        if (!x)
+                return -ENOMEM;
         /* counted up to RETRY_MAX + 1 and no further: a byte must not wrap
          * back to retrying, nor the shift below pass 63 */
-        if (d->retries >= RETRY_MAX) {
-                d->retries = RETRY_MAX + 1;
+        if (x->retries >= RETRY_MAX) {
+                x->retries = RETRY_MAX + 1;
                 device_set_errorf(d, "gave up after %d retries", RETRY_MAX);
                 log_warning("%s: gave up after %d retries, ignoring", d->name, RETRY_MAX);
                 return 0;
         }
-        delay = RETRY_BASE_USEC << d->retries++;
+        delay = RETRY_BASE_USEC << x->retries++;
         if (m->options->mode == RUN_ONCE) {
                 /* no loop: wait here, bounded by RETRY_MAX */
                 struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
                 (void) nanosleep(&ts, NULL);
                 return device_process(m, d);
         }
-        if (d->retry_source)
+        if (x->retry_source)
                 return 0;
-        r = sd_event_add_time_relative(m->event, &d->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, d);
+        x->manager = m;
+        x->device = d;
+        r = sd_event_add_time_relative(m->event, &x->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, x);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -123,27 +130,31 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         return 0;
 }
 
-static void device_note_override(Device *d, const ApplyOutcome *out) {
+/* -ENOMEM: not overridden, which would write over the admin's change. */
+static int device_note_override(Device *d, const ApplyOutcome *out) {
         const PlanItem *it = plan_find(d->plan, (unsigned) out->overridden);
+        char *note;
 
-        free(d->override_note);
-        if (asprintf(&d->override_note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
-                     out->overridden_live, it ? it->target : "?") < 0)
-                d->override_note = NULL;
-        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name,
-                   d->override_note ?: "changed by someone else", d->name);
+        if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
+                     out->overridden_live, it ? it->target : "?") < 0 ||
+            device_set_override(d, note) < 0)
+                return -ENOMEM;
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name, note,
+                   d->name);
+        return 0;
 }
 
 /* What apply found that the device must show: a record that could not be
  * saved, values not put back, and the admin's changes (overridden). */
-static void device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
+static int device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
         if (out->record_error)
                 device_set_error(d, out->record_error, "cannot save the state record, nothing written");
         else if (out->restore_failed)
                 device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
         /* a pass from before new media saw the old medium's admin: no override of the new one */
         if (out->overridden >= 0 && writes && !take_over && !device_overridden(d) && !d->new_media)
-                device_note_override(d, out);
+                return device_note_override(d, out);
+        return 0;
 }
 
 /* A paused or overridden device, or a dry run: only looked at, on the loop
@@ -153,8 +164,7 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
         ApplyOutcome out;
         int r = apply_device(&req, plan, &out);
 
-        device_note_outcome(d, &out, false, false);
-        return r;
+        return device_note_outcome(d, &out, false, false) < 0 ? -ENOMEM : r;
 }
 
 /* The job for the applier: copies of the plan and the record. */
@@ -215,7 +225,7 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
         log_plan(d, device_why_not(m, d));
         if (r == -EAGAIN)
                 return device_schedule_retry(m, d);
-        d->retries = 0;
+        device_reset_retries(d);
         if (d->plan->managed)
                 device_learn_caps(m, d);
         return 0;
@@ -288,7 +298,7 @@ int device_process(Manager *m, Device *d) {
 }
 
 int device_process_again(Manager *m, Device *d) {
-        d->retries = 0;
+        device_reset_retries(d);
         return device_process_full(m, d, true);
 }
 
@@ -338,9 +348,10 @@ int device_apply_done(Manager *m, ApplyJob *j) {
                 applier_job_free(j);
                 return 0;
         }
-        device_note_outcome(d, &j->out, true, j->take_over);
+        r = device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
-        r = device_finish(m, d, j->plan, j->result);
+        if (r == 0)
+                r = device_finish(m, d, j->plan, j->result);
         applier_job_free(j);
         if (r < 0)
                 return r;

@@ -117,12 +117,40 @@ void device_set_busy_unreadable(Device *d, bool b) {
         d->busy_unreadable = b;
 }
 
+DeviceExtra *device_extra(Device *d) {
+        if (!d->extra)
+                d->extra = calloc(1, sizeof(DeviceExtra));
+        return d->extra;
+}
+
+void device_extra_trim(Device *d) {
+        const DeviceExtra *x = d->extra;
+
+        if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && x->retries == 0)
+                d->extra = mfree(d->extra);
+}
+
+void device_reset_retries(Device *d) {
+        if (!d->extra)
+                return;
+        d->extra->retries = 0;
+        device_extra_trim(d);
+}
+
 bool device_overridden(const Device *d) {
-        return d->override_note;
+        return device_override_note(d);
 }
 
 const char *device_override_note(const Device *d) {
-        return d->override_note;
+        return d->extra ? d->extra->override_note : NULL;
+}
+
+/* Ends the override, if any. */
+static void device_end_override(Device *d) {
+        if (!d->extra)
+                return;
+        d->extra->override_note = mfree(d->extra->override_note);
+        device_extra_trim(d);
 }
 
 bool device_is_paused(const Manager *m, const Device *d) {
@@ -130,16 +158,23 @@ bool device_is_paused(const Manager *m, const Device *d) {
 }
 
 bool device_pass_pending(const Device *d) {
-        return d->job || d->retry_source;
+        return d->job || (d->extra && d->extra->retry_source);
 }
 
 void device_pause(Device *d) {
         d->paused = true;
 }
 
-void device_set_override(Device *d, char *note) {
-        free(d->override_note);
-        d->override_note = note;
+int device_set_override(Device *d, char *note) {
+        DeviceExtra *x = device_extra(d);
+
+        if (!x) {
+                free(note);
+                return -ENOMEM;
+        }
+        free(x->override_note);
+        x->override_note = note;
+        return 0;
 }
 
 void device_set_seen(Device *d, bool seen) {
@@ -153,19 +188,25 @@ bool device_seen(const Device *d) {
 /* The text is only for status: without memory for it the device goes on
  * without one. */
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...) {
+        DeviceExtra *x = device_extra(d);
         va_list ap;
 
-        free(d->error);
+        if (!x)
+                return;
+        free(x->error);
         va_start(ap, format);
-        d->error = vstrdupf(format, ap);
+        x->error = vstrdupf(format, ap);
         va_end(ap);
+        device_extra_trim(d);   /* no memory for the text either */
 }
 
 void device_set_error(Device *d, int error, const char *what) {
-        if (error == 0)
-                d->error = mfree(d->error);
-        else
+        if (error != 0)
                 device_set_errorf(d, "%s: %s", what, strerror(error < 0 ? -error : error));
+        else if (d->extra) {
+                d->extra->error = mfree(d->extra->error);
+                device_extra_trim(d);
+        }
 }
 
 /* The udev properties some policy names, from udev's database: the
@@ -242,7 +283,8 @@ void device_forget(Manager *m, Device *d, bool drop_state) {
         if (d->job && applier_cancel(m->applier, device_devnum(d)) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
         device_table_remove(&m->devices, &d->node);
-        d->retry_source = sd_event_source_disable_unref(d->retry_source);
+        if (d->extra)
+                d->extra->retry_source = sd_event_source_disable_unref(d->extra->retry_source);
         d->gone = true;
         d->node.next = m->forgotten;
         m->forgotten = &d->node;
@@ -253,8 +295,22 @@ void devices_free_forgotten(Manager *m) {
                 DevNode *n = m->forgotten;
 
                 m->forgotten = n->next;
-                device_free(device_of_node(n));
+                device_free(m, device_of_node(n));
         }
+}
+
+/* Takes props (also on failure); NULL: none. */
+static int device_set_properties(Device *d, char **props) {
+        DeviceExtra *x = props ? device_extra(d) : d->extra;
+
+        if (!x) {
+                strv_free(props);
+                return props ? -ENOMEM : 0;
+        }
+        strv_free(x->properties);
+        x->properties = props;
+        device_extra_trim(d);
+        return 0;
 }
 
 /* Policies that name other udev properties: read what each device keeps
@@ -264,10 +320,8 @@ int device_refresh_properties(Manager *m) {
                 char **props = NULL;
                 int r = device_read_properties(m, major(device_devnum(d)), minor(device_devnum(d)), &props);
 
-                if (r < 0)
+                if (r < 0 || (r = device_set_properties(d, props)) < 0)
                         return r;
-                strv_free(d->properties);
-                d->properties = props;
         }
         return 0;
 }
@@ -279,12 +333,12 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         view->minor = minor(device_devnum(d));
         view->diskseq = d->record.id.diskseq;
         view->queue_id = d->record.id.queue_id;
-        view->properties = d->properties;
+        view->properties = d->extra ? d->extra->properties : NULL;
         return view;
 }
 
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        ReportDevice r = { .facts = device_facts(d, view), .plan = d->plan, .error = d->error,
+        ReportDevice r = { .facts = device_facts(d, view), .plan = d->plan, .error = d->extra ? d->extra->error : NULL,
                            .dyn = d->dynamic ? &d->dynamic->state : NULL };
 
         sample_state_signals(&d->sample, &r.signals);
@@ -298,20 +352,28 @@ bool device_is_held(const Manager *m, const Device *d) {
 /* Paused or overridden: resume ends both. */
 void device_clear_hold(Device *d) {
         d->paused = false;
-        d->override_note = mfree(d->override_note);
+        device_end_override(d);
 }
 
-Device *device_free(Device *d) {
+static DeviceExtra *device_extra_free(DeviceExtra *x) {
+        if (!x)
+                return NULL;
+        sd_event_source_disable_unref(x->retry_source);
+        strv_free(x->properties);
+        free(x->override_note);
+        free(x->error);
+        free(x);
+        return NULL;
+}
+
+Device *device_free(Manager *m, Device *d) {
         if (!d)
                 return NULL;
-        sd_event_source_disable_unref(d->retry_source);
-        intern_unref(&d->manager->facts, d->facts);
-        strv_free(d->properties);
-        intern_unref(&d->manager->plans, d->plan);
+        device_extra_free(d->extra);
+        intern_unref(&m->facts, d->facts);
+        intern_unref(&m->plans, d->plan);
         device_dynamic_free(d->dynamic);
         device_record_done(&d->record);
-        free(d->override_note);
-        free(d->error);
         free(d);
         return NULL;
 }
@@ -319,12 +381,13 @@ Device *device_free(Device *d) {
 /* Takes the properties of *f (also on failure), shares the rest. */
 static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
         const DeviceFacts *shared = intern_ref(&m->facts, f);
+        int r = device_set_properties(d, f->properties);
 
-        strv_free(d->properties);
-        d->properties = f->properties;
         f->properties = NULL;
-        if (!shared)
+        if (!shared || r < 0) {
+                intern_unref(&m->facts, shared);
                 return -ENOMEM;
+        }
         intern_unref(&m->facts, d->facts);
         d->facts = shared;
         /* an inode or a diskseq not read (the disk going away) is no new
@@ -400,13 +463,12 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
 
         if (!d)
                 return -ENOMEM;
-        d->manager = m;
         memcpy(d->name, f->name, len + 1);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
             device_table_put(&m->devices, &d->node) < 0) {
-                device_free(d);
+                device_free(m, d);
                 return -ENOMEM;
         }
         *ret = d;
@@ -462,7 +524,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 if (f.diskseq && d->record.id.diskseq && f.diskseq != d->record.id.diskseq) {
                         if (device_overridden(d))
                                 log_info("%s: new media, the override ends", name);
-                        d->override_note = mfree(d->override_note);
+                        device_end_override(d);
                         d->new_media = true;
                         media_snapshot(m, d);
                 }
@@ -472,7 +534,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 }
         }
         device_set_error(d, 0, NULL);
-        d->retries = 0;         /* news of the disk: a fresh retry budget */
+        device_reset_retries(d);        /* news of the disk: a fresh retry budget */
         if (m->record) {
                 DeviceFacts view;
 

@@ -112,8 +112,8 @@ void device_pause(Device *d);
 /* resume: neither paused nor overridden any more */
 void device_clear_hold(Device *d);
 /* Someone else changed what blkpolicyd set: leave it alone (note: what,
- * for status; taken). */
-void device_set_override(Device *d, char *note);
+ * for status; taken, also on failure). -ENOMEM: not marked. */
+int device_set_override(Device *d, char *note);
 
 /* Rescans mark what is still listed. */
 void device_set_seen(Device *d, bool seen);
@@ -153,4 +153,5 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec);
  * table, until the event that forgot it is dispatched: no caller ever
  * holds a freed device. The manager frees them after each dispatch. */
 void devices_free_forgotten(Manager *m);
-Device *device_free(Device *d);
+/* m: the tables its facts and plan are shared in. */
+Device *device_free(Manager *m, Device *d);

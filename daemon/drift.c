@@ -128,7 +128,8 @@ static int device_check_drift(Manager *m, Device *d) {
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr, live,
                      it->target, who ? "; likely by " : "", who ?: "") < 0)
                 return -ENOMEM;
-        device_set_override(d, note);
+        if (device_set_override(d, note) < 0)
+                return -ENOMEM;
         log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", name, note, name);
         return 0;
 }

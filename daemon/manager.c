@@ -431,7 +431,7 @@ Manager *manager_free(Manager *m) {
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
         DEVICE_FOREACH(d, m)
-                device_free(d);
+                device_free(m, d);
         devices_free_forgotten(m);
         device_table_done(&m->devices);
         intern_table_done(&m->plans);
