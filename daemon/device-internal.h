@@ -23,10 +23,11 @@ typedef struct DeviceExtra {
 } DeviceExtra;
 
 /* Every device has one, so every byte counts: what most devices never
- * need is in the DeviceExtra, and the Manager is the callers' (the
- * functions take it), not a pointer on each device. */
+ * need is in the DeviceExtra, the Manager is the callers' (the functions
+ * take it), and the table holds pointers to devices (device-table.h), so
+ * a device carries no link for it. In m->devices by number (the
+ * record's). */
 struct Device {
-        DevNode node;           /* in m->devices, by number (the record's) */
         /* shared (intern.h): devices alike have the same facts and get the
          * same plan. The shared facts have name, number, diskseq and
          * properties blank: device_facts() puts this device's in. */
@@ -76,5 +77,6 @@ void device_set_error(Device *d, int error, const char *what);
 DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
 /* Takes d out of the table and marks it gone; it is freed after the
  * dispatch (devices_free_forgotten()), so a caller's pointer stays good
- * until it returns. drop_state: its queue is gone, so is its record. */
-void device_forget(Manager *m, Device *d, bool drop_state);
+ * until it returns. drop_state: its queue is gone, so is its record.
+ * -ENOMEM (no room in m->forgotten): nothing is done. */
+int device_forget(Manager *m, Device *d, bool drop_state);

@@ -219,8 +219,7 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 return -ENOMEM;
         if (r == -ENODEV) {
                 log_info("%s: gone while being set up", d->name);
-                device_forget(m, d, true);
-                return 0;
+                return device_forget(m, d, true);
         }
         log_plan(d, device_why_not(m, d));
         if (r == -EAGAIN)

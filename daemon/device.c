@@ -28,31 +28,29 @@ DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
         return NULL;
 }
 
-static Device *device_of_node(DevNode *n) {
-        return n ? (Device *) ((char *) n - offsetof(Device, node)) : NULL;
-}
-
+/* A slot is read when the walk comes to it, so a device forgotten in the
+ * body (a tombstone) is no matter. */
 bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
         const DeviceTable *t = &m->devices;
 
-        while (!i->next) {
-                if (i->visited >= t->n_buckets) {
-                        *ret = NULL;
-                        return false;
+        while (i->visited < t->n_slots) {
+                Device *d = device_table_slot(t, (i->start + i->visited++) % t->n_slots);
+
+                if (d) {
+                        *ret = d;
+                        return true;
                 }
-                i->next = t->buckets[(i->start + i->visited++) % t->n_buckets];
         }
-        *ret = device_of_node(i->next);
-        i->next = i->next->next;
-        return true;
+        *ret = NULL;
+        return false;
 }
 
-size_t device_iter_resume_bucket(const Manager *m, const DeviceIter *i) {
-        return m->devices.n_buckets ? (i->start + i->visited) % m->devices.n_buckets : 0;
+size_t device_iter_resume_slot(const Manager *m, const DeviceIter *i) {
+        return m->devices.n_slots ? (i->start + i->visited) % m->devices.n_slots : 0;
 }
 
 Device *device_get(const Manager *m, dev_t devnum) {
-        return device_of_node(device_table_get(&m->devices, devnum));
+        return device_table_get(&m->devices, devnum);
 }
 
 Device *device_find_name(const Manager *m, const char *name) {
@@ -86,11 +84,6 @@ const char *device_name(const Device *d) {
 /* The number is the record's: a device keeps it once. */
 dev_t device_devnum(const Device *d) {
         return makedev(d->record.id.major, d->record.id.minor);
-}
-
-/* The table's key of a node (device-table.h). */
-dev_t device_node_devnum(const DevNode *n) {
-        return device_devnum(device_of_node((DevNode *) n));
 }
 
 const Plan *device_plan(const Device *d) {
@@ -273,7 +266,24 @@ static void media_snapshot(Manager *m, const Device *d) {
         }
 }
 
-void device_forget(Manager *m, Device *d, bool drop_state) {
+/* Room for one more in m->forgotten, before anything is changed. */
+static int devices_forgotten_reserve(Manager *m) {
+        size_t n = m->n_forgotten_allocated ? m->n_forgotten_allocated * 2 : 8;
+        Device **l;
+
+        if (m->n_forgotten < m->n_forgotten_allocated)
+                return 0;
+        l = reallocarray(m->forgotten, n, sizeof(Device *));
+        if (!l)
+                return -ENOMEM;
+        m->forgotten = l;
+        m->n_forgotten_allocated = n;
+        return 0;
+}
+
+int device_forget(Manager *m, Device *d, bool drop_state) {
+        if (devices_forgotten_reserve(m) < 0)
+                return -ENOMEM;
         log_debug("%s: forgotten", d->name);
         device_media_drop(m, device_devnum(d));
         /* its queue is gone, and with it every value it had: the record is moot */
@@ -282,21 +292,20 @@ void device_forget(Manager *m, Device *d, bool drop_state) {
         /* a pass still queued for it is moot; one running comes back to no device */
         if (d->job && applier_cancel(m->applier, device_devnum(d)) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
-        device_table_remove(&m->devices, &d->node);
+        device_table_remove(&m->devices, d);
         if (d->extra)
                 d->extra->retry_source = sd_event_source_disable_unref(d->extra->retry_source);
         d->gone = true;
-        d->node.next = m->forgotten;
-        m->forgotten = &d->node;
+        m->forgotten[m->n_forgotten++] = d;
+        return 0;
 }
 
+/* The list goes too: forgetting is rare, and a storm's list is large. */
 void devices_free_forgotten(Manager *m) {
-        while (m->forgotten) {
-                DevNode *n = m->forgotten;
-
-                m->forgotten = n->next;
-                device_free(m, device_of_node(n));
-        }
+        for (size_t i = 0; i < m->n_forgotten; i++)
+                device_free(m, m->forgotten[i]);
+        m->forgotten = mfree(m->forgotten);
+        m->n_forgotten = m->n_forgotten_allocated = 0;
 }
 
 /* Takes props (also on failure); NULL: none. */
@@ -467,7 +476,7 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
         d->plan = intern_ref(&m->plans, &undecided);
         if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
-            device_table_put(&m->devices, &d->node) < 0) {
+            device_table_put(&m->devices, d) < 0) {
                 device_free(m, d);
                 return -ENOMEM;
         }
@@ -494,7 +503,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 device_facts_done(&f);
                 d = r == -ENOTBLK ? NULL : device_find_name(m, name);
                 if (r == -ENODEV && d)
-                        device_forget(m, d, true);
+                        *error = device_forget(m, d, true);
                 else if (r != -ENODEV && r != -ENOTBLK) {
                         log_warning_errno(r, "%s: cannot read its sysfs attributes, ignoring: %m", name);
                         if (d)
@@ -507,7 +516,12 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 /* the number went to another disk (or the disk was removed and
                  * added again while events queued up): the old one is gone */
                 log_info("%s: a new disk at %u:%u, forgetting the old one", name, f.major, f.minor);
-                device_forget(m, d, true);
+                r = device_forget(m, d, true);
+                if (r < 0) {
+                        device_facts_done(&f);
+                        *error = r;
+                        return NULL;
+                }
                 d = NULL;
         }
         if (!d) {
@@ -546,13 +560,13 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
         return d;
 }
 
-void device_removed(Manager *m, Device *d) {
+int device_removed(Manager *m, Device *d) {
         uint64_t queue_id = 0;
 
         if (queue_inode(&m->roots, d->name, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
                 log_debug("%s: a remove event, but its queue is still there: an old event, ignoring", d->name);
-                return;
+                return 0;
         }
         log_info("%s: removed", d->name);
-        device_forget(m, d, true);
+        return device_forget(m, d, true);
 }

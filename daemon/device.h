@@ -51,24 +51,20 @@ Device *device_find_name(const Manager *m, const char *name);
  * (not the devices). Returns the count. */
 int devices_sorted(const Manager *m, Device ***ret);
 
-/* A walk over the devices in table order, from a starting bucket, once
- * round. The next device is taken before the current one is returned, so
- * the loop's body may forget the current one (not another). */
+/* A walk over the devices in table order, from a starting slot, once
+ * round. The loop's body may forget the current device (a forgotten
+ * device leaves a tombstone in its slot and nothing moves), but not add
+ * one (device-table.h). */
 typedef struct DeviceIter {
-        size_t start, visited;  /* buckets */
-        DevNode *next;
+        size_t start, visited;  /* slots */
         bool done;
 } DeviceIter;
 
-#define DEVICE_ITER_AT(bucket) ((DeviceIter) { .start = (bucket) })
+#define DEVICE_ITER_AT(slot) ((DeviceIter) { .start = (slot) })
 bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret);
-/* Where a walk that stops now should start again: the bucket after the
- * last one it went into (drift's round-robin). */
-size_t device_iter_resume_bucket(const Manager *m, const DeviceIter *i);
-/* True when the walk is between buckets: the next device starts one. */
-static inline bool device_iter_at_bucket_end(const DeviceIter *i) {
-        return !i->next;
-}
+/* Where a walk that stops now should start again: the slot after the
+ * last device it returned (drift's round-robin). */
+size_t device_iter_resume_slot(const Manager *m, const DeviceIter *i);
 
 /* "break" ends the walk: the outer loop only gives the inner one its
  * iterator. */
@@ -78,11 +74,9 @@ static inline bool device_iter_at_bucket_end(const DeviceIter *i) {
                 for (Device *d; device_iter_next((m), &_i, &d);)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
-/* The device table's key (DEVICE_TABLE_INIT()). */
-dev_t device_node_devnum(const DevNode *n);
-
 /* What the others may read. */
 const char *device_name(const Device *d);
+/* Also the device table's key (DEVICE_TABLE_INIT()). */
 dev_t device_devnum(const Device *d);
 const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
@@ -144,8 +138,9 @@ int device_restore(Manager *m, Device *d);
  * manager's; 0 otherwise. */
 int device_apply_done(Manager *m, struct ApplyJob *j);
 /* A remove event: forget d unless its queue is still there (a stale event
- * for a disk that came back under the same number is not this disk's). */
-void device_removed(Manager *m, Device *d);
+ * for a disk that came back under the same number is not this disk's).
+ * -ENOMEM: no room to keep it until it is freed; d is as it was. */
+int device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
  * forget d. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec);

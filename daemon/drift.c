@@ -142,13 +142,13 @@ int drift_check(Manager *m, unsigned n) {
 
         if (n == 0)
                 return 0;
-        /* from the cursor on; a bucket's devices are checked together (a
-         * reapply may forget the device checked, which the walk allows) */
+        /* from the cursor on (a reapply may forget the device checked,
+         * which the walk allows) */
         while (r >= 0 && device_iter_next(m, &i, &d)) {
                 r = device_check_drift(m, d);
-                if (++checked >= n && device_iter_at_bucket_end(&i))
+                if (++checked >= n)
                         break;
         }
-        m->drift_cursor = device_iter_resume_bucket(m, &i);
+        m->drift_cursor = device_iter_resume_slot(m, &i);
         return r;
 }

@@ -50,8 +50,8 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
                 return r < 0 ? r : manager_redecide(m);
         case UEVENT_REMOVE:
                 d = device_get(m, devnum);
-                if (d)
-                        device_removed(m, d);
+                if (d && device_removed(m, d) < 0)
+                        return -ENOMEM;
                 /* its queued pass may have been the last of the first one */
                 manager_check_ready(m);
                 return 0;
@@ -89,8 +89,8 @@ static int manager_scan_devices(Manager *m) {
         }
         /* not listed: gone, unless its queue is still there */
         DEVICE_FOREACH(d, m)
-                if (!device_seen(d))
-                        device_removed(m, d);
+                if (!device_seen(d) && device_removed(m, d) < 0)
+                        return log_oom();
         r = device_process_all(m);
         if (r < 0)
                 return r;
@@ -396,7 +396,7 @@ int manager_new(const Options *o, Manager **ret) {
         m->options = o;
         m->roots = o->roots;
         m->state = STATE_DIR_NULL;
-        m->devices = DEVICE_TABLE_INIT(device_node_devnum);
+        m->devices = DEVICE_TABLE_INIT(device_devnum);
         m->facts.type = &facts_intern_type;
         m->plans.type = &plan_intern_type;
         r = config_init_defaults(&m->config);

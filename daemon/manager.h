@@ -84,7 +84,8 @@ struct Manager {
         KernelCaps caps;
         Discover *discover;
         DeviceTable devices;
-        DevNode *forgotten;             /* devices forgotten in this dispatch, freed after it */
+        Device **forgotten;             /* devices forgotten in this dispatch, freed after it */
+        size_t n_forgotten, n_forgotten_allocated;
         PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
         InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
@@ -99,7 +100,7 @@ struct Manager {
         unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */
         bool handover;                  /* the next stop leaves everything to the next daemon */
-        size_t drift_cursor;            /* next hash bucket the drift check reads */
+        size_t drift_cursor;            /* next table slot the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
