@@ -8,7 +8,7 @@
 #include "state.h"
 
 /* What few devices have: an error, an override, a retry, the udev
- * properties some policy names. Apart, allocated at the first need and
+ * properties some policy names, what flips left. Apart, allocated at the first need and
  * freed when it is empty again, so that every other device carries one
  * pointer for them (device_extra(), device_extra_trim()). */
 typedef struct DeviceExtra {
@@ -19,6 +19,7 @@ typedef struct DeviceExtra {
         char *error;            /* last classify/apply error; NULL when none */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         sd_event_source *retry_source;
+        DeviceFlips *flips;     /* from the first flip, while d->dynamic */
         uint8_t retries;        /* at most RETRY_MAX + 1 */
 } DeviceExtra;
 
@@ -74,7 +75,8 @@ void device_media_drop(Manager *m, dev_t devnum);
  * without one. */
 _printf_(2, 3) void device_set_errorf(Device *d, const char *format, ...);
 void device_set_error(Device *d, int error, const char *what);
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y);
+/* Back to base: no state machine, and no flips to remember. */
+void device_dynamic_drop(Device *d);
 /* Takes d out of the table and marks it gone; it is freed after the
  * dispatch (devices_free_forgotten()), so a caller's pointer stays good
  * until it returns. drop_state: its queue is gone, so is its record.

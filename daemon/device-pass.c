@@ -271,7 +271,7 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
         }
         decide(&in, plan);
         if (!plan->managed || !plan->dynamic)
-                d->dynamic = device_dynamic_free(d->dynamic);   /* no state machine: back to base */
+                device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
                 r = -ENOMEM;
         else
@@ -378,15 +378,18 @@ static void device_remember_flip(Manager *m, DeviceFlips *y, const DynDecision *
 
 /* The flip whose pass is running, NULL when none. */
 static DynDecision *device_flip_running(const Device *d) {
-        return d->dynamic && d->dynamic->flips ? d->dynamic->flips->flip : NULL;
+        const DeviceFlips *y = device_flips(d);
+
+        return d->dynamic && y ? y->flip : NULL;
 }
 
 static void device_account_flip(Manager *m, Device *d, double ms) {
-        _cleanup_free_ DynDecision *dec = d->dynamic->flips->flip;
+        DeviceFlips *y = d->extra->flips;       /* device_flip_running() */
+        _cleanup_free_ DynDecision *dec = y->flip;
 
-        d->dynamic->flips->flip = NULL;
+        y->flip = NULL;
         d->dynamic->state.flip_cost_ms += (float) ms;
-        device_remember_flip(m, d->dynamic->flips, dec, ms);
+        device_remember_flip(m, y, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }
 
@@ -410,10 +413,11 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
                          d->plan->dynamic_source);
         if (d->dynamic) {
-                DeviceFlips *y = d->dynamic->flips;
+                DeviceExtra *x = device_extra(d);
+                DeviceFlips *y = x ? x->flips : NULL;
 
                 /* the ring too: a flip that cannot be remembered is not made */
-                if (!y && !(y = d->dynamic->flips = calloc(1, sizeof(DeviceFlips))))
+                if (!x || (!y && !(y = x->flips = calloc(1, sizeof(DeviceFlips)))))
                         return -ENOMEM;
                 free(y->flip);
                 y->flip = memdup(dec, sizeof(*dec));

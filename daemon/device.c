@@ -17,13 +17,18 @@
 #include "shared.h"
 #include "util.h"
 
-DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
+static DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
         if (!y)
                 return NULL;
         dyn_state_done(&y->state);
-        if (y->flips)
-                free(y->flips->flip);
-        free(y->flips);
+        free(y);
+        return NULL;
+}
+
+static DeviceFlips *device_flips_free(DeviceFlips *y) {
+        if (!y)
+                return NULL;
+        free(y->flip);
         free(y);
         return NULL;
 }
@@ -98,6 +103,18 @@ DeviceDynamic *device_dynamic(const Device *d) {
         return d->dynamic;
 }
 
+const DeviceFlips *device_flips(const Device *d) {
+        return d->extra ? d->extra->flips : NULL;
+}
+
+void device_dynamic_drop(Device *d) {
+        d->dynamic = device_dynamic_free(d->dynamic);
+        if (!d->extra)
+                return;
+        d->extra->flips = device_flips_free(d->extra->flips);
+        device_extra_trim(d);
+}
+
 SampleState *device_sample_state(Device *d) {
         return &d->sample;
 }
@@ -119,7 +136,8 @@ DeviceExtra *device_extra(Device *d) {
 void device_extra_trim(Device *d) {
         const DeviceExtra *x = d->extra;
 
-        if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && x->retries == 0)
+        if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && !x->flips &&
+            x->retries == 0)
                 d->extra = mfree(d->extra);
 }
 
@@ -368,6 +386,7 @@ static DeviceExtra *device_extra_free(DeviceExtra *x) {
         if (!x)
                 return NULL;
         sd_event_source_disable_unref(x->retry_source);
+        device_flips_free(x->flips);
         strv_free(x->properties);
         free(x->override_note);
         free(x->error);

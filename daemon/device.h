@@ -30,18 +30,18 @@ typedef struct FlipRecord {
 } FlipRecord;
 
 /* What flips leave on a device: allocated at its first flip, since most
- * devices never flip, and kept. */
+ * devices never flip, and kept while the device has a DeviceDynamic. */
 typedef struct DeviceFlips {
         FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
         DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
         uint8_t n_history, history_pos;
 } DeviceFlips;
 
-/* Only devices whose policy has [Dynamic] carry this; what flips leave is
- * apart, since most devices never flip. */
+/* Only devices whose policy has [Dynamic] carry this, 40 bytes: the rings
+ * only some states need are apart (DynRings), and so is what flips leave
+ * (device_flips()), since most devices never flip. */
 typedef struct DeviceDynamic {
         DynState state;
-        DeviceFlips *flips;     /* NULL until the first flip */
 } DeviceDynamic;
 
 /* Lookup, O(1) by number. */
@@ -82,6 +82,8 @@ const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
 /* NULL unless the policy has [Dynamic]. */
 DeviceDynamic *device_dynamic(const Device *d);
+/* NULL until the first flip, and without a DeviceDynamic. */
+const DeviceFlips *device_flips(const Device *d);
 /* The sampler's: the device's last counters and signals, and whether its
  * dispatch_busy could not be read last time (warned once). */
 SampleState *device_sample_state(Device *d);

@@ -33,9 +33,30 @@ static bool all_hold(const Condition *c, unsigned n, const Signals *s) {
         return n > 0;
 }
 
+/* s->rings, allocated if it has none; NULL without memory. */
+static DynRings *dyn_rings(DynState *s) {
+        if (!s->rings)
+                s->rings = calloc(1, sizeof(DynRings));
+        return s->rings;
+}
+
+/* Frees s->rings once neither ring is in it. */
+static void dyn_rings_trim(DynState *s) {
+        if (s->rings && !s->rings->history && !s->rings->flip_ticks)
+                s->rings = mfree(s->rings);
+}
+
+static float (*dyn_history(const DynState *s))[_SIGNAL_MAX] {
+        return s->rings ? s->rings->history : NULL;
+}
+
+static uint32_t *dyn_flip_ticks(const DynState *s) {
+        return s->rings ? s->rings->flip_ticks : NULL;
+}
+
 static void history_push(DynState *s, const Signals *sig) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
-                s->history[s->history_pos][i] = (float) signals_get(sig, (SignalId) i);
+                s->rings->history[s->history_pos][i] = (float) signals_get(sig, (SignalId) i);
         s->history_pos = (s->history_pos + 1) % DYNAMIC_WINDOW_MAX;
         if (s->n_history < DYNAMIC_WINDOW_MAX)
                 s->n_history++;
@@ -50,7 +71,7 @@ static void history_average(const DynState *s, unsigned window, Signals *ret) {
         double sum[_SIGNAL_MAX] = {};
 
         for (unsigned k = 0; k < n; k++) {
-                const float *h = s->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
+                const float *h = s->rings->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
                 for (int i = 0; i < _SIGNAL_MAX; i++)
                         if (signal_known(h[i])) {
                                 sum[i] += h[i];
@@ -68,21 +89,23 @@ static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) 
         unsigned n = 0;
 
         for (unsigned i = 0; i < s->n_flip_ticks; i++)
-                if ((uint32_t) tick - s->flip_ticks[i] < window)
+                if ((uint32_t) tick - s->rings->flip_ticks[i] < window)
                         n++;
         return n;
 }
 
 static void flip_ring_push(DynState *s, uint64_t tick) {
-        s->flip_ticks[s->flip_pos] = (uint32_t) tick;
+        s->rings->flip_ticks[s->flip_pos] = (uint32_t) tick;
         s->flip_pos = (s->flip_pos + 1) % s->flip_ring;
         if (s->n_flip_ticks < s->flip_ring)
                 s->n_flip_ticks++;
 }
 
+/* A ring to keep has its s->rings already; the trim is the caller's. */
 static int flip_ring_fit(DynState *s, unsigned size) {
         DynState old = *s;
-        unsigned keep = old.flip_ticks ? old.n_flip_ticks : 0;
+        uint32_t *old_ticks = dyn_flip_ticks(s);
+        unsigned keep = old_ticks ? old.n_flip_ticks : 0;
         uint32_t *ring = NULL;
 
         if (size == s->flip_ring)
@@ -90,7 +113,8 @@ static int flip_ring_fit(DynState *s, unsigned size) {
         /* without flips to keep, the first flip allocates it */
         if (keep > 0 && size > 0 && !(ring = calloc(size, sizeof(uint32_t))))
                 return -ENOMEM;
-        s->flip_ticks = ring;
+        if (s->rings)
+                s->rings->flip_ticks = ring;
         s->flip_ring = size;
         s->n_flip_ticks = s->flip_pos = 0;
         /* the newest that fit, oldest of them first */
@@ -99,38 +123,54 @@ static int flip_ring_fit(DynState *s, unsigned size) {
         else if (keep > size)
                 keep = size;
         for (unsigned k = keep; k > 0; k--)
-                flip_ring_push(s, old.flip_ticks[(old.flip_pos + old.flip_ring - k) % old.flip_ring]);
-        free(old.flip_ticks);
+                flip_ring_push(s, old_ticks[(old.flip_pos + old.flip_ring - k) % old.flip_ring]);
+        free(old_ticks);
         return 0;
+}
+
+/* At the first flip. -ENOMEM leaves s as it was. */
+static int flip_ring_new(DynState *s) {
+        DynRings *rings = dyn_rings(s);
+
+        if (rings && (rings->flip_ticks = calloc(s->flip_ring, sizeof(uint32_t))))
+                return 0;
+        dyn_rings_trim(s);
+        return -ENOMEM;
 }
 
 int dyn_state_fit(DynState *s, const DynamicPolicy *p) {
         bool want_history = p->window > 1;
-        float (*history)[_SIGNAL_MAX] = s->history;
+        float (*old)[_SIGNAL_MAX] = dyn_history(s), (*history)[_SIGNAL_MAX] = old;
 
         if (want_history != (history != NULL)) {
                 history = want_history ? calloc(DYNAMIC_WINDOW_MAX, sizeof(*history)) : NULL;
                 if (want_history && !history)
                         return -ENOMEM;
         }
-        if (flip_ring_fit(s, p->max_flips) < 0) {
-                if (history != s->history)
+        if ((history && !dyn_rings(s)) || flip_ring_fit(s, p->max_flips) < 0) {
+                if (history != old)
                         free(history);
+                dyn_rings_trim(s);      /* the one allocated here, if it was */
                 return -ENOMEM;
         }
-        if (history != s->history) {
-                free(s->history);
-                s->history = history;
+        if (history != old) {
+                free(old);
+                if (s->rings)   /* a history dropped had them, a new one has them */
+                        s->rings->history = history;
                 s->n_history = s->history_pos = 0;
         }
+        dyn_rings_trim(s);
         return 0;
 }
 
 void dyn_state_done(DynState *s) {
         if (!s)
                 return;
-        s->history = mfree(s->history);
-        s->flip_ticks = mfree(s->flip_ticks);
+        if (s->rings) {
+                free(s->rings->history);
+                free(s->rings->flip_ticks);
+                s->rings = mfree(s->rings);
+        }
         s->n_history = s->history_pos = s->flip_ring = s->n_flip_ticks = s->flip_pos = 0;
 }
 
@@ -161,7 +201,7 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         }
         if (!sig->valid)
                 return 0;       /* no baseline or a counter wrapped: hold everything */
-        assert(s->flip_ring == p->max_flips && (p->window > 1) == (s->history != NULL)); /* dyn_state_fit() */
+        assert(s->flip_ring == p->max_flips && (p->window > 1) == (dyn_history(s) != NULL)); /* dyn_state_fit() */
         if (p->window > 1) {
                 history_push(s, sig);
                 history_average(s, p->window, &avg);
@@ -179,7 +219,7 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
                 s->capped++;
                 return 0;
         }
-        if (!s->flip_ticks && !(s->flip_ticks = calloc(s->flip_ring, sizeof(uint32_t))))
+        if (!dyn_flip_ticks(s) && flip_ring_new(s) < 0)
                 return -ENOMEM;
 
         ret->flip = true;

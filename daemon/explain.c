@@ -45,8 +45,7 @@ static cJSON *explain_policies(Manager *m, Device *d) {
 }
 
 static cJSON *explain_history(const Device *d) {
-        const DeviceDynamic *dyn = device_dynamic(d);
-        const DeviceFlips *y = dyn ? dyn->flips : NULL;
+        const DeviceFlips *y = device_flips(d);
         cJSON *a = cJSON_CreateArray();
 
         for (unsigned k = 0; y && k < y->n_history; k++) {

@@ -12,25 +12,31 @@
 #include "policy.h"
 #include "sample.h"
 
+/* The rings a state needs only sometimes, apart: allocated when the first
+ * of them is, freed with the last, so that a state without them (the
+ * default window, no flip yet: most devices) carries one NULL pointer. */
+typedef struct DynRings {
+        /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
+         * the policy's window is over 1 tick. */
+        float (*history)[_SIGNAL_MAX];
+        /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
+         * max_flips of them are all the cap looks at. Allocated at the first
+         * flip: most devices never flip. */
+        uint32_t *flip_ticks;
+} DynRings;
+
 /* Every dynamic device has one: the 32-bit fields first, then the
- * pointers, then the ring positions (bytes: rings hold at most
+ * pointer, then the ring positions (bytes: rings hold at most
  * DYNAMIC_WINDOW_MAX and DYNAMIC_FLIPS_CAP) and the flags, so that nothing
- * is padding. Ticks are kept mod 2^32, as the flip ring keeps them: 136
- * years of 1 s ticks, and a dwell is a difference of two. */
+ * is padding, 40 bytes. Ticks are kept mod 2^32, as the flip ring keeps
+ * them: 136 years of 1 s ticks, and a dwell is a difference of two. */
 typedef struct DynState {
         uint32_t since_tick;                    /* tick of the last flip (or the first sample) */
         float flip_cost_ms;                     /* time spent applying flips */
         unsigned enter_streak, leave_streak;
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */
-        /* Ring of the last valid samples, DYNAMIC_WINDOW_MAX rows, only when
-         * the policy's window is over 1 tick: the default window of 1 needs
-         * none, and most devices would carry it for nothing. */
-        float (*history)[_SIGNAL_MAX];
-        /* Ring of the last flips' tick numbers (mod 2^32), for the flip cap:
-         * max_flips of them are all the cap looks at. Allocated at the first
-         * flip: most devices never flip. */
-        uint32_t *flip_ticks;
+        DynRings *rings;                        /* NULL while neither ring is needed */
         uint8_t n_history, history_pos;
         uint8_t flip_ring, n_flip_ticks, flip_pos;
         bool busy;

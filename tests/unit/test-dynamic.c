@@ -135,16 +135,16 @@ TEST(refit_keeps_the_newest_flips) {
         /* a reload that lowers the cap keeps the two newest flips */
         p.max_flips = 2;
         ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
-        ASSERT_TRUE(s.n_flip_ticks == 2 && s.flip_ticks[0] + s.flip_ticks[1] == 2 + 3);
+        ASSERT_TRUE(s.n_flip_ticks == 2 && s.rings->flip_ticks[0] + s.rings->flip_ticks[1] == 2 + 3);
         /* raising it to 4 leaves room for two more in the same window */
         p.max_flips = 4;
         ASSERT_EQ_INT(run_trace(&p, &s, trace, 10, 10, flips), 2);
         ASSERT_EQ_INT(s.n_flip_ticks, 4);
         /* the averaging ring comes and goes with a window over 1 tick; the flips stay */
         p.window = 2;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.history && s.n_history == 0 && s.n_flip_ticks == 4);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.rings->history && s.n_history == 0 && s.n_flip_ticks == 4);
         p.window = 1;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.history && s.flips == 5);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings->history && s.rings->flip_ticks && s.flips == 5);
 }
 
 TEST(the_flip_ring_comes_with_the_first_flip) {
@@ -155,12 +155,23 @@ TEST(the_flip_ring_comes_with_the_first_flip) {
 
         p.min_dwell_ticks = 0;
         ASSERT_EQ_INT(run_trace(&p, &s, idle, 5, 0, flips), 0);
-        ASSERT_TRUE(!s.flip_ticks && s.flip_ring == p.max_flips);
+        ASSERT_TRUE(!s.rings && s.flip_ring == p.max_flips);
         /* a reload fits a state that never flipped without allocating */
         p.max_flips = 4;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.flip_ticks && s.flip_ring == 4);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings && s.flip_ring == 4);
         ASSERT_EQ_INT(run_trace(&p, &s, busy, 5, 5, flips), 1);
-        ASSERT_TRUE(s.flip_ticks && s.n_flip_ticks == 1 && s.flip_ticks[0] == flips[0]);
+        ASSERT_TRUE(s.rings && s.rings->flip_ticks && s.n_flip_ticks == 1 && s.rings->flip_ticks[0] == flips[0]);
+}
+
+/* A state needs its rings apart only while one of them is needed. */
+TEST(the_rings_go_with_the_last_of_them) {
+        DynamicPolicy p = iops_policy();
+        _cleanup_(dyn_state_done) DynState s = {};
+
+        p.window = 2;
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.rings && s.rings->history && !s.rings->flip_ticks);
+        p.window = 1;
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings);
 }
 
 TEST(invalid_samples_hold_everything) {
