@@ -10,7 +10,7 @@
 /* What few devices have: an error, an override, a retry, the udev
  * properties some policy names, what flips left. Apart, allocated at the first need and
  * freed when it is empty again, so that every other device carries one
- * pointer for them (device_extra(), device_extra_trim()). */
+ * pointer for them (device_extra()). */
 typedef struct DeviceExtra {
         /* a retry's userdata is this: on_retry() finds both here */
         Manager *manager;
@@ -54,10 +54,9 @@ struct Device {
         char name[];
 };
 
-/* d's DeviceExtra, allocated if it has none; NULL without memory. */
+/* d's DeviceExtra, allocated if it has none; NULL without memory. It is
+ * freed again when the last thing in it goes. */
 DeviceExtra *device_extra(Device *d);
-/* Frees d's DeviceExtra once nothing is left in it. */
-void device_extra_trim(Device *d);
 /* A fresh retry budget. */
 void device_reset_retries(Device *d);
 

@@ -107,14 +107,6 @@ const DeviceFlips *device_flips(const Device *d) {
         return d->extra ? d->extra->flips : NULL;
 }
 
-void device_dynamic_drop(Device *d) {
-        d->dynamic = device_dynamic_free(d->dynamic);
-        if (!d->extra)
-                return;
-        d->extra->flips = device_flips_free(d->extra->flips);
-        device_extra_trim(d);
-}
-
 SampleState *device_sample_state(Device *d) {
         return &d->sample;
 }
@@ -133,12 +125,21 @@ DeviceExtra *device_extra(Device *d) {
         return d->extra;
 }
 
-void device_extra_trim(Device *d) {
+/* Frees d's DeviceExtra once nothing is left in it. */
+static void device_extra_trim(Device *d) {
         const DeviceExtra *x = d->extra;
 
         if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && !x->flips &&
             x->retries == 0)
                 d->extra = mfree(d->extra);
+}
+
+void device_dynamic_drop(Device *d) {
+        d->dynamic = device_dynamic_free(d->dynamic);
+        if (!d->extra)
+                return;
+        d->extra->flips = device_flips_free(d->extra->flips);
+        device_extra_trim(d);
 }
 
 void device_reset_retries(Device *d) {
