@@ -65,7 +65,8 @@ typedef struct TickRead {
         bool skipping;                  /* in a line longer than the buffer: not diskstats */
         int fd;
         int read_error;
-        uint64_t now, interval_us;      /* of the tick: every device's rates are over the same interval */
+        uint64_t now, interval_us;      /* of the tick: from the last read's start to this one's */
+        unsigned read_ms;               /* how far into the read this slice started (SampleState.read_ms) */
         size_t kept;                    /* bytes of a cut line at the front of the buffer */
 } TickRead;
 

@@ -325,6 +325,16 @@ static DiskCounters sample_state_last(const SampleState *s) {
         };
 }
 
+uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, unsigned read_ms) {
+        uint64_t then_us = (uint64_t) s->read_ms * 1000, now_us = (uint64_t) read_ms * 1000;
+
+        if (!tick_interval_us || !s->have_last)
+                return tick_interval_us;
+        /* never 0 or below: the last read's start is before this one's, and
+         * a device read later in it than in this one is over a shorter time */
+        return tick_interval_us + now_us > then_us ? tick_interval_us + now_us - then_us : 1;
+}
+
 void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
                          Signals *ret) {
         DiskCounters prev = sample_state_last(s), kept = counters_kept(&now->c);

@@ -95,17 +95,19 @@ static int flips_apply(Manager *m) {
 
 /* One device's sample: its signals, then its dynamic step, whose flip
  * waits for the end of the pass. */
-static int device_sample(Manager *m, Device *d, const DiskStat *st, uint64_t interval_us) {
+static int device_sample(Manager *m, Device *d, const DiskStat *st, const TickRead *t) {
         const Plan *plan = device_plan(d);
         const DynamicPolicy *dyn = plan->managed ? plan->dynamic : NULL;
         DeviceDynamic *y = device_dynamic(d);
+        SampleState *s = device_sample_state(d);
         double busy = -1;
         DynDecision dec;
         Signals signals;
 
         if (dyn && y && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
-        sample_state_update(device_sample_state(d), st, interval_us, busy, &signals);
+        sample_state_update(s, st, sample_state_interval(s, t->interval_us, t->read_ms), busy, &signals);
+        s->read_ms = (uint16_t) t->read_ms;
         if (m->record)
                 record_write_sample(m->record, device_name(d), st, busy);
         if (!dyn || !y || device_is_held(m, d))
@@ -115,7 +117,7 @@ static int device_sample(Manager *m, Device *d, const DiskStat *st, uint64_t int
         return dec.flip ? flips_push(m, d, &dec) : 0;
 }
 
-static int sample_line(Manager *m, const char *line, size_t len, uint64_t interval_us) {
+static int sample_line(Manager *m, const char *line, size_t len, const TickRead *t) {
         char name[DISKSTAT_NAME_MAX];
         DiskStat st;
         Device *d;
@@ -123,7 +125,7 @@ static int sample_line(Manager *m, const char *line, size_t len, uint64_t interv
         if (diskstat_parse_line(line, len, &st, name) < 0)
                 return 0;
         d = device_get(m, makedev(st.major, st.minor));
-        return d && streq(device_name(d), name) ? device_sample(m, d, &st, interval_us) : 0;
+        return d && streq(device_name(d), name) ? device_sample(m, d, &st, t) : 0;
 }
 
 /* /proc/diskstats gives at most a page of whole lines per read() however
@@ -162,14 +164,14 @@ static int tick_read_chunk(Manager *m, TickRead *t) {
         end = buf + t->kept + k;
         for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
                 if (!t->skipping)
-                        r = sample_line(m, p, (size_t) (nl + 1 - p), t->interval_us);
+                        r = sample_line(m, p, (size_t) (nl + 1 - p), t);
                 t->skipping = false;
         }
         if (r < 0)
                 return r;
         t->kept = (size_t) (end - p);
         if (k == 0) {                   /* the last line may have no newline */
-                r = t->kept && !t->skipping ? sample_line(m, p, t->kept, t->interval_us) : 0;
+                r = t->kept && !t->skipping ? sample_line(m, p, t->kept, t) : 0;
                 return r < 0 ? r : 1;
         }
         if (t->kept == DISKSTATS_CHUNK) {
@@ -180,12 +182,16 @@ static int tick_read_chunk(Manager *m, TickRead *t) {
         return 0;
 }
 
-/* Every device's rates are over the tick's one interval, but a device is
- * read when its slice comes: the work between slices shifts its sample.
- * Past this much of the interval (5%, so no rate is off by more) the rest
- * of the file is read at once, whoever waits. */
+/* A device is read when its slice comes, and its rates are over the time
+ * since it was read last (sample_state_interval()), however the loop's
+ * work spreads the read. Only a read that would meet the next tick is
+ * ended at once, whoever waits: after an interval, or a minute (read_ms). */
+#define TICK_SPREAD_MAX_USEC (60 * 1000000ULL)
+
 static uint64_t tick_spread_max_usec(const Manager *m) {
-        return (uint64_t) m->config.tick_interval_ms * 1000 / 20;
+        uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
+
+        return interval < TICK_SPREAD_MAX_USEC ? interval : TICK_SPREAD_MAX_USEC;
 }
 
 /* Reads for one slice; the whole file with --record (whose tick is one
@@ -196,6 +202,7 @@ static int tick_read_slice(Manager *m, TickRead *t) {
         bool whole = m->record || now - t->now >= tick_spread_max_usec(m);
         int r;
 
+        t->read_ms = m->record ? 0 : (unsigned) ((now - t->now) / 1000);
         do
                 r = tick_read_chunk(m, t);
         while (r == 0 && (whole || clock_usec(CLOCK_MONOTONIC) < until));

@@ -143,7 +143,15 @@ typedef struct SampleState {
         float dispatch_busy;
         bool have_last;         /* a sample was taken */
         bool valid;             /* the last tick had a sample before it, an interval, nothing backwards */
+        uint16_t read_ms;       /* how far into its tick's read the last sample was taken (the
+                                 * sampler's: sample_state_interval()); in the padding */
 } SampleState;
+
+/* Pure: the interval since s's last sample, of a device read read_ms into
+ * its tick's read: the tick's interval (from the last read's start to this
+ * one's) corrected by how far into each read the device was taken. A read
+ * in slices takes the devices at different times; each gets its own. */
+uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, unsigned read_ms);
 
 /* Pure: takes a new sample, interval_us after the last (0: no interval),
  * and returns that tick's signals, the same as signals_compute() gives

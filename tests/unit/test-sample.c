@@ -297,6 +297,31 @@ TEST(sample_state_idle_tick) {
         ASSERT_TRUE(!signal_known(sig.rkb) && !signal_known(sig.wpct));
 }
 
+/* A read in slices takes devices at different times: a device read 300 ms
+ * into the last tick's read and 20 ms into this one's was last read
+ * 280 ms less than a tick ago, and its rates are over that. */
+TEST(sample_interval_follows_each_device_into_the_read) {
+        SampleState s = {};
+        DiskStat st = { .c = { .rd_ios = 100 } };
+        Signals sig;
+
+        ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 20), 1000000);        /* no sample yet */
+        sample_state_update(&s, &st, 0, -1, &sig);
+        s.read_ms = 300;
+        ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 20), 720000);
+        ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 300), 1000000);
+        ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 900), 1600000);
+        ASSERT_EQ_INT(sample_state_interval(&s, 0, 900), 0);                   /* no interval: none */
+        ASSERT_EQ_INT(sample_state_interval(&s, 200000, 0), 1);                /* never 0 or below */
+
+        /* the rates are over the device's own interval: read 500 ms later
+         * into this tick's read, 100 reads in 1.5 s */
+        st.c.rd_ios = 200;
+        sample_state_update(&s, &st, sample_state_interval(&s, 1000000, 800), -1, &sig);
+        ASSERT_TRUE(sig.valid);
+        ASSERT_TRUE(sig.riops > 66.6f && sig.riops < 66.7f);
+}
+
 TEST(signal_names) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
                 ASSERT_EQ_INT(signal_from_string(signal_to_string((SignalId) i)), i);
