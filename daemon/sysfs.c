@@ -67,7 +67,7 @@ static int sysfs_write_at(int dirfd, const char *rel, const char *path, const ch
         return (size_t) n == len ? 0 : -EIO;
 }
 
-DIR *sysfs_opendir(const char *path) {
+static DIR *sysfs_opendir(const char *path) {
         int fault = fault_check("read", path);
 
         if (fault < 0) {

@@ -30,9 +30,8 @@ const char *roots_root(const Roots *r);
 /* Reads a small attribute file whole, trailing newline stripped.
  * -ENOENT/-ENODEV/... from open/read; -EFBIG if it does not fit. */
 int sysfs_read(const char *path, char *buf, size_t size);
-/* For what is read more than once a file: a directory's entries,
- * /proc/diskstats in chunks. Both go through fault injection. */
-DIR *sysfs_opendir(const char *path);
+/* For a file read a piece at a time (/proc/diskstats), through the fault
+ * seam like the rest. */
 int sysfs_open_read(const char *path);
 /* One read() of a file sysfs_open_read() opened (path: the same, for the
  * fault seam's "chunk" faults). Returns the bytes read, or -errno. */
