@@ -392,7 +392,8 @@ static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) 
 /* No queue directory to work on, and the disk is there (its queue not
  * registered yet, or no fd left): nothing read, nothing written. */
 static int pass_unopened(Pass *p, int error) {
-        bool transient = is_transient(error);
+        /* out of fds or memory: another try may find some */
+        bool transient = is_transient(error) || error == -EMFILE || error == -ENFILE || error == -ENOMEM;
 
         log_warning_errno(error, "%s: cannot open its queue directory, leaving it alone: %m", p->req->dev);
         for (unsigned i = 0; p->plan && i < p->plan->n_items; i++) {

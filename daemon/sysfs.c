@@ -85,8 +85,14 @@ static int dir_open(SysfsDir *d, const char *path, int flags) {
         d->fd = -EBADF;
         if (k < 0)
                 return k;
-        d->fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC | flags);
-        return d->fd < 0 ? -errno : 0;
+        k = fault_check("read", path);
+        if (k < 0)
+                return k;
+        k = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC | flags);
+        if (k < 0)
+                return -errno;
+        d->fd = k;
+        return 0;
 }
 
 void sysfs_dir_close(SysfsDir *d) {

@@ -405,6 +405,25 @@ def test_failed_switch_leaves_the_admins_tuning(tree):
         ("a failed switch, then the admin's tuning: kept at stop, blkpolicyd's read_ahead_kb back", (rc, tree.snapshot("loop0")))
 
 
+def test_queue_that_cannot_be_opened(tree):
+    # 11b. a pass that cannot open the disk's queue directory reads and
+    # writes nothing: an error that may pass (ENOENT while the disk is
+    # there: its queue not registered yet) is tried again, one that will
+    # not (EACCES) leaves the disk as it was, with no record
+    tree.reset()
+    d = tree.daemon(faults="read:*/loop0/queue:ENOENT:1")
+    wait_for(lambda: tree.applied(), 20, "loop0 set on its retry")
+    assert "loop0: cannot open its queue directory" in d.text(), d.text()[-1500:]
+    rc = d.stop()
+    assert rc == 0 and tree.all_original()[0], \
+        f"the retried pass recorded what it found, and the stop puts it back: {(rc, tree.all_original()[1])}"
+    tree.reset()
+    r = tree.run("--once", faults="read:*/loop0/queue:EACCES")
+    assert (tree.snapshot("loop0") == ORIGINAL["loop0"] and tree.live("loop1", "scheduler") == "bfq"
+            and not os.path.exists(os.path.join(tree.state, "devices", "7:0"))), \
+        f"loop0 untouched and unrecorded, loop1 set: {(tree.snapshot('loop0'), r.stderr[-1500:])}"
+
+
 def test_reload_back_to_the_found_scheduler(tree):
     # 12. a reload wants the found scheduler back: what its switch reset comes back at once
     tree.reset()
