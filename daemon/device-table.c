@@ -62,7 +62,7 @@ static void device_table_place(DeviceTable *t, Device *d) {
 /* Into n_slots slots: the devices again, the tombstones dropped. */
 static int device_table_rehash(DeviceTable *t, size_t n_slots) {
         DeviceTable grown = { .slots = calloc(n_slots, sizeof(Device *)), .n_slots = n_slots,
-                              .n_devices = t->n_devices, .devnum = t->devnum };
+                              .n_devices = t->n_devices, .rehashes = t->rehashes + 1, .devnum = t->devnum };
 
         if (!grown.slots)
                 return -ENOMEM;

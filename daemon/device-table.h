@@ -24,6 +24,7 @@ typedef struct DeviceTable {
         size_t n_slots;         /* 0 or a power of 2 */
         size_t n_devices;
         size_t n_tombstones;
+        unsigned rehashes;      /* a walk that sees this move was cut by a put (device_iter_next()) */
         dev_t (*devnum)(const Device *d);
 } DeviceTable;
 

@@ -3,6 +3,7 @@
  * and record, forget it. Its passes (decide, apply, retry, flip) are in
  * device-pass.c. Per-device failures are logged "…, ignoring"; only
  * -ENOMEM is fatal. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <sys/sysmacros.h>
@@ -37,6 +38,12 @@ static DeviceFlips *device_flips_free(DeviceFlips *y) {
  * body (a tombstone) is no matter. */
 bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
         const DeviceTable *t = &m->devices;
+
+        /* a put during a walk that rehashed would visit devices twice or
+         * never: nothing does, and this says so if something starts to */
+        if (i->visited == 0)
+                i->rehashes = t->rehashes;
+        assert(i->rehashes == t->rehashes);
 
         while (i->visited < t->n_slots) {
                 Device *d = device_table_slot(t, (i->start + i->visited++) % t->n_slots);

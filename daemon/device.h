@@ -57,6 +57,7 @@ int devices_sorted(const Manager *m, Device ***ret);
  * one (device-table.h). */
 typedef struct DeviceIter {
         size_t start, visited;  /* slots */
+        unsigned rehashes;      /* the table's at the walk's first step */
         bool done;
 } DeviceIter;
 

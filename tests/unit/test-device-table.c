@@ -52,6 +52,26 @@ static void del(DeviceTable *t, unsigned i) {
         devs[i].in = false;
 }
 
+/* A walk knows the table was rehashed under it by the count of rehashes
+ * (device_iter_next() asserts it did not change): growing counts, a
+ * remove does not, a put without growing does not. */
+TEST(device_table_counts_its_rehashes) {
+        DeviceTable t = DEVICE_TABLE_INIT(key);
+        unsigned before;
+
+        devs_init();
+        put(&t, 0);
+        before = t.rehashes;
+        ASSERT_TRUE(before > 0);                /* the first put makes the slots */
+        del(&t, 0);
+        put(&t, 1);
+        ASSERT_EQ_INT(t.rehashes, before);
+        for (unsigned i = 2; i < 100; i++)
+                put(&t, i);
+        ASSERT_TRUE(t.rehashes > before);
+        device_table_done(&t);
+}
+
 TEST(device_table_put_get_remove) {
         DeviceTable t = DEVICE_TABLE_INIT(key);
 
