@@ -57,6 +57,8 @@ struct Device {
 /* d's DeviceExtra, allocated if it has none; NULL without memory. It is
  * freed again when the last thing in it goes. */
 DeviceExtra *device_extra(Device *d);
+/* Frees d's DeviceExtra once nothing is left in it. */
+void device_extra_trim(Device *d);
 /* A fresh retry budget. */
 void device_reset_retries(Device *d);
 
@@ -80,4 +82,4 @@ void device_dynamic_drop(Device *d);
  * dispatch (devices_free_forgotten()), so a caller's pointer stays good
  * until it returns. drop_state: its queue is gone, so is its record.
  * -ENOMEM (no room in m->forgotten): nothing is done. */
-int device_forget(Manager *m, Device *d, bool drop_state);
+_must_check_ int device_forget(Manager *m, Device *d, bool drop_state);

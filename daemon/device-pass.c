@@ -82,6 +82,9 @@ static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *u
 
         x->retry_source = sd_event_source_disable_unref(x->retry_source);
         r = device_process(m, d);
+        /* x may be empty now (an event reset the retries meanwhile) or
+         * freed (a pass forgot d): d is still good in this dispatch */
+        device_extra_trim(d);
         return r < 0 ? manager_fatal(m, r) : 0;
 }
 

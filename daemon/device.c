@@ -132,8 +132,7 @@ DeviceExtra *device_extra(Device *d) {
         return d->extra;
 }
 
-/* Frees d's DeviceExtra once nothing is left in it. */
-static void device_extra_trim(Device *d) {
+void device_extra_trim(Device *d) {
         const DeviceExtra *x = d->extra;
 
         if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && !x->flips &&

@@ -110,7 +110,7 @@ void device_pause(Device *d);
 void device_clear_hold(Device *d);
 /* Someone else changed what blkpolicyd set: leave it alone (note: what,
  * for status; taken, also on failure). -ENOMEM: not marked. */
-int device_set_override(Device *d, char *note);
+_must_check_ int device_set_override(Device *d, char *note);
 
 /* Rescans mark what is still listed. */
 void device_set_seen(Device *d, bool seen);
@@ -143,7 +143,7 @@ int device_apply_done(Manager *m, struct ApplyJob *j);
 /* A remove event: forget d unless its queue is still there (a stale event
  * for a disk that came back under the same number is not this disk's).
  * -ENOMEM: no room to keep it until it is freed; d is as it was. */
-int device_removed(Manager *m, Device *d);
+_must_check_ int device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
  * forget d. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec);

@@ -19,6 +19,8 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+/* For what returns -ENOMEM among other things a caller must not drop */
+#define _must_check_ __attribute__((warn_unused_result))
 
 /* vasprintf() that says failure with NULL (the string is then undefined). */
 char *vstrdupf(const char *fmt, va_list ap) _printf_(1, 0);
