@@ -409,6 +409,7 @@ Device *device_free(Manager *m, Device *d) {
         intern_unref(&m->plans, d->plan);
         device_dynamic_free(d->dynamic);
         device_record_done(&d->record);
+        sample_state_done(&d->sample);
         free(d);
         return NULL;
 }

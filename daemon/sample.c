@@ -335,9 +335,22 @@ uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, 
         return tick_interval_us + now_us > then_us ? tick_interval_us + now_us - then_us : 1;
 }
 
-void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
-                         Signals *ret) {
+/* Nothing to keep of the tick: no counter moved (or the tick tells
+ * nothing), nothing in flight, dispatch_busy not read. */
+static bool tick_still(const TickDelta *d) {
+        return !d->rd_ios && !d->wr_ios && !d->merges && !d->rd_sectors && !d->wr_sectors && !d->rd_ticks &&
+               !d->wr_ticks && !d->io_ticks && !d->time_in_queue && d->in_flight == 0 && d->dispatch_busy < 0;
+}
+
+void sample_state_done(SampleState *s) {
+        if (s)
+                s->delta = mfree(s->delta);
+}
+
+int sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
+                        Signals *ret) {
         DiskCounters prev = sample_state_last(s), kept = counters_kept(&now->c);
+        SampleDelta *x = s->delta;
         TickDelta d;
 
         /* µs in 48 bits: 8.9 years */
@@ -346,7 +359,10 @@ void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_
         delta_of(s->have_last ? &prev : NULL, &kept, (double) interval_us / 1000.0, now->in_flight, dispatch_busy,
                  &d);
         signals_from_delta(&d, ret);
+        if (!x && !tick_still(&d) && !(x = malloc(sizeof(SampleDelta))))
+                return -ENOMEM;
         *s = (SampleState) {
+                .delta = x,
                 .rd_ios = counter48_make(kept.rd_ios),
                 .wr_ios = counter48_make(kept.wr_ios),
                 .rd_merges = counter48_make(kept.rd_merges),
@@ -357,41 +373,49 @@ void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_
                 .wr_ticks = (uint32_t) kept.wr_ticks,
                 .io_ticks = (uint32_t) kept.io_ticks,
                 .time_in_queue = (uint32_t) kept.time_in_queue,
-                /* deltas: each under its counter's width; merges, the sum of
-                 * two, under 2^48 as long as a tick cannot see 2^47 of either */
-                .d_rd_ios = counter48_make(d.rd_ios),
-                .d_wr_ios = counter48_make(d.wr_ios),
-                .d_merges = counter48_make(d.merges),
-                .d_rd_sectors = counter48_make(d.rd_sectors),
-                .d_wr_sectors = counter48_make(d.wr_sectors),
-                .interval_us = counter48_make(interval_us),
-                .d_rd_ticks = (uint32_t) d.rd_ticks,
-                .d_wr_ticks = (uint32_t) d.wr_ticks,
-                .d_io_ticks = (uint32_t) d.io_ticks,
-                .d_time_in_queue = (uint32_t) d.time_in_queue,
-                .in_flight = ret->inflight,
-                .dispatch_busy = (float) dispatch_busy,
                 .have_last = true,
                 .valid = d.valid,
         };
+        if (x)
+                *x = (SampleDelta) {
+                        /* each under its counter's width; merges, the sum of two,
+                         * under 2^48 as long as a tick cannot see 2^47 of either */
+                        .rd_ios = counter48_make(d.rd_ios),
+                        .wr_ios = counter48_make(d.wr_ios),
+                        .merges = counter48_make(d.merges),
+                        .rd_sectors = counter48_make(d.rd_sectors),
+                        .wr_sectors = counter48_make(d.wr_sectors),
+                        .interval_us = counter48_make(interval_us),
+                        .rd_ticks = (uint32_t) d.rd_ticks,
+                        .wr_ticks = (uint32_t) d.wr_ticks,
+                        .io_ticks = (uint32_t) d.io_ticks,
+                        .time_in_queue = (uint32_t) d.time_in_queue,
+                        .in_flight = ret->inflight,
+                        .dispatch_busy = (float) dispatch_busy,
+                };
+        return 0;
 }
 
 void sample_state_signals(const SampleState *s, Signals *ret) {
-        TickDelta d = {
-                .valid = s->valid,
-                .interval_ms = (double) counter48_get(s->interval_us) / 1000.0,
-                .rd_ios = counter48_get(s->d_rd_ios),
-                .wr_ios = counter48_get(s->d_wr_ios),
-                .merges = counter48_get(s->d_merges),
-                .rd_sectors = counter48_get(s->d_rd_sectors),
-                .wr_sectors = counter48_get(s->d_wr_sectors),
-                .rd_ticks = s->d_rd_ticks,
-                .wr_ticks = s->d_wr_ticks,
-                .io_ticks = s->d_io_ticks,
-                .time_in_queue = s->d_time_in_queue,
-                .in_flight = s->in_flight,
-                .dispatch_busy = s->dispatch_busy,
-        };
+        const SampleDelta *x = s->delta;
+        /* never moved: a still tick, whose Signals are 0 over any interval */
+        TickDelta d = { .valid = s->valid, .interval_ms = 1, .dispatch_busy = -1 };
 
+        if (x)
+                d = (TickDelta) {
+                        .valid = s->valid,
+                        .interval_ms = (double) counter48_get(x->interval_us) / 1000.0,
+                        .rd_ios = counter48_get(x->rd_ios),
+                        .wr_ios = counter48_get(x->wr_ios),
+                        .merges = counter48_get(x->merges),
+                        .rd_sectors = counter48_get(x->rd_sectors),
+                        .wr_sectors = counter48_get(x->wr_sectors),
+                        .rd_ticks = x->rd_ticks,
+                        .wr_ticks = x->wr_ticks,
+                        .io_ticks = x->io_ticks,
+                        .time_in_queue = x->time_in_queue,
+                        .in_flight = x->in_flight,
+                        .dispatch_busy = x->dispatch_busy,
+                };
         signals_from_delta(&d, ret);
 }

@@ -106,7 +106,8 @@ static int device_sample(Manager *m, Device *d, const DiskStat *st, const TickRe
 
         if (dyn && y && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
                 busy = read_dispatch_busy(m, d);
-        sample_state_update(s, st, sample_state_interval(s, t->interval_us, t->read_ms), busy, &signals);
+        if (sample_state_update(s, st, sample_state_interval(s, t->interval_us, t->read_ms), busy, &signals) < 0)
+                return -ENOMEM;
         s->read_ms = (uint16_t) t->read_ms;
         if (m->record)
                 record_write_sample(m->record, device_name(d), st, busy);

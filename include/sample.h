@@ -131,16 +131,25 @@ static inline Counter48 counter48_make(uint64_t v) {
  * wraps in the kernel is a step back here as there. A delta is never
  * wider than its counter: 32 bits of a 32-bit field, and a 48-bit one
  * cannot be reached in a tick (above). */
-typedef struct SampleState {
-        Counter48 rd_ios, wr_ios, rd_merges, wr_merges, rd_sectors, wr_sectors;
-        uint32_t rd_ticks, wr_ticks, io_ticks, time_in_queue;
+typedef struct SampleDelta {
         /* the last tick; all 0 when it was idle (signals_compute()'s
          * shortcut gives what the deltas of 0 give) */
-        Counter48 d_rd_ios, d_wr_ios, d_merges, d_rd_sectors, d_wr_sectors;
+        Counter48 rd_ios, wr_ios, merges, rd_sectors, wr_sectors;
         Counter48 interval_us;
-        uint32_t d_rd_ticks, d_wr_ticks, d_io_ticks, d_time_in_queue;
+        uint32_t rd_ticks, wr_ticks, io_ticks, time_in_queue;
         float in_flight;        /* as the Signals have them: the same float */
         float dispatch_busy;
+} SampleDelta;
+
+typedef struct SampleState {
+        /* The last tick's deltas, made at the first tick that was not
+         * still (a counter moved, I/O in flight, dispatch_busy read) and
+         * kept from then on: a disk that never moved gives its Signals
+         * from nothing (every rate 0), and 10,000 idle disks do without
+         * 64 bytes each. */
+        SampleDelta *delta;
+        Counter48 rd_ios, wr_ios, rd_merges, wr_merges, rd_sectors, wr_sectors;
+        uint32_t rd_ticks, wr_ticks, io_ticks, time_in_queue;
         bool have_last;         /* a sample was taken */
         bool valid;             /* the last tick had a sample before it, an interval, nothing backwards */
         uint16_t read_ms;       /* how far into its tick's read the last sample was taken (the
@@ -155,9 +164,11 @@ uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, 
 
 /* Pure: takes a new sample, interval_us after the last (0: no interval),
  * and returns that tick's signals, the same as signals_compute() gives
- * of the two samples (for counters within the widths above). */
-void sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
-                         Signals *ret);
+ * of the two samples (for counters within the widths above). 0, or
+ * -ENOMEM with s as it was. */
+int sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
+                        Signals *ret);
+void sample_state_done(SampleState *s);
 /* Pure: the Signals sample_state_update() returned last; !valid before
  * the second sample. */
 void sample_state_signals(const SampleState *s, Signals *ret);

@@ -227,7 +227,45 @@ static unsigned sample_state_run(uint64_t start, uint64_t max_step, unsigned *va
                 mismatches += !signals_same(&want, &got) + !signals_same(&got, &again);
                 *valid += want.valid;
         }
+        sample_state_done(&s);
         return mismatches;
+}
+
+/* A disk that never moved keeps no deltas (SampleState.delta) and still
+ * gives what signals_compute() gives, still ticks with or without an
+ * interval, with sectors moving without an I/O completing; the first tick
+ * that moves (a counter, I/O in flight, dispatch_busy read) makes them,
+ * and still ticks after it keep them, at 0. */
+TEST(sample_state_of_a_disk_that_never_moved) {
+        DiskStat prev, now = { .c = { .rd_ios = 5, .rd_sectors = 40, .io_ticks = 3 } };
+        SampleState s = {};
+        Signals want, got, again;
+        struct { uint64_t sectors, ios, in_flight, interval_us; double busy; bool delta; } ticks[] = {
+                { 0, 0, 0, 0, -1, false },              /* the first sample */
+                { 0, 0, 0, 1000000, -1, false },
+                { 0, 0, 0, 0, -1, false },              /* no interval */
+                { 8, 0, 0, 1000000, -1, false },        /* sectors alone: still */
+                { 0, 0, 2, 1000000, -1, true },         /* in flight */
+                { 0, 0, 0, 1000000, -1, true },         /* still, the deltas kept at 0 */
+                { 8, 1, 0, 500000, 3, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(ticks); i++) {
+                prev = now;
+                now.c.rd_sectors += ticks[i].sectors;
+                now.c.rd_ios += ticks[i].ios;
+                now.c.io_ticks += ticks[i].ios;
+                now.in_flight = ticks[i].in_flight;
+                signals_compute(i ? &prev.c : NULL, &now, (double) ticks[i].interval_us / 1000.0, ticks[i].busy,
+                                &want);
+                ASSERT_EQ_INT(sample_state_update(&s, &now, ticks[i].interval_us, ticks[i].busy, &got), 0);
+                sample_state_signals(&s, &again);
+                ASSERT_TRUE(signals_same(&want, &got) && signals_same(&got, &again));
+                ASSERT_TRUE((s.delta != NULL) == ticks[i].delta);
+        }
+        sample_state_done(&s);
+        ASSERT_TRUE(s.delta == NULL);
+        sample_state_done(NULL);
 }
 
 TEST(sample_state_gives_what_signals_compute_gives) {
@@ -278,6 +316,7 @@ TEST(sample_state_wraps_and_widths) {
         b.c.rd_sectors -= 8;
         sample_state_update(&s, &b, 1000000, -1, &sig);
         ASSERT_TRUE(!sig.valid);
+        sample_state_done(&s);
 }
 
 /* The idle shortcut of signals_compute(): sectors moving without an I/O
@@ -295,6 +334,7 @@ TEST(sample_state_idle_tick) {
         sample_state_signals(&s, &sig);
         ASSERT_TRUE(sig.valid && sig.rmbps == 0 && sig.rlat_ms == 0 && sig.inflight == 2 && sig.dispatch_busy == 0);
         ASSERT_TRUE(!signal_known(sig.rkb) && !signal_known(sig.wpct));
+        sample_state_done(&s);
 }
 
 /* A read in slices takes devices at different times: a device read 300 ms
@@ -320,6 +360,7 @@ TEST(sample_interval_follows_each_device_into_the_read) {
         sample_state_update(&s, &st, sample_state_interval(&s, 1000000, 800), -1, &sig);
         ASSERT_TRUE(sig.valid);
         ASSERT_TRUE(sig.riops > 66.6f && sig.riops < 66.7f);
+        sample_state_done(&s);
 }
 
 TEST(signal_names) {
