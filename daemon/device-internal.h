@@ -37,7 +37,8 @@ struct Device {
         DeviceExtra *extra;     /* NULL until something rare is needed */
         DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
-        SampleState sample;     /* the sampler's; 4-aligned, so last of the fixed part but the bits */
+        SampleState sample;     /* the sampler's; 64 bytes with no hole, so the bits and the name
+                                 * follow it at 136: with a 9-character name a 160-byte chunk */
         /* together at the end, and bits: a bool between pointers would
          * cost 7 bytes of padding, on every device */
         bool seen : 1;          /* marks survivors during a rescan */
