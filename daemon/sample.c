@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Pure parsers and arithmetic of the sampler; the reads happen in the
- * manager through sysfs.c. No allocation. */
+ * manager through sysfs.c. No allocation but a moving disk's deltas
+ * (SampleDelta), once. */
 #include "sample.h"
 #include "util.h"
 

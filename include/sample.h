@@ -118,8 +118,9 @@ static inline Counter48 counter48_make(uint64_t v) {
 
 /* What a device keeps of its samples: the counters of the last one, to
  * take the next tick's deltas from, and that tick's deltas, to make its
- * Signals again when they are asked for (sample_state_signals()): every
- * device keeps one, and the Signals themselves are larger.
+ * Signals again when they are asked for (sample_state_signals()), once it
+ * has moved: every device keeps one, and the Signals themselves are
+ * larger.
  *
  * Each counter is kept as wide as the kernel keeps it, or 48 bits:
  * /proc/diskstats prints the time fields (rd_ticks, wr_ticks, io_ticks,
@@ -162,11 +163,12 @@ typedef struct SampleState {
  * in slices takes the devices at different times; each gets its own. */
 uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, unsigned read_ms);
 
-/* Pure: takes a new sample, interval_us after the last (0: no interval),
- * and returns that tick's signals, the same as signals_compute() gives
- * of the two samples (for counters within the widths above). 0, or
- * -ENOMEM with s as it was. */
-int sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
+/* No I/O: takes a new sample, interval_us after the last (0: no
+ * interval), and returns that tick's signals, the same as
+ * signals_compute() gives of the two samples (for counters within the
+ * widths above). 0, or -ENOMEM (the first tick a disk moves allocates its
+ * SampleDelta) with s as it was. */
+__attribute__((warn_unused_result)) int sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
                         Signals *ret);
 void sample_state_done(SampleState *s);
 /* Pure: the Signals sample_state_update() returned last; !valid before

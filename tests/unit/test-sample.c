@@ -222,7 +222,7 @@ static unsigned sample_state_run(uint64_t start, uint64_t max_step, unsigned *va
                 step(&now.c, max_step);
                 now.in_flight = rnd() % 300;
                 signals_compute(tick ? &prev.c : NULL, &now, (double) interval_us / 1000.0, busy, &want);
-                sample_state_update(&s, &now, interval_us, busy, &got);
+                ASSERT_EQ_INT(sample_state_update(&s, &now, interval_us, busy, &got), 0);
                 sample_state_signals(&s, &again);
                 mismatches += !signals_same(&want, &got) + !signals_same(&got, &again);
                 *valid += want.valid;
@@ -291,13 +291,13 @@ TEST(sample_state_wraps_and_widths) {
         SampleState s = {};
         Signals sig;
 
-        sample_state_update(&s, &a, 0, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &a, 0, -1, &sig), 0);
         ASSERT_TRUE(!sig.valid);
         b.c.rd_ios += 10;
         b.c.io_ticks = 5;               /* wrapped in the kernel */
         b.c.time_in_queue = 20;
         b.c.rd_sectors += 80;
-        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &b, 1000000, -1, &sig), 0);
         ASSERT_TRUE(!sig.valid);
         sample_state_signals(&s, &sig);
         ASSERT_TRUE(!sig.valid);
@@ -306,7 +306,7 @@ TEST(sample_state_wraps_and_widths) {
         b.c.io_ticks += 500;
         b.c.time_in_queue += 1000;
         b.c.rd_sectors += (UINT64_C(1) << 33) + 80;     /* more than 2^32 in one tick */
-        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &b, 1000000, -1, &sig), 0);
         ASSERT_TRUE(sig.valid && sig.riops == 10 && sig.util == 50 && sig.qdepth == 1);
         ASSERT_TRUE(sig.rkb == (float) ((double) ((UINT64_C(1) << 33) + 80) / 2 / 10));
         sample_state_signals(&s, &sig);
@@ -314,7 +314,7 @@ TEST(sample_state_wraps_and_widths) {
         /* a sector counter gone back is a step back however wide it is */
         b.c.rd_ios += 1;
         b.c.rd_sectors -= 8;
-        sample_state_update(&s, &b, 1000000, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &b, 1000000, -1, &sig), 0);
         ASSERT_TRUE(!sig.valid);
         sample_state_done(&s);
 }
@@ -326,10 +326,10 @@ TEST(sample_state_idle_tick) {
         SampleState s = {};
         Signals sig;
 
-        sample_state_update(&s, &a, 0, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &a, 0, -1, &sig), 0);
         b.c.rd_sectors += 8;
         b.c.rd_ticks += 9;
-        sample_state_update(&s, &b, 1000000, 4, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &b, 1000000, 4, &sig), 0);
         ASSERT_TRUE(sig.valid && sig.rmbps == 0 && sig.rlat_ms == 0 && sig.inflight == 2 && sig.dispatch_busy == 0);
         sample_state_signals(&s, &sig);
         ASSERT_TRUE(sig.valid && sig.rmbps == 0 && sig.rlat_ms == 0 && sig.inflight == 2 && sig.dispatch_busy == 0);
@@ -346,7 +346,7 @@ TEST(sample_interval_follows_each_device_into_the_read) {
         Signals sig;
 
         ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 20), 1000000);        /* no sample yet */
-        sample_state_update(&s, &st, 0, -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &st, 0, -1, &sig), 0);
         s.read_ms = 300;
         ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 20), 720000);
         ASSERT_EQ_INT(sample_state_interval(&s, 1000000, 300), 1000000);
@@ -357,7 +357,7 @@ TEST(sample_interval_follows_each_device_into_the_read) {
         /* the rates are over the device's own interval: read 500 ms later
          * into this tick's read, 100 reads in 1.5 s */
         st.c.rd_ios = 200;
-        sample_state_update(&s, &st, sample_state_interval(&s, 1000000, 800), -1, &sig);
+        ASSERT_EQ_INT(sample_state_update(&s, &st, sample_state_interval(&s, 1000000, 800), -1, &sig), 0);
         ASSERT_TRUE(sig.valid);
         ASSERT_TRUE(sig.riops > 66.6f && sig.riops < 66.7f);
         sample_state_done(&s);
