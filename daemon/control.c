@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "fault.h"
 #include "log.h"
 #include "manager.h"
 #include "protocol.h"
@@ -523,15 +524,41 @@ static int resolve_group(const char *name, gid_t *ret) {
         return 0;
 }
 
+/* The socket is bound under a name of its own and linked to path only
+ * once it listens: a client (or another daemon's remove_stale()) that
+ * sees the path can connect; between bind() and listen() it would be
+ * refused. link() fails like bind() if another socket took the path. */
+static int socket_temp_name(const char *path, struct sockaddr_un *ret) {
+        int n = snprintf(ret->sun_path, sizeof(ret->sun_path), "%s.%d.new", path, (int) getpid());
+
+        return n < 0 || (size_t) n >= sizeof(ret->sun_path) ? -ENAMETOOLONG : 0;
+}
+
+static int listen_at(ControlServer *s, const struct sockaddr_un *tmp, gid_t gid) {
+        mode_t old = umask(0117);       /* 0660 from the start: no window with wider access */
+        int r = bind(s->fd, (const struct sockaddr *) tmp, sizeof(*tmp));
+
+        umask(old);
+        if (r < 0)
+                return log_error_errno(errno, "Cannot bind %s: %m", tmp->sun_path);
+        if (gid != 0 && chown(tmp->sun_path, (uid_t) -1, gid) < 0)
+                return log_error_errno(errno, "Cannot give %s to group %u: %m", tmp->sun_path, (unsigned) gid);
+        r = fault_check("listen", tmp->sun_path);       /* DELAY: bound, not listening yet */
+        if (r < 0)
+                return log_error_errno(r, "listen(): %m");
+        if (listen(s->fd, SOMAXCONN) < 0)
+                return log_error_errno(errno, "listen(): %m");
+        return 0;
+}
+
 static int bind_socket(ControlServer *s, const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = { .sun_family = AF_UNIX }, tmp = { .sun_family = AF_UNIX };
         struct stat st;
         char dir[PATH_MAX];
         gid_t gid = 0;
-        mode_t old;
         int r;
 
-        if (strscpy(sa.sun_path, sizeof(sa.sun_path), path) < 0)
+        if (strscpy(sa.sun_path, sizeof(sa.sun_path), path) < 0 || socket_temp_name(path, &tmp) < 0)
                 return log_error_errno(ENAMETOOLONG, "Control socket path too long: %s", path);
         r = resolve_group(s->manager->config.socket_group, &gid);
         if (r < 0)
@@ -545,21 +572,20 @@ static int bind_socket(ControlServer *s, const char *path) {
         s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (s->fd < 0)
                 return log_error_errno(errno, "socket(): %m");
-        old = umask(0117);      /* 0660 from the start: no window with wider access */
-        r = bind(s->fd, (struct sockaddr *) &sa, sizeof(sa));
-        umask(old);
+        (void) unlink(tmp.sun_path);    /* an earlier daemon's of the same pid */
+        r = listen_at(s, &tmp, gid);
+        if (r >= 0 && lstat(tmp.sun_path, &st) < 0)
+                r = log_error_errno(errno, "Cannot stat %s: %m", tmp.sun_path);
+        if (r >= 0 && link(tmp.sun_path, path) < 0)
+                r = log_error_errno(errno, errno == EEXIST ? "Another blkpolicyd took %s meanwhile" :
+                                                             "Cannot put the control socket at %s: %m", path);
+        (void) unlink(tmp.sun_path);
         if (r < 0)
-                return log_error_errno(errno, "Cannot bind %s: %m", path);
-        if (lstat(path, &st) < 0)
-                return log_error_errno(errno, "Cannot stat %s: %m", path);
+                return r;
         s->owns_path = true;
         s->path_dev = st.st_dev;
         s->path_ino = st.st_ino;
         (void) strscpy(s->path, sizeof(s->path), path);
-        if (gid != 0 && chown(path, (uid_t) -1, gid) < 0)
-                return log_error_errno(errno, "Cannot give %s to group %u: %m", path, (unsigned) gid);
-        if (listen(s->fd, SOMAXCONN) < 0)
-                return log_error_errno(errno, "listen(): %m");
         return 0;
 }
 

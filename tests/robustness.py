@@ -331,6 +331,26 @@ def test_socket_on_file(env):
         "... and the file is not deleted"
 
 
+def test_socket_path_appears_listening(daemons, kvm_fixture, fault_injection):
+    # --- a client that finds the control socket's path can connect: the
+    # socket is bound under a name of its own and linked into place once it
+    # listens (held 1 s between bind() and listen() here; a path that came
+    # at bind() would refuse connections all that time)
+    d = daemons.start(["--dry-run", "--config", "/dev/null", *fixture_roots(kvm_fixture), "--state-dir",
+                       daemons.state, "--socket", daemons.sock],
+                      env={"BLKPOLICYD_FAULTS": "listen:*:DELAY=1000"}, ready=False)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(daemons.sock) and time.monotonic() < deadline and d.proc.poll() is None:
+        time.sleep(0.001)       # the pace of the look, not a wait for anything
+    assert "fault injection: listen" in d.text() and os.path.exists(daemons.sock), \
+        f"the socket was held before listen(), then its path came: {d.text()[-1500:]}"
+    reply = json.loads(control_request(daemons.sock, {"command": "status"}, 5))
+    assert reply["ok"], f"the first connect to the path that appeared is answered: {reply}"
+    assert [f for f in os.listdir(daemons.work) if f.endswith(".new")] == [], \
+        "no temporary name is left beside it"
+    assert d.stop() == 0 and not os.path.exists(daemons.sock), "... and it is removed at stop"
+
+
 def test_broken_override(env):
     # --- a broken /etc override: the shipped file stays in force, at start and at reload alike
     vendor = env.fresh("vendor")
