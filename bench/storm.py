@@ -64,6 +64,11 @@ def loop_ctl(op, index):
         os.close(fd)
 
 
+# every device this bench made and has not removed: whatever fails, the
+# last cleanup removes these and only these
+MADE = set()
+
+
 def add_devices(n, made=None):
     out = []
     for i in range(BASE, BASE + 20 * n):
@@ -73,6 +78,7 @@ def add_devices(n, made=None):
             continue
         try:
             loop_ctl(0x4C80, i)
+            MADE.add(f"loop{i}")
             out.append(f"loop{i}")
             if made:
                 made(out[-1])
@@ -86,6 +92,7 @@ def remove_devices(devs):
         for _ in range(100):
             try:
                 loop_ctl(0x4C81, int(dev[4:]))
+                MADE.discard(dev)
                 return
             except OSError:
                 time.sleep(0.02)
@@ -258,7 +265,7 @@ def main():
             remove_devices(devs)
             devs = []
     finally:
-        remove_devices(devs)
+        remove_devices(sorted(set(devs) | MADE))
         subprocess.run(["rm", "-rf", work, state_parent])
     print(f"{args.devices} loop devices, kernel {os.uname().release}, {os.cpu_count()} CPUs, state dir on "
           f"{'disk (ext4)' if args.state_on_disk else 'tmpfs'}\n")
