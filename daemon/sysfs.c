@@ -67,14 +67,22 @@ static int sysfs_write_at(int dirfd, const char *rel, const char *path, const ch
         return (size_t) n == len ? 0 : -EIO;
 }
 
-static DIR *sysfs_opendir(const char *path) {
-        int fault = fault_check("read", path);
+/* A directory's entries, as sysfs_read_at() a file's. */
+static DIR *opendir_at(int dirfd, const char *rel, const char *path) {
+        int fault = fault_check("read", path), fd;
+        DIR *dir;
 
         if (fault < 0) {
                 errno = -fault;
                 return NULL;
         }
-        return opendir(path);
+        fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        dir = fdopendir(fd);
+        if (!dir)
+                closep(&fd);
+        return dir;
 }
 
 /* O_PATH: a handle to walk from, nothing of the directory read; openat()
@@ -126,22 +134,12 @@ int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size) {
 
 DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel) {
         char path[PATH_MAX];
-        int k = dir_rel_path(d, rel, path, sizeof(path)), fd;
-        DIR *dir;
 
-        if (k == 0)
-                k = fault_check("read", path);
-        if (k < 0) {
-                errno = -k;
+        if (dir_rel_path(d, rel, path, sizeof(path)) < 0) {
+                errno = ENAMETOOLONG;
                 return NULL;
         }
-        fd = openat(d->fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        dir = fdopendir(fd);
-        if (!dir)
-                closep(&fd);
-        return dir;
+        return opendir_at(d->fd, rel, path);
 }
 
 bool sysfs_dir_exists(const SysfsDir *d, const char *rel) {
@@ -304,7 +302,7 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
         struct dirent *de;
 
         snprintf(path, sizeof(path), "%s/block", r->sysfs);
-        d = sysfs_opendir(path);
+        d = opendir_at(AT_FDCWD, path, path);
         if (!d)
                 return -errno;
         while ((de = readdir(d)))
