@@ -37,9 +37,9 @@ typedef struct DeviceFlips {
         uint8_t n_history, history_pos;
 } DeviceFlips;
 
-/* Only devices whose policy has [Dynamic] carry this, 40 bytes: the rings
- * only some states need are apart (DynRings), and so is what flips leave
- * (device_flips()), since most devices never flip. */
+/* Only devices whose policy has [Dynamic] carry this, 24 bytes (a 32-byte
+ * chunk): what only some states need is apart (DynExtra), and so is what
+ * flips leave (device_flips()), since most devices never flip. */
 typedef struct DeviceDynamic {
         DynState state;
 } DeviceDynamic;

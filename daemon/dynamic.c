@@ -33,30 +33,49 @@ static bool all_hold(const Condition *c, unsigned n, const Signals *s) {
         return n > 0;
 }
 
-/* s->rings, allocated if it has none; NULL without memory. */
-static DynRings *dyn_rings(DynState *s) {
-        if (!s->rings)
-                s->rings = calloc(1, sizeof(DynRings));
-        return s->rings;
+/* s->extra, allocated if it has none; NULL without memory. */
+static DynExtra *dyn_extra(DynState *s) {
+        if (!s->extra)
+                s->extra = calloc(1, sizeof(DynExtra));
+        return s->extra;
 }
 
-/* Frees s->rings once neither ring is in it. */
-static void dyn_rings_trim(DynState *s) {
-        if (s->rings && !s->rings->history && !s->rings->flip_ticks)
-                s->rings = mfree(s->rings);
+/* Frees s->extra once nothing is in it. */
+static void dyn_extra_trim(DynState *s) {
+        const DynExtra *x = s->extra;
+
+        if (x && !x->history && !x->flip_ticks && x->flips == 0 && x->capped == 0 && x->flip_cost_ms == 0)
+                s->extra = mfree(s->extra);
 }
 
 static float (*dyn_history(const DynState *s))[_SIGNAL_MAX] {
-        return s->rings ? s->rings->history : NULL;
+        return s->extra ? s->extra->history : NULL;
 }
 
 static uint32_t *dyn_flip_ticks(const DynState *s) {
-        return s->rings ? s->rings->flip_ticks : NULL;
+        return s->extra ? s->extra->flip_ticks : NULL;
+}
+
+unsigned dyn_state_flips(const DynState *s) {
+        return s->extra ? s->extra->flips : 0;
+}
+
+unsigned dyn_state_capped(const DynState *s) {
+        return s->extra ? s->extra->capped : 0;
+}
+
+float dyn_state_flip_cost_ms(const DynState *s) {
+        return s->extra ? s->extra->flip_cost_ms : 0;
+}
+
+void dyn_state_add_flip_cost(DynState *s, float ms) {
+        assert(s->extra);       /* the flip's, dynamic_step() */
+        s->extra->flip_cost_ms += ms;
 }
 
 static void history_push(DynState *s, const Signals *sig) {
         for (int i = 0; i < _SIGNAL_MAX; i++)
-                s->rings->history[s->history_pos][i] = (float) signals_get(sig, (SignalId) i);
+                s->extra->history[s->history_pos][i] = (float) signals_get(sig, (SignalId) i);
         s->history_pos = (s->history_pos + 1) % DYNAMIC_WINDOW_MAX;
         if (s->n_history < DYNAMIC_WINDOW_MAX)
                 s->n_history++;
@@ -71,7 +90,7 @@ static void history_average(const DynState *s, unsigned window, Signals *ret) {
         double sum[_SIGNAL_MAX] = {};
 
         for (unsigned k = 0; k < n; k++) {
-                const float *h = s->rings->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
+                const float *h = s->extra->history[(s->history_pos + DYNAMIC_WINDOW_MAX - 1 - k) % DYNAMIC_WINDOW_MAX];
                 for (int i = 0; i < _SIGNAL_MAX; i++)
                         if (signal_known(h[i])) {
                                 sum[i] += h[i];
@@ -89,19 +108,19 @@ static unsigned flips_within(const DynState *s, uint64_t tick, unsigned window) 
         unsigned n = 0;
 
         for (unsigned i = 0; i < s->n_flip_ticks; i++)
-                if ((uint32_t) tick - s->rings->flip_ticks[i] < window)
+                if ((uint32_t) tick - s->extra->flip_ticks[i] < window)
                         n++;
         return n;
 }
 
 static void flip_ring_push(DynState *s, uint64_t tick) {
-        s->rings->flip_ticks[s->flip_pos] = (uint32_t) tick;
+        s->extra->flip_ticks[s->flip_pos] = (uint32_t) tick;
         s->flip_pos = (s->flip_pos + 1) % s->flip_ring;
         if (s->n_flip_ticks < s->flip_ring)
                 s->n_flip_ticks++;
 }
 
-/* A ring to keep has its s->rings already; the trim is the caller's. */
+/* A ring to keep has its s->extra already; the trim is the caller's. */
 static int flip_ring_fit(DynState *s, unsigned size) {
         DynState old = *s;
         uint32_t *old_ticks = dyn_flip_ticks(s);
@@ -113,8 +132,8 @@ static int flip_ring_fit(DynState *s, unsigned size) {
         /* without flips to keep, the first flip allocates it */
         if (keep > 0 && size > 0 && !(ring = calloc(size, sizeof(uint32_t))))
                 return -ENOMEM;
-        if (s->rings)
-                s->rings->flip_ticks = ring;
+        if (s->extra)
+                s->extra->flip_ticks = ring;
         s->flip_ring = size;
         s->n_flip_ticks = s->flip_pos = 0;
         /* the newest that fit, oldest of them first */
@@ -130,11 +149,11 @@ static int flip_ring_fit(DynState *s, unsigned size) {
 
 /* At the first flip. -ENOMEM leaves s as it was. */
 static int flip_ring_new(DynState *s) {
-        DynRings *rings = dyn_rings(s);
+        DynExtra *x = dyn_extra(s);
 
-        if (rings && (rings->flip_ticks = calloc(s->flip_ring, sizeof(uint32_t))))
+        if (x && (x->flip_ticks = calloc(s->flip_ring, sizeof(uint32_t))))
                 return 0;
-        dyn_rings_trim(s);
+        dyn_extra_trim(s);
         return -ENOMEM;
 }
 
@@ -147,29 +166,29 @@ int dyn_state_fit(DynState *s, const DynamicPolicy *p) {
                 if (want_history && !history)
                         return -ENOMEM;
         }
-        if ((history && !dyn_rings(s)) || flip_ring_fit(s, p->max_flips) < 0) {
+        if ((history && !dyn_extra(s)) || flip_ring_fit(s, p->max_flips) < 0) {
                 if (history != old)
                         free(history);
-                dyn_rings_trim(s);      /* the one allocated here, if it was */
+                dyn_extra_trim(s);      /* the one allocated here, if it was */
                 return -ENOMEM;
         }
         if (history != old) {
                 free(old);
-                if (s->rings)   /* a history dropped had them, a new one has them */
-                        s->rings->history = history;
+                if (s->extra)   /* a history dropped had it, a new one has it */
+                        s->extra->history = history;
                 s->n_history = s->history_pos = 0;
         }
-        dyn_rings_trim(s);
+        dyn_extra_trim(s);
         return 0;
 }
 
 void dyn_state_done(DynState *s) {
         if (!s)
                 return;
-        if (s->rings) {
-                free(s->rings->history);
-                free(s->rings->flip_ticks);
-                s->rings = mfree(s->rings);
+        if (s->extra) {
+                free(s->extra->history);
+                free(s->extra->flip_ticks);
+                s->extra = mfree(s->extra);
         }
         s->n_history = s->history_pos = s->flip_ring = s->n_flip_ticks = s->flip_pos = 0;
 }
@@ -191,7 +210,7 @@ static void describe(const Condition *c, unsigned n, unsigned ticks, const Signa
 
 int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64_t tick, DynDecision *ret) {
         const Condition *conds;
-        unsigned n, need, *streak;
+        unsigned n, need;
         Signals avg;
 
         *ret = (DynDecision) {};
@@ -211,12 +230,12 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         conds = s->busy ? p->leave : p->enter;
         n = s->busy ? p->n_leave : p->n_enter;
         need = s->busy ? p->leave_ticks : p->enter_ticks;
-        streak = s->busy ? &s->leave_streak : &s->enter_streak;
-        *streak = all_hold(conds, n, &avg) ? *streak + 1 : 0;
-        if (*streak < need || (uint32_t) ((uint32_t) tick - s->since_tick) < p->min_dwell_ticks)
+        /* saturating: a streak held for 2^32 ticks stays long enough */
+        s->streak = all_hold(conds, n, &avg) ? s->streak + (s->streak < UINT32_MAX) : 0;
+        if (s->streak < need || (uint32_t) ((uint32_t) tick - s->since_tick) < p->min_dwell_ticks)
                 return 0;
         if (flips_within(s, tick, p->flip_window_ticks) >= p->max_flips) {
-                s->capped++;
+                s->extra->capped++;     /* a flip before: the flip ring is there */
                 return 0;
         }
         if (!dyn_flip_ticks(s) && flip_ring_new(s) < 0)
@@ -227,8 +246,8 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
         describe(conds, n, need, &avg, ret->reason, sizeof(ret->reason));
         s->busy = !s->busy;
         s->since_tick = (uint32_t) tick;
-        s->enter_streak = s->leave_streak = 0;
+        s->streak = 0;
         flip_ring_push(s, tick);
-        s->flips++;
+        s->extra->flips++;
         return 0;
 }

@@ -43,11 +43,11 @@ typedef double (*DeviceValue)(const Manager *m, const Device *d);
 static double v_busy(const Manager *m _unused_, const Device *d) { return device_plan(d)->busy; }
 static double v_flips(const Manager *m _unused_, const Device *d) {
         const DeviceDynamic *y = device_dynamic(d);
-        return y ? y->state.flips : 0;
+        return y ? dyn_state_flips(&y->state) : 0;
 }
 static double v_cost(const Manager *m _unused_, const Device *d) {
         const DeviceDynamic *y = device_dynamic(d);
-        return y ? y->state.flip_cost_ms / 1000.0 : 0;
+        return y ? dyn_state_flip_cost_ms(&y->state) / 1000.0 : 0;
 }
 /* as status counts it: "pause" of all devices pauses each */
 static double v_paused(const Manager *m, const Device *d) { return device_is_paused(m, d); }

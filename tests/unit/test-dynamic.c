@@ -46,7 +46,7 @@ TEST(step_up_flips_after_enter_ticks) {
         n = run_trace(&p, &s, trace, 30, 0, flips);
         /* load from tick 15: 3 ticks in a row → flip at tick 17 */
         ASSERT_TRUE(n == 1 && flips[0] == 17);
-        ASSERT_TRUE(s.busy && s.flips == 1);
+        ASSERT_TRUE(s.busy && dyn_state_flips(&s) == 1);
 }
 
 TEST(step_down_flips_back_after_leave_ticks) {
@@ -115,7 +115,7 @@ TEST(flip_cap_holds) {
         /* 3 flips, then none until the first leaves the 50-tick window */
         ASSERT_EQ_INT(n, 6);
         ASSERT_TRUE(flips[2] - flips[0] <= 4 && flips[3] >= flips[0] + 50);
-        ASSERT_TRUE(s.capped > 0);
+        ASSERT_TRUE(dyn_state_capped(&s) > 0);
 }
 
 TEST(refit_keeps_the_newest_flips) {
@@ -135,16 +135,16 @@ TEST(refit_keeps_the_newest_flips) {
         /* a reload that lowers the cap keeps the two newest flips */
         p.max_flips = 2;
         ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
-        ASSERT_TRUE(s.n_flip_ticks == 2 && s.rings->flip_ticks[0] + s.rings->flip_ticks[1] == 2 + 3);
+        ASSERT_TRUE(s.n_flip_ticks == 2 && s.extra->flip_ticks[0] + s.extra->flip_ticks[1] == 2 + 3);
         /* raising it to 4 leaves room for two more in the same window */
         p.max_flips = 4;
         ASSERT_EQ_INT(run_trace(&p, &s, trace, 10, 10, flips), 2);
         ASSERT_EQ_INT(s.n_flip_ticks, 4);
         /* the averaging ring comes and goes with a window over 1 tick; the flips stay */
         p.window = 2;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.rings->history && s.n_history == 0 && s.n_flip_ticks == 4);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.extra->history && s.n_history == 0 && s.n_flip_ticks == 4);
         p.window = 1;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings->history && s.rings->flip_ticks && s.flips == 5);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.extra->history && s.extra->flip_ticks && dyn_state_flips(&s) == 5);
 }
 
 TEST(the_flip_ring_comes_with_the_first_flip) {
@@ -155,23 +155,45 @@ TEST(the_flip_ring_comes_with_the_first_flip) {
 
         p.min_dwell_ticks = 0;
         ASSERT_EQ_INT(run_trace(&p, &s, idle, 5, 0, flips), 0);
-        ASSERT_TRUE(!s.rings && s.flip_ring == p.max_flips);
+        ASSERT_TRUE(!s.extra && s.flip_ring == p.max_flips);
         /* a reload fits a state that never flipped without allocating */
         p.max_flips = 4;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings && s.flip_ring == 4);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.extra && s.flip_ring == 4);
         ASSERT_EQ_INT(run_trace(&p, &s, busy, 5, 5, flips), 1);
-        ASSERT_TRUE(s.rings && s.rings->flip_ticks && s.n_flip_ticks == 1 && s.rings->flip_ticks[0] == flips[0]);
+        ASSERT_TRUE(s.extra && s.extra->flip_ticks && s.n_flip_ticks == 1 && s.extra->flip_ticks[0] == flips[0]);
 }
 
-/* A state needs its rings apart only while one of them is needed. */
-TEST(the_rings_go_with_the_last_of_them) {
+/* A state needs its extra only while something in it is needed. */
+TEST(the_extra_goes_with_the_last_of_it) {
         DynamicPolicy p = iops_policy();
         _cleanup_(dyn_state_done) DynState s = {};
 
         p.window = 2;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.rings && s.rings->history && !s.rings->flip_ticks);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && s.extra && s.extra->history && !s.extra->flip_ticks);
         p.window = 1;
-        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.rings);
+        ASSERT_TRUE(dyn_state_fit(&s, &p) == 0 && !s.extra);
+}
+
+/* The counts are kept with the flip ring: a reload that drops the
+ * averaging ring keeps them, and the cost added after a flip is its. */
+TEST(flip_counts_outlive_a_refit) {
+        DynamicPolicy p = iops_policy();
+        _cleanup_(dyn_state_done) DynState s = {};
+        double busy[3] = { 50000, 50000, 50000 };
+        uint64_t flips[4];
+
+        p.min_dwell_ticks = 0;
+        p.window = 2;
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
+        ASSERT_TRUE(dyn_state_flips(&s) == 0 && dyn_state_capped(&s) == 0 && dyn_state_flip_cost_ms(&s) == 0);
+        ASSERT_EQ_INT(run_trace(&p, &s, busy, 3, 0, flips), 1);
+        dyn_state_add_flip_cost(&s, 1.5f);
+        dyn_state_add_flip_cost(&s, 2.0f);
+        p.window = 1;
+        ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
+        ASSERT_TRUE(s.extra && !s.extra->history);
+        ASSERT_EQ_INT(dyn_state_flips(&s), 1);
+        ASSERT_TRUE(dyn_state_flip_cost_ms(&s) == 3.5f);
 }
 
 TEST(invalid_samples_hold_everything) {
@@ -189,7 +211,7 @@ TEST(invalid_samples_hold_everything) {
                 ASSERT_TRUE(!d.flip);
         }
         dynamic_step(&p, &s, &invalid, 2, &d);
-        ASSERT_TRUE(!d.flip && s.enter_streak == 2);
+        ASSERT_TRUE(!d.flip && s.streak == 2);
         {
                 Signals sig = at(50000);
                 dynamic_step(&p, &s, &sig, 3, &d);
