@@ -5,6 +5,7 @@
  * passes) only. Every other file asks through device.h. */
 
 #include "device.h"
+#include "shared.h"
 #include "state.h"
 
 /* What few devices have: an error, an override, a retry, the udev
@@ -30,15 +31,15 @@ typedef struct DeviceExtra {
  * record's). */
 struct Device {
         /* shared (intern.h): devices alike have the same facts and get the
-         * same plan. The shared facts have name, number, diskseq and
-         * properties blank: device_facts() puts this device's in. */
-        const DeviceFacts *facts;
-        const Plan *plan;
+         * same plan, one pair for both (shared.h). The shared facts have
+         * name, number, diskseq and properties blank: device_facts() puts
+         * this device's in. */
+        const DeviceKind *kind;
         DeviceExtra *extra;     /* NULL until something rare is needed */
         DeviceRecord record;    /* identity (number, queue, diskseq) and what blkpolicyd changed */
         DeviceDynamic *dynamic; /* NULL unless the policy has [Dynamic] */
-        SampleState sample;     /* the sampler's; 64 bytes with no hole, so the bits and the name
-                                 * follow it at 136: with a 9-character name a 160-byte chunk */
+        SampleState sample;     /* the sampler's; 64 bytes with no hole, so the bits follow it at
+                                 * 120 and the name at 122: up to 13 characters, a 144-byte chunk */
         /* together at the end, and bits: a bool between pointers would
          * cost 7 bytes of padding, on every device */
         bool seen : 1;          /* marks survivors during a rescan */
@@ -54,6 +55,11 @@ struct Device {
          * a refresh replaces the facts of the same name only */
         char name[];
 };
+
+/* Makes d's pair the one of facts and plan, whose holds the caller has
+ * taken; the old pair is let go, not the holds on what it named.
+ * -ENOMEM: d is as it was. */
+_must_check_ int device_set_kind(Manager *m, Device *d, const DeviceFacts *facts, const Plan *plan);
 
 /* d's DeviceExtra, allocated if it has none; NULL without memory. It is
  * freed again when the last thing in it goes. */

@@ -62,15 +62,15 @@ static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
 static void log_plan(const Device *d, const char *why_not) {
         char classes[256];
 
-        classes_format(d->facts->classes, classes, sizeof(classes));
-        if (!d->plan->managed || !d->plan->policy) {
-                log_info("%s: [%s] %s", d->name, classes, d->plan->reason);
+        classes_format(d->kind->facts->classes, classes, sizeof(classes));
+        if (!d->kind->plan->managed || !d->kind->plan->policy) {
+                log_info("%s: [%s] %s", d->name, classes, d->kind->plan->reason);
                 return;
         }
-        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->plan->policy,
-                 d->plan->reason ? "; " : "", d->plan->reason ?: "");
-        for (unsigned i = 0; i < d->plan->n_items; i++)
-                log_item(d, &d->plan->items[i], why_not);
+        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->kind->plan->policy,
+                 d->kind->plan->reason ? "; " : "", d->kind->plan->reason ?: "");
+        for (unsigned i = 0; i < d->kind->plan->n_items; i++)
+                log_item(d, &d->kind->plan->items[i], why_not);
 }
 
 /* userdata: the device's DeviceExtra, which the pass may free */
@@ -124,18 +124,21 @@ static int device_schedule_retry(Manager *m, Device *d) {
 
 static void device_learn_caps(Manager *m, const Device *d);
 static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
-        const Plan *kept = intern_ref(&m->plans, plan);
+        const Plan *kept = intern_ref(&m->plans, plan), *old = d->kind->plan;
 
         if (!kept)
                 return -ENOMEM;
-        intern_unref(&m->plans, d->plan);
-        d->plan = kept;
+        if (device_set_kind(m, d, d->kind->facts, kept) < 0) {
+                intern_unref(&m->plans, kept);
+                return -ENOMEM;
+        }
+        intern_unref(&m->plans, old);
         return 0;
 }
 
 /* -ENOMEM: not overridden, which would write over the admin's change. */
 static int device_note_override(Device *d, const ApplyOutcome *out) {
-        const PlanItem *it = plan_find(d->plan, (unsigned) out->overridden);
+        const PlanItem *it = plan_find(d->kind->plan, (unsigned) out->overridden);
         char *note;
 
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
@@ -228,7 +231,7 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
         if (r == -EAGAIN)
                 return device_schedule_retry(m, d);
         device_reset_retries(d);
-        if (d->plan->managed)
+        if (d->kind->plan->managed)
                 device_learn_caps(m, d);
         return 0;
 }
@@ -320,8 +323,8 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
                 log_info("%s: put back %u original value(s)", d->name, j->out.restored);
         if (!device_record_empty(&d->record)) {
                 log_warning("%s: %u value(s) not put back; their record stays in %s/devices for "
-                            "'blkpolicyd --restore'", d->name, d->record.n_attrs, m->state.path);
-                m->restore_left += d->record.n_attrs;
+                            "'blkpolicyd --restore'", d->name, device_record_count(&d->record), m->state.path);
+                m->restore_left += device_record_count(&d->record);
         }
 }
 
@@ -409,12 +412,12 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
         int r;
 
-        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->plan->dynamic_source,
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->kind->plan->dynamic_source,
                              .setting = "state", .old = dec->to_busy ? "base" : "busy",
                              .new = dec->to_busy ? "busy" : "base", .result = dec->reason };
 
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
-                         d->plan->dynamic_source);
+                         d->kind->plan->dynamic_source);
         if (d->dynamic) {
                 DeviceExtra *x = device_extra(d);
                 DeviceFlips *y = x ? x->flips : NULL;
@@ -440,7 +443,7 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
 /* A device that now runs mq-deadline shows whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
 static void device_learn_caps(Manager *m, const Device *d) {
-        const PlanItem *s = plan_find(d->plan, TUNABLE_SCHEDULER);
+        const PlanItem *s = plan_find(d->kind->plan, TUNABLE_SCHEDULER);
 
         if (!s || s->result != RESULT_APPLIED)
                 return;

@@ -99,7 +99,17 @@ dev_t device_devnum(const Device *d) {
 }
 
 const Plan *device_plan(const Device *d) {
-        return d->plan;
+        return d->kind->plan;
+}
+
+int device_set_kind(Manager *m, Device *d, const DeviceFacts *facts, const Plan *plan) {
+        const DeviceKind *kind = intern_ref(&m->kinds, &(DeviceKind) { .facts = facts, .plan = plan });
+
+        if (!kind)
+                return -ENOMEM;
+        intern_unref(&m->kinds, d->kind);
+        d->kind = kind;
+        return 0;
 }
 
 const DeviceRecord *device_record(const Device *d) {
@@ -361,7 +371,7 @@ int device_refresh_properties(Manager *m) {
 }
 
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
-        *view = *d->facts;
+        *view = *d->kind->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
         view->major = major(device_devnum(d));
         view->minor = minor(device_devnum(d));
@@ -372,7 +382,7 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
 }
 
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        ReportDevice r = { .facts = device_facts(d, view), .plan = d->plan, .error = d->extra ? d->extra->error : NULL,
+        ReportDevice r = { .facts = device_facts(d, view), .plan = d->kind->plan, .error = d->extra ? d->extra->error : NULL,
                            .dyn = d->dynamic ? &d->dynamic->state : NULL };
 
         sample_state_signals(&d->sample, &r.signals);
@@ -405,8 +415,11 @@ Device *device_free(Manager *m, Device *d) {
         if (!d)
                 return NULL;
         device_extra_free(d->extra);
-        intern_unref(&m->facts, d->facts);
-        intern_unref(&m->plans, d->plan);
+        if (d->kind) {
+                intern_unref(&m->facts, d->kind->facts);
+                intern_unref(&m->plans, d->kind->plan);
+                intern_unref(&m->kinds, d->kind);
+        }
         device_dynamic_free(d->dynamic);
         device_record_done(&d->record);
         sample_state_done(&d->sample);
@@ -416,16 +429,15 @@ Device *device_free(Manager *m, Device *d) {
 
 /* Takes the properties of *f (also on failure), shares the rest. */
 static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
-        const DeviceFacts *shared = intern_ref(&m->facts, f);
+        const DeviceFacts *shared = intern_ref(&m->facts, f), *old = d->kind->facts;
         int r = device_set_properties(d, f->properties);
 
         f->properties = NULL;
-        if (!shared || r < 0) {
+        if (!shared || r < 0 || device_set_kind(m, d, shared, d->kind->plan) < 0) {
                 intern_unref(&m->facts, shared);
                 return -ENOMEM;
         }
-        intern_unref(&m->facts, d->facts);
-        d->facts = shared;
+        intern_unref(&m->facts, old);
         /* an inode or a diskseq not read (the disk going away) is no new
          * queue or medium: the pass in flight, and the record, stay this
          * disk's */
@@ -484,25 +496,35 @@ static int device_load_record(Manager *m, Device *d) {
                         log_warning("%s: cannot keep the readable part as its record; the torn record stays "
                                     "as it is", d->name);
         }
-        log_info("%s: found what an earlier run changed (%u value(s))", d->name, found.n_attrs);
+        log_info("%s: found what an earlier run changed (%u value(s))", d->name, device_record_count(&found));
         found.id = d->record.id;        /* the diskseq of now */
         device_record_done(&d->record);
         d->record = found;
         return 0;
 }
 
+/* Every device has one: a Device named like most disks (nvme12n1, sdabc,
+ * loop10000) must stay in a 144-byte heap chunk (136 bytes usable). */
+_Static_assert(offsetof(Device, name) + sizeof("loop10000") <= 136, "a Device outgrew its 144-byte chunk");
+
 /* Takes ownership of *f. */
 static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
         size_t len = strlen(f->name);
         Device *d = calloc(1, offsetof(Device, name) + len + 1);
+        const Plan *plan;
 
         if (!d)
                 return -ENOMEM;
         memcpy(d->name, f->name, len + 1);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
-        d->plan = intern_ref(&m->plans, &undecided);
-        if (!d->plan || device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
+        plan = intern_ref(&m->plans, &undecided);
+        if (!plan || device_set_kind(m, d, NULL, plan) < 0) {
+                intern_unref(&m->plans, plan);
+                free(d);
+                return -ENOMEM;
+        }
+        if (device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
             device_table_put(&m->devices, d) < 0) {
                 device_free(m, d);
                 return -ENOMEM;
@@ -581,7 +603,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
 
                 record_write_device(m->record, device_facts(d, &view));
         }
-        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(d->facts)))
+        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(d->kind->facts)))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
                           m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
         return d;

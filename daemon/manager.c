@@ -399,6 +399,7 @@ int manager_new(const Options *o, Manager **ret) {
         m->devices = DEVICE_TABLE_INIT(device_devnum);
         m->facts.type = &facts_intern_type;
         m->plans.type = &plan_intern_type;
+        m->kinds.type = &kind_intern_type;
         r = config_init_defaults(&m->config);
         if (r < 0)
                 return log_oom();
@@ -434,6 +435,7 @@ Manager *manager_free(Manager *m) {
                 device_free(m, d);
         devices_free_forgotten(m);
         device_table_done(&m->devices);
+        intern_table_done(&m->kinds);
         intern_table_done(&m->plans);
         intern_table_done(&m->facts);
         sampler_stop(m);

@@ -90,6 +90,7 @@ struct Manager {
         PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
         InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
+        InternTable kinds;              /* of kind_intern_type: pairs of the two */
         ApplyStats writes;
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */

@@ -83,8 +83,8 @@ static int resolve_intents(const ReconcileInput *in, DeviceRecord *r) {
 
         if (cause && !cause_live)
                 return 0;       /* cannot tell what landed: leave every intent for later */
-        for (unsigned i = 0; i < r->n_attrs; i++) {
-                AttrRecord *a = &r->attrs[i];
+        for (unsigned i = 0; i < device_record_count(r); i++) {
+                AttrRecord *a = &r->attrs->at[i];
                 const char *live = live_value(in, a->tunable);
                 int k = 0;
 

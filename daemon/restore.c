@@ -64,7 +64,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         }
         if (r < 0) {
                 log_warning_errno(r, "%u:%u: cannot find its disk, leaving the record: %m", major, minor);
-                return (int) rec.n_attrs;
+                return (int) device_record_count(&rec);
         }
         if (m->options->device_globs && !strv_fnmatch(m->options->device_globs, name))
                 return 0;
@@ -77,7 +77,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
                 return 0;
         }
         log_info("%s: put back %u value(s)%s", name, out.restored, m->options->dry_run ? " (dry run: none)" : "");
-        return (m->options->dry_run ? 0 : (int) rec.n_attrs) + torn;
+        return (m->options->dry_run ? 0 : (int) device_record_count(&rec)) + torn;
 }
 
 int restore_records(Manager *m) {

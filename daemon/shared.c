@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What devices share through the intern table: facts and plans. Equal
+/* What devices share through the intern table: facts, plans and their
+ * pairs. Equal
  * means equal to a reader: the same texts, the same pointers into the
  * same policy set, which a plan's copy holds a reference on. */
 #include <stdlib.h>
@@ -142,4 +143,31 @@ const InternType plan_intern_type = {
         .equal = plan_equal,
         .dup = plan_dup,
         .free = plan_free,
+};
+
+static uint64_t kind_hash(const void *value) {
+        const DeviceKind *k = value;
+
+        return hash_ptr(hash_ptr(INTERN_HASH_INIT, k->facts), k->plan);
+}
+
+static bool kind_equal(const void *a, const void *b) {
+        const DeviceKind *x = a, *y = b;
+
+        return x->facts == y->facts && x->plan == y->plan;
+}
+
+static void *kind_dup(const void *value) {
+        DeviceKind *k = malloc(sizeof(DeviceKind));
+
+        if (k)
+                *k = *(const DeviceKind *) value;
+        return k;
+}
+
+const InternType kind_intern_type = {
+        .hash = kind_hash,
+        .equal = kind_equal,
+        .dup = kind_dup,
+        .free = free,
 };

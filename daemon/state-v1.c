@@ -109,8 +109,8 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r, co
                         return -EAGAIN; /* ENOENT too: the disk is there (its dev was read), being added */
                 switched = !streq(live, s->found);
         }
-        for (unsigned i = r->n_attrs; i-- > 0;) {
-                unsigned t = r->attrs[i].tunable;
+        for (unsigned i = device_record_count(r); i-- > 0;) {
+                unsigned t = r->attrs->at[i].tunable;
                 const char *written = NULL;
 
                 if (device_record_get(newer, t))
@@ -124,7 +124,7 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r, co
                         if (k < 0 && k != -ENOENT)
                                 return -EAGAIN;
                         /* absent (another scheduler's, unsupported): nothing to put back */
-                        if (k == 0 && !streq(live, r->attrs[i].found))
+                        if (k == 0 && !streq(live, r->attrs->at[i].found))
                                 written = live;
                 }
                 k = written ? device_record_written(r, t, written) : device_record_drop(r, t);
@@ -139,8 +139,8 @@ static int mark_written(const Roots *roots, const char *dev, DeviceRecord *r, co
  * originals where the old file has one. The old found wins; what
  * today's daemon wrote or was writing stays its own. */
 static int merge_newer(DeviceRecord *r, const DeviceRecord *newer) {
-        for (unsigned i = 0; i < newer->n_attrs; i++) {
-                const AttrRecord *a = &newer->attrs[i];
+        for (unsigned i = 0; i < device_record_count(newer); i++) {
+                const AttrRecord *a = &newer->attrs->at[i];
 
                 if (device_record_found(r, a->tunable, a->found) < 0 ||
                     (a->written && device_record_written(r, a->tunable, a->written) < 0) ||
@@ -195,7 +195,7 @@ static int take_over(const StateDir *d, const Roots *roots, const char *dev, Dev
                 if (k < 0)
                         return k;
         }
-        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev, r->n_attrs);
+        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev, device_record_count(r));
         return state_remove_named(d, dev);
 }
 

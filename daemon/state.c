@@ -11,23 +11,22 @@
 void device_record_done(DeviceRecord *r) {
         if (!r)
                 return;
-        for (unsigned i = 0; i < r->n_attrs; i++) {
-                free(r->attrs[i].found);
-                free(r->attrs[i].written);
-                free(r->attrs[i].intent);
+        for (unsigned i = 0; i < device_record_count(r); i++) {
+                free(r->attrs->at[i].found);
+                free(r->attrs->at[i].written);
+                free(r->attrs->at[i].intent);
         }
         r->attrs = mfree(r->attrs);
-        r->n_attrs = 0;
 }
 
 bool device_record_empty(const DeviceRecord *r) {
-        return r->n_attrs == 0;
+        return device_record_count(r) == 0;
 }
 
 static AttrRecord *record_find(const DeviceRecord *r, unsigned tunable) {
-        for (unsigned i = 0; i < r->n_attrs; i++)
-                if (r->attrs[i].tunable == tunable)
-                        return &r->attrs[i];
+        for (unsigned i = 0; i < device_record_count(r); i++)
+                if (r->attrs->at[i].tunable == tunable)
+                        return &r->attrs->at[i];
         return NULL;
 }
 
@@ -36,8 +35,8 @@ const AttrRecord *device_record_get(const DeviceRecord *r, unsigned tunable) {
 }
 
 int device_record_found(DeviceRecord *r, unsigned tunable, const char *found) {
-        AttrRecord *l;
-        unsigned at = 0;
+        unsigned n = device_record_count(r), at = 0;
+        AttrRecords *l;
         char *copy;
 
         if (tunable >= n_tunables || !found)
@@ -47,18 +46,19 @@ int device_record_found(DeviceRecord *r, unsigned tunable, const char *found) {
         copy = strdup(found);
         if (!copy)
                 return -ENOMEM;
-        l = realloc(r->attrs, sizeof(AttrRecord) * (r->n_attrs + 1));
+        l = realloc(r->attrs, offsetof(AttrRecords, at) + sizeof(AttrRecord) * (n + 1));
         if (!l) {
                 free(copy);
                 return -ENOMEM;
         }
         r->attrs = l;
+        l->n = n;       /* a first realloc() is a malloc() */
         /* kept in tunables[] order: that is the order of writes and of the file */
-        while (at < r->n_attrs && l[at].tunable < tunable)
+        while (at < n && l->at[at].tunable < tunable)
                 at++;
-        memmove(l + at + 1, l + at, sizeof(AttrRecord) * (r->n_attrs - at));
-        l[at] = (AttrRecord) { .tunable = tunable, .found = copy };
-        r->n_attrs++;
+        memmove(l->at + at + 1, l->at + at, sizeof(AttrRecord) * (n - at));
+        l->at[at] = (AttrRecord) { .tunable = tunable, .found = copy };
+        l->n++;
         return 1;
 }
 
@@ -87,11 +87,11 @@ int device_record_intent(DeviceRecord *r, unsigned tunable, const char *intent) 
 }
 
 bool device_record_equal(const DeviceRecord *a, const DeviceRecord *b) {
-        if (a->n_attrs != b->n_attrs || a->id.major != b->id.major || a->id.minor != b->id.minor ||
+        if (device_record_count(a) != device_record_count(b) || a->id.major != b->id.major || a->id.minor != b->id.minor ||
             a->id.queue_id != b->id.queue_id)
                 return false;
-        for (unsigned i = 0; i < a->n_attrs; i++) {
-                const AttrRecord *x = &a->attrs[i], *y = &b->attrs[i];
+        for (unsigned i = 0; i < device_record_count(a); i++) {
+                const AttrRecord *x = &a->attrs->at[i], *y = &b->attrs->at[i];
 
                 if (x->tunable != y->tunable || !streq(x->found, y->found) || !streq_ptr(x->written, y->written) ||
                     !streq_ptr(x->intent, y->intent))
@@ -109,9 +109,9 @@ int device_record_drop(DeviceRecord *r, unsigned tunable) {
         free(a->found);
         free(a->written);
         free(a->intent);
-        at = (size_t) (a - r->attrs);
-        memmove(a, a + 1, sizeof(AttrRecord) * (r->n_attrs - at - 1));
-        if (--r->n_attrs == 0)
+        at = (size_t) (a - r->attrs->at);
+        memmove(a, a + 1, sizeof(AttrRecord) * (r->attrs->n - at - 1));
+        if (--r->attrs->n == 0)
                 r->attrs = mfree(r->attrs);
         return 1;
 }
@@ -119,8 +119,8 @@ int device_record_drop(DeviceRecord *r, unsigned tunable) {
 int device_record_copy(const DeviceRecord *from, DeviceRecord *to) {
         DeviceRecord c = { .id = from->id };
 
-        for (unsigned i = 0; i < from->n_attrs; i++) {
-                const AttrRecord *a = &from->attrs[i];
+        for (unsigned i = 0; i < device_record_count(from); i++) {
+                const AttrRecord *a = &from->attrs->at[i];
 
                 if (device_record_found(&c, a->tunable, a->found) < 0 ||
                     device_record_written(&c, a->tunable, a->written) < 0 ||
@@ -262,8 +262,8 @@ char *device_record_format(const DeviceRecord *r, const char *name) {
                 return NULL;
         fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
                 name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
-        for (unsigned i = 0; i < r->n_attrs; i++) {
-                const AttrRecord *a = &r->attrs[i];
+        for (unsigned i = 0; i < device_record_count(r); i++) {
+                const AttrRecord *a = &r->attrs->at[i];
 
                 fprintf(f, "%s %s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-",
                         a->intent ?: "-");

@@ -15,12 +15,12 @@ static void check_round_trip(const DeviceRecord *r, const char *name) {
 
         if (!text)
                 return;
-        if (device_record_parse(text, strlen(text), &back, name_back) != 0 || back.n_attrs != r->n_attrs ||
+        if (device_record_parse(text, strlen(text), &back, name_back) != 0 || device_record_count(&back) != device_record_count(r) ||
             !device_identity_same(&back.id, &r->id) || !streq(name_back, name))
                 abort();
-        for (unsigned i = 0; i < r->n_attrs; i++)
-                if (back.attrs[i].tunable != r->attrs[i].tunable || !streq(back.attrs[i].found, r->attrs[i].found) ||
-                    !streq_ptr(back.attrs[i].written, r->attrs[i].written))
+        for (unsigned i = 0; i < device_record_count(r); i++)
+                if (back.attrs->at[i].tunable != r->attrs->at[i].tunable || !streq(back.attrs->at[i].found, r->attrs->at[i].found) ||
+                    !streq_ptr(back.attrs->at[i].written, r->attrs->at[i].written))
                         abort();
         device_record_done(&back);
 }

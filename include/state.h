@@ -45,15 +45,25 @@ typedef struct DeviceIdentity {
         uint64_t diskseq;       /* informative */
 } DeviceIdentity;
 
+/* The attributes recorded, their count ahead of them: in the array's own
+ * heap chunk, where it costs nothing (an array of 32-byte records is
+ * rounded up 16 bytes anyway), and not in every Device's record. */
+typedef struct AttrRecords {
+        unsigned n;
+        AttrRecord at[];        /* in tunables[] order */
+} AttrRecords;
+
 typedef struct DeviceRecord {
         DeviceIdentity id;
-        AttrRecord *attrs;      /* in tunables[] order */
-        unsigned n_attrs;
+        AttrRecords *attrs;     /* NULL: nothing recorded */
         /* No name: every Device keeps one record and has the name already.
          * The parser gives a file's name apart (device_record_parse()). */
 } DeviceRecord;
 
 void device_record_done(DeviceRecord *r);
+static inline unsigned device_record_count(const DeviceRecord *r) {
+        return r->attrs ? r->attrs->n : 0;
+}
 bool device_record_empty(const DeviceRecord *r);
 const AttrRecord *device_record_get(const DeviceRecord *r, unsigned tunable);
 /* Records found for tunable unless it has a record already (the first

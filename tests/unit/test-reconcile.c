@@ -292,14 +292,14 @@ TEST(unreadable_scheduler_touches_nothing) {
         c.live[TUNABLE_SCHEDULER].state = LIVE_UNKNOWN;
         live(&c, "read_ahead_kb", "4096");
         run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 0 && r.record.n_attrs == 1);
+        ASSERT_TRUE(r.n_steps == 0 && device_record_count(&r.record) == 1);
         device_record_done(&r.record);
 
         /* an unreadable attribute keeps its record */
         live(&c, "scheduler", "none");
         c.live[T("read_ahead_kb")].state = LIVE_UNKNOWN;
         run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 0 && r.record.n_attrs == 1);
+        ASSERT_TRUE(r.n_steps == 0 && device_record_count(&r.record) == 1);
         done(&c, &r);
 }
 

@@ -34,7 +34,7 @@ TEST(record_model_and_text_round_trip) {
         _cleanup_free_ char *text = NULL;
 
         sample_record(&r);
-        ASSERT_TRUE(r.n_attrs == 2 && r.attrs[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
+        ASSERT_TRUE(device_record_count(&r) == 2 && r.attrs->at[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
         text = device_record_format(&r, "loop9");
         ASSERT_STREQ(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
                            "scheduler mq-deadline none -\nnr_requests 256 * -\n");
@@ -42,7 +42,7 @@ TEST(record_model_and_text_round_trip) {
         ASSERT_TRUE(device_identity_same(&r.id, &back.id) && back.id.diskseq == 12);
         ASSERT_STREQ(device_record_get(&back, T("nr_requests"))->written, WRITTEN_UNKNOWN);
         ASSERT_TRUE(device_record_drop(&back, TUNABLE_SCHEDULER) == 1 && device_record_drop(&back, TUNABLE_SCHEDULER) == 0);
-        ASSERT_EQ_INT(back.n_attrs, 1);
+        ASSERT_EQ_INT(device_record_count(&back), 1);
         device_record_done(&back);
         device_record_done(&r);
         device_record_done(NULL);
@@ -57,7 +57,7 @@ TEST(record_parse_rejects_and_counts) {
 
         /* six bad lines and a torn last one (no newline: cut by a crash), counted */
         ASSERT_EQ_INT(device_record_parse(torn, strlen(torn), &r, NULL), 7);
-        ASSERT_EQ_INT(r.n_attrs, 1);
+        ASSERT_EQ_INT(device_record_count(&r), 1);
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->found, "none");
         ASSERT_STREQ(device_record_get(&r, TUNABLE_SCHEDULER)->written, "mq-deadline");
         ASSERT_TRUE(!device_record_get(&r, TUNABLE_SCHEDULER)->intent);
@@ -80,7 +80,7 @@ TEST(state_dir_save_load_remove) {
         sample_record(&r);
         ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 0);
-        ASSERT_TRUE(back.n_attrs == 2 && device_identity_same(&r.id, &back.id));
+        ASSERT_TRUE(device_record_count(&back) == 2 && device_identity_same(&r.id, &back.id));
         device_record_done(&back);
         ASSERT_TRUE(state_list(&sd, &list, &n) == 0 && n == 1 && list[0][0] == 7 && list[0][1] == 9);
         free(list);
@@ -91,8 +91,8 @@ TEST(state_dir_save_load_remove) {
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), -ENOENT);
         /* an empty record is no file */
         ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
-        while (r.n_attrs)
-                (void) device_record_drop(&r, r.attrs[0].tunable);
+        while (device_record_count(&r))
+                (void) device_record_drop(&r, r.attrs->at[0].tunable);
         ASSERT_TRUE(state_save(&sd, &r, "loop9") == 0 && state_load(&sd, 7, 9, &back, NULL) == -ENOENT);
         device_record_done(&r);
         state_dir_close(&sd);
@@ -118,7 +118,7 @@ TEST(state_set_aside_keeps_a_record_under_the_number) {
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 1);          /* one unreadable line */
         ASSERT_EQ_INT(state_set_aside(&sd, &back, "loop9"), 0);
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &again, NULL), 0);         /* the readable part, whole */
-        ASSERT_TRUE(again.n_attrs == 1 && device_identity_same(&again.id, &back.id));
+        ASSERT_TRUE(device_record_count(&again) == 1 && device_identity_same(&again.id, &back.id));
         ASSERT_STREQ(device_record_get(&again, TUNABLE_SCHEDULER)->found, "mq-deadline");
         ASSERT_EQ_INT(faccessat(sd.fd, "7:9.torn", F_OK, 0), 0);       /* the torn one, for the admin */
         /* an older .torn is replaced, the record stays */
