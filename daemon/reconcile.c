@@ -254,7 +254,7 @@ static int reconcile_attr(const ReconcileInput *in, Reconciled *out, unsigned t)
         return want ? reconcile_wanted(in, out, t, want) : reconcile_unwanted(in, out, t);
 }
 
-int reconcile(const ReconcileInput *in, Reconciled *out) {
+static int reconcile_into(const ReconcileInput *in, Reconciled *out) {
         int r;
 
         *out = (Reconciled) {};
@@ -277,4 +277,12 @@ int reconcile(const ReconcileInput *in, Reconciled *out) {
                         return r;
         }
         return 0;
+}
+
+int reconcile(const ReconcileInput *in, Reconciled *out) {
+        int r = reconcile_into(in, out);
+
+        if (r < 0)
+                device_record_done(&out->record);       /* a failure hands back nothing */
+        return r;
 }

@@ -89,5 +89,5 @@ bool tunable_reset_by_switch(unsigned tunable, const char *current);
 bool tunable_reset_by_nr_requests(unsigned tunable);
 
 /* Fills *out (out->record is a new copy: device_record_done() it).
- * Returns 0 or -ENOMEM. */
+ * Returns 0 or -ENOMEM, which leaves out->record empty. */
 int reconcile(const ReconcileInput *in, Reconciled *out);
