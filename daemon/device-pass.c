@@ -394,7 +394,7 @@ static void device_account_flip(Manager *m, Device *d, double ms) {
         _cleanup_free_ DynDecision *dec = y->flip;
 
         y->flip = NULL;
-        dyn_state_add_flip_cost(&d->dynamic->state, (float) ms);
+        y->cost_ms += (float) ms;
         device_remember_flip(m, y, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }

@@ -383,7 +383,8 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
 
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
         ReportDevice r = { .facts = device_facts(d, view), .plan = d->kind->plan, .error = d->extra ? d->extra->error : NULL,
-                           .dyn = d->dynamic ? &d->dynamic->state : NULL };
+                           .dyn = d->dynamic ? &d->dynamic->state : NULL,
+                           .flip_cost_ms = device_flips(d) ? device_flips(d)->cost_ms : 0 };
 
         sample_state_signals(&d->sample, &r.signals);
         return r;
@@ -416,9 +417,13 @@ Device *device_free(Manager *m, Device *d) {
                 return NULL;
         device_extra_free(d->extra);
         if (d->kind) {
-                intern_unref(&m->facts, d->kind->facts);
-                intern_unref(&m->plans, d->kind->plan);
+                /* the pair first: no pair names what is gone (shared.h) */
+                const DeviceFacts *facts = d->kind->facts;
+                const Plan *plan = d->kind->plan;
+
                 intern_unref(&m->kinds, d->kind);
+                intern_unref(&m->facts, facts);
+                intern_unref(&m->plans, plan);
         }
         device_dynamic_free(d->dynamic);
         device_record_done(&d->record);

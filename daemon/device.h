@@ -34,6 +34,7 @@ typedef struct FlipRecord {
 typedef struct DeviceFlips {
         FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
         DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
+        float cost_ms;          /* time spent applying flips */
         uint8_t n_history, history_pos;
 } DeviceFlips;
 

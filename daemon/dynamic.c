@@ -44,7 +44,7 @@ static DynExtra *dyn_extra(DynState *s) {
 static void dyn_extra_trim(DynState *s) {
         const DynExtra *x = s->extra;
 
-        if (x && !x->history && !x->flip_ticks && x->flips == 0 && x->capped == 0 && x->flip_cost_ms == 0)
+        if (x && !x->history && !x->flip_ticks && x->flips == 0 && x->capped == 0)
                 s->extra = mfree(s->extra);
 }
 
@@ -62,15 +62,6 @@ unsigned dyn_state_flips(const DynState *s) {
 
 unsigned dyn_state_capped(const DynState *s) {
         return s->extra ? s->extra->capped : 0;
-}
-
-float dyn_state_flip_cost_ms(const DynState *s) {
-        return s->extra ? s->extra->flip_cost_ms : 0;
-}
-
-void dyn_state_add_flip_cost(DynState *s, float ms) {
-        assert(s->extra);       /* the flip's, dynamic_step() */
-        s->extra->flip_cost_ms += ms;
 }
 
 static void history_push(DynState *s, const Signals *sig) {
@@ -159,6 +150,10 @@ static int flip_ring_new(DynState *s) {
 
 int dyn_state_fit(DynState *s, const DynamicPolicy *p) {
         bool want_history = p->window > 1;
+
+        /* the cap holds a flip back only after one, which made the extra
+         * that counts it (policy.c refuses max_flips = 0) */
+        assert(p->max_flips >= 1);
         float (*old)[_SIGNAL_MAX] = dyn_history(s), (*history)[_SIGNAL_MAX] = old;
 
         if (want_history != (history != NULL)) {

@@ -46,8 +46,8 @@ static double v_flips(const Manager *m _unused_, const Device *d) {
         return y ? dyn_state_flips(&y->state) : 0;
 }
 static double v_cost(const Manager *m _unused_, const Device *d) {
-        const DeviceDynamic *y = device_dynamic(d);
-        return y ? dyn_state_flip_cost_ms(&y->state) / 1000.0 : 0;
+        const DeviceFlips *y = device_flips(d);
+        return y ? y->cost_ms / 1000.0 : 0;
 }
 /* as status counts it: "pause" of all devices pauses each */
 static double v_paused(const Manager *m, const Device *d) { return device_is_paused(m, d); }

@@ -82,7 +82,7 @@ static cJSON *report_dynamic(const ReportDevice *d) {
         cJSON_AddStringToObject(o, "policy", d->plan->dynamic_source);
         cJSON_AddStringToObject(o, "state", d->plan->busy ? "busy" : "base");
         cJSON_AddNumberToObject(o, "flips", d->dyn ? dyn_state_flips(d->dyn) : 0);
-        cJSON_AddNumberToObject(o, "flip_cost_ms", d->dyn ? (double) (long long) (dyn_state_flip_cost_ms(d->dyn) * 100) / 100 : 0);
+        cJSON_AddNumberToObject(o, "flip_cost_ms", (double) (long long) (d->flip_cost_ms * 100) / 100);
         cJSON_AddNumberToObject(o, "capped", d->dyn ? dyn_state_capped(d->dyn) : 0);
         return o;
 }

@@ -3,7 +3,7 @@
 
 /* dynamic: the busy/base state machine of one device. Pure: previous
  * state + this tick's signals + policy → next state and whether to flip;
- * no I/O, no clock (it only allocates the state's own rings). The daemon,
+ * no I/O, no clock (it only allocates the state's own extra). The daemon,
  * --replay and the unit tests run the same function. */
 
 #include <stdbool.h>
@@ -25,10 +25,10 @@ typedef struct DynExtra {
         uint32_t *flip_ticks;
         /* What the flips came to, from the first: a state that never
          * flipped has 0 of each, and the cap only holds one back after a
-         * flip, so they are kept with the flip ring. */
+         * flip, so they are kept with the flip ring. 24 bytes: a 32-byte
+         * chunk. (What applying them cost is the daemon's: DeviceFlips.) */
         unsigned flips;
         unsigned capped;                        /* flips the cap held back */
-        float flip_cost_ms;                     /* time spent applying flips (the caller's) */
 } DynExtra;
 
 /* Every dynamic device has one, so it fits a 32-byte heap chunk: the tick
@@ -72,8 +72,4 @@ int dynamic_step(const DynamicPolicy *p, DynState *s, const Signals *sig, uint64
 /* What s's flips came to: 0 before the first. */
 unsigned dyn_state_flips(const DynState *s);
 unsigned dyn_state_capped(const DynState *s);
-float dyn_state_flip_cost_ms(const DynState *s);
-/* Adds what applying the flip dynamic_step() just decided cost; it made
- * the room for it. */
-void dyn_state_add_flip_cost(DynState *s, float ms);
 bool condition_holds(const Condition *c, const Signals *s);

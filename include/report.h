@@ -14,6 +14,7 @@ typedef struct ReportDevice {
         const Plan *plan;
         const char *error;      /* NULL when none */
         const DynState *dyn;    /* NULL: no state machine ran (replay, tests) */
+        double flip_cost_ms;    /* time spent applying its flips */
         Signals signals;        /* of the last tick; !valid before the first one */
 } ReportDevice;
 

@@ -82,6 +82,11 @@ def test_explain_history(env):
     assert [h["to"] for h in hist] == ["busy", "base"] and hist[0]["condition"].startswith("iops > 5000") \
         and hist[1]["condition"].startswith("iops < 1000") and all(h["cost_ms"] > 0 for h in hist), \
         f"explain lists both flips, oldest first, with their conditions: {hist}"
+    # the device's counts: both flips, and what applying them cost, as explain has it
+    dyn = env["call"]({"command": "device", "device": dev})["result"]["dynamic"]
+    spent = sum(h["cost_ms"] for h in hist)
+    assert dyn["flips"] == 2 and dyn["capped"] == 0 and abs(dyn["flip_cost_ms"] - spent) <= 0.02 + spent / 100, \
+        f"the device's flips and their cost: {dyn}, explain's: {hist}"
 
 
 def test_exit_restores_base(env):

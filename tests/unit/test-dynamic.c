@@ -175,7 +175,7 @@ TEST(the_extra_goes_with_the_last_of_it) {
 }
 
 /* The counts are kept with the flip ring: a reload that drops the
- * averaging ring keeps them, and the cost added after a flip is its. */
+ * averaging ring keeps them. */
 TEST(flip_counts_outlive_a_refit) {
         DynamicPolicy p = iops_policy();
         _cleanup_(dyn_state_done) DynState s = {};
@@ -185,15 +185,12 @@ TEST(flip_counts_outlive_a_refit) {
         p.min_dwell_ticks = 0;
         p.window = 2;
         ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
-        ASSERT_TRUE(dyn_state_flips(&s) == 0 && dyn_state_capped(&s) == 0 && dyn_state_flip_cost_ms(&s) == 0);
+        ASSERT_TRUE(dyn_state_flips(&s) == 0 && dyn_state_capped(&s) == 0);
         ASSERT_EQ_INT(run_trace(&p, &s, busy, 3, 0, flips), 1);
-        dyn_state_add_flip_cost(&s, 1.5f);
-        dyn_state_add_flip_cost(&s, 2.0f);
         p.window = 1;
         ASSERT_EQ_INT(dyn_state_fit(&s, &p), 0);
         ASSERT_TRUE(s.extra && !s.extra->history);
         ASSERT_EQ_INT(dyn_state_flips(&s), 1);
-        ASSERT_TRUE(dyn_state_flip_cost_ms(&s) == 3.5f);
 }
 
 TEST(invalid_samples_hold_everything) {
