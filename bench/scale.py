@@ -22,7 +22,12 @@ Then, with a policy that makes every bench device need mq-deadline:
   - scheduler writes counted by the daemon against devices that needed one,
     then again after a reload (SIGHUP) that must write nothing.
 
-  sudo python3 bench/scale.py [--counts 10,100,1000] [--callgrind]
+Then, with --storm 1000,10000: bench/storm.py for each count (64 writers,
+no serial floor): the storm against the parallel floors measured in the
+same run, the socket's worst answer during it, the longest watchdog gap,
+devices lost; its own devices, made and removed by it.
+
+  sudo python3 bench/scale.py [--counts 10,100,1000] [--callgrind] [--storm 1000,10000]
 """
 import argparse
 import json
@@ -212,6 +217,8 @@ def main():
     ap.add_argument("--skip-reaction", action="store_true")
     ap.add_argument("--skip-growth", action="store_true",
                     help="no 20,000 ticks at 1 ms (about 30 min at 10,000 devices): tick and memory only")
+    ap.add_argument("--storm", default="",
+                    help="device counts for bench/storm.py after the rest, e.g. 1000,10000")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices)")
@@ -244,6 +251,11 @@ def main():
         loops.remove_all()
         subprocess.run(["rm", "-rf", work])
     report(results, storm, args)
+    for n in filter(None, args.storm.split(",")):
+        # after the cleanup above: storm.py makes its devices from the same base
+        print(f"\nstorm of {n} devices (bench/storm.py --devices {n} --parallelism 64 --skip-serial):", flush=True)
+        subprocess.run([sys.executable, os.path.join(TOP, "bench", "storm.py"), "--devices", n,
+                        "--parallelism", "64", "--skip-serial"], check=True)
 
 
 def report(results, storm, args):
