@@ -5,8 +5,8 @@
 #include "commands.h"
 #include "conflicts-report.h"
 #include "device.h"
-#include "drift.h"
 #include "explain.h"
+#include "listings.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
@@ -14,15 +14,21 @@
 #include "report.h"
 #include "util.h"
 
-typedef cJSON *(*CommandRun)(Manager *m, const cJSON *req, Device *d);
+typedef ControlReply (*CommandRun)(Manager *m, const cJSON *req, Device *d);
 
-static cJSON *reply_ok(cJSON *result) {
+static ControlReply reply_ok(cJSON *result) {
         cJSON *r = cJSON_CreateObject();
 
         cJSON_AddBoolToObject(r, PROTOCOL_KEY_OK, true);
         cJSON_AddItemToObject(r, PROTOCOL_KEY_RESULT, result ?: cJSON_CreateNull());
-        return r;
+        return (ControlReply) { .json = r };
 }
+
+static ControlReply reply_error(const char *code, const char *message) {
+        return (ControlReply) { .json = control_reply_error(code, message) };
+}
+
+#define REPLY_NOMEM ((ControlReply) {})
 
 /* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
 static bool utf8_is_valid(const char *str, size_t len) {
@@ -58,7 +64,7 @@ static bool utf8_is_valid(const char *str, size_t len) {
         return true;
 }
 
-static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
@@ -110,28 +116,19 @@ static cJSON *cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unuse
         return reply_ok(o);
 }
 
-static cJSON *cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        _cleanup_free_ Device **sorted = NULL;
-        int n = devices_sorted(m, &sorted);
-        cJSON *a;
-
-        if (n < 0)
-                return NULL;
-        a = cJSON_CreateArray();
-        for (int i = 0; i < n; i++)
-                cJSON_AddItemToArray(a, explain_device_report(m, sorted[i]));
-        return reply_ok(a);
+static ControlReply cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        return (ControlReply) { .stream = listing_devices(m) };
 }
 
-static cJSON *cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
         return reply_ok(explain_device_report(m, d));
 }
 
-static cJSON *cmd_explain(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_explain(Manager *m, const cJSON *req _unused_, Device *d) {
         return reply_ok(explain_device(m, d));
 }
 
-static cJSON *cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *l = cJSON_AddArrayToObject(o, "loaded"), *e;
 
         for (size_t i = 0; i < m->policies->n_policies; i++) {
@@ -149,39 +146,39 @@ static cJSON *cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unu
         return reply_ok(o);
 }
 
-static cJSON *cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         cJSON *errors = NULL;
         int r = manager_reload(m, &errors);
 
         if (r == -ENOMEM)
-                return NULL;
+                return REPLY_NOMEM;
         if (r < 0) {
                 cJSON *reply = control_reply_error("reload-failed", "the configuration file has errors; the running one stays");
                 cJSON_AddItemToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors",
                                       errors ?: cJSON_CreateArray());
-                return reply;
+                return (ControlReply) { .json = reply };
         }
         cJSON_Delete(errors);
         return cmd_policies(m, NULL, NULL);
 }
 
-static cJSON *cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         return reply_ok(conflicts_report_doctor(m));
 }
 
-static cJSON *cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        return reply_ok(drift_verify(m));
+static ControlReply cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+        return (ControlReply) { .stream = listing_verify(m) };
 }
 
-static cJSON *cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
         if (manager_pause(m, d, true) < 0)
-                return NULL;
+                return REPLY_NOMEM;
         return reply_ok(NULL);
 }
 
-static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
         if (manager_pause(m, d, false) < 0)
-                return NULL;
+                return REPLY_NOMEM;
         /* the reply says it is done: what resume writes has landed */
         applier_drain(m->applier);
         return reply_ok(NULL);
@@ -190,7 +187,7 @@ static cJSON *cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
 /* The next stop leaves every device as it is, with its record, for the
  * next daemon to take over: a package upgrade restarts the daemon without
  * putting everything back and setting it again (two queue freezes a disk). */
-static cJSON *cmd_handover(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_handover(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject();
 
         m->handover = true;
@@ -202,14 +199,14 @@ static cJSON *cmd_handover(Manager *m, const cJSON *req _unused_, Device *d _unu
 
 /* Puts back the originals and pauses, so that no event sets them again:
  * undoing blkpolicyd on a live system, device by device. */
-static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         cJSON *o = cJSON_CreateObject(), *left = cJSON_AddArrayToObject(o, "not_restored");
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
         if (manager_pause(m, d, true) < 0) {
                 cJSON_Delete(o);
-                return NULL;
+                return REPLY_NOMEM;
         }
         /* passes in flight land first; then the restores run in the applier */
         applier_drain(m->applier);
@@ -219,7 +216,7 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
                         n = -ENOMEM;
         if (n < 0) {
                 cJSON_Delete(o);
-                return NULL;
+                return REPLY_NOMEM;
         }
         applier_drain(m->applier);
         /* a drain may forget a disk that went away (freed after this
@@ -233,12 +230,12 @@ static cJSON *cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
         return reply_ok(o);
 }
 
-static cJSON *cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
         _cleanup_free_ char *text = NULL;
         cJSON *o;
 
         if (metrics_build(m, &text) < 0)
-                return NULL;
+                return REPLY_NOMEM;
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "content_type", "text/plain; version=0.0.4");
         cJSON_AddStringToObject(o, "text", text);
@@ -264,7 +261,7 @@ static const CommandRun command_runs[] = {
 };
 _Static_assert(ELEMENTSOF(command_runs) == _PROTOCOL_COMMAND_MAX, "every protocol command runs something");
 
-static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
+static ControlReply command_execute(Manager *m, const Peer *peer, const cJSON *req) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_COMMAND);
         const cJSON *dev = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_DEVICE);
         const ProtocolCommand *c;
@@ -272,26 +269,26 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
         int id;
 
         if (!cJSON_IsObject(req))
-                return control_reply_error("invalid-request", "a request is a JSON object");
+                return reply_error("invalid-request", "a request is a JSON object");
         if (!cJSON_IsString(name))
-                return control_reply_error("invalid-request", "\"command\" must be a string");
+                return reply_error("invalid-request", "\"command\" must be a string");
         id = protocol_command_from_string(name->valuestring);
         if (id < 0)
-                return control_reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
+                return reply_error("unknown-command", "unknown command; see docs/control-protocol.md");
         c = &protocol_commands[id];
         if (dev && !cJSON_IsString(dev))
-                return control_reply_error("invalid-argument", "\"device\" must be a string");
+                return reply_error("invalid-argument", "\"device\" must be a string");
         if (c->device == DEVICE_ARG_REQUIRED && !dev)
-                return control_reply_error("invalid-argument", "this command needs \"device\"");
+                return reply_error("invalid-argument", "this command needs \"device\"");
         if (c->root_only && peer->uid != 0) {
                 log_warning("Control: %s denied to uid %u pid %d (root only)", c->name, (unsigned) peer->uid,
                             (int) peer->pid);
-                return control_reply_error("permission-denied", "this command is for root only");
+                return reply_error("permission-denied", "this command is for root only");
         }
         if (dev) {
                 d = device_find_name(m, dev->valuestring);
                 if (!d)
-                        return control_reply_error("no-such-device", "no whole disk of that name is known");
+                        return reply_error("no-such-device", "no whole disk of that name is known");
         }
         if (c->root_only)
                 log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? device_name(d) : "",
@@ -299,16 +296,17 @@ static cJSON *command_execute(Manager *m, const Peer *peer, const cJSON *req) {
         return command_runs[id](m, req, d);
 }
 
-cJSON *commands_run(Manager *m, const Peer *peer, const char *line, size_t len) {
-        cJSON *req, *reply;
+ControlReply commands_run(Manager *m, const Peer *peer, const char *line, size_t len) {
+        ControlReply reply;
+        cJSON *req;
 
         if (len > 0 && line[len - 1] == '\r')
                 len--;
         if (!utf8_is_valid(line, len))
-                return control_reply_error("invalid-utf8", "requests are UTF-8");
+                return reply_error("invalid-utf8", "requests are UTF-8");
         req = cJSON_ParseWithLength(line, len);
         if (!req)
-                return control_reply_error("malformed-json", "the line is not one JSON object");
+                return reply_error("malformed-json", "the line is not one JSON object");
         reply = command_execute(m, peer, req);
         cJSON_Delete(req);
         return reply;

@@ -5,7 +5,8 @@
 
 #include "control.h"
 
-/* The ControlHandler of the daemon: one request in, one reply out (never
- * NULL unless -ENOMEM). Pure of I/O on the socket; may change the Manager
+/* The ControlHandler of the daemon: one request in, one reply out (a
+ * JSON reply, or a stream for the listings of every disk; neither only
+ * for -ENOMEM). Pure of I/O on the socket; may change the Manager
  * (reload, pause...). */
-cJSON *commands_run(Manager *m, const Peer *peer, const char *line, size_t len);
+ControlReply commands_run(Manager *m, const Peer *peer, const char *line, size_t len);

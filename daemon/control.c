@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The control socket. Every client is non-blocking and bounded: at most
  * CONTROL_REQUEST_MAX bytes of pending request, one reply in flight (no new
- * request is read while a reply waits for the client to read it), an idle
+ * request is read while a reply waits for the client to read it; a long
+ * one is made in parts, one per dispatch, as the client reads), an idle
  * timeout, and a client cap that evicts the longest-idle client rather than
  * refusing a new one, so idle connections cannot lock admins out.
  *
@@ -14,6 +15,7 @@
  * serve it if it is root's (evicting an idle client to get the fd back) or
  * to close it rather than leave it hanging. Log lines about either are
  * rate limited. */
+#include <assert.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
@@ -40,8 +42,9 @@ struct Client {
         Peer peer;
         char *in;               /* grown on demand up to CONTROL_REQUEST_MAX */
         size_t in_len, in_size;
-        char *out;              /* the reply being written, NULL when none */
+        char *out;              /* the reply (or its part) being written, NULL when none */
         size_t out_len, out_done;
+        ControlStream *stream;  /* the parts of the reply still to make, NULL when none */
         bool closing;           /* close once the reply is out */
         uint64_t last_activity;
         Client *prev, *next;
@@ -109,6 +112,8 @@ static void client_free(Client *c) {
                 close(c->fd);
         free(c->in);
         free(c->out);
+        if (c->stream)
+                c->stream->free(c->stream);
         free(c);
 }
 
@@ -122,10 +127,43 @@ static void client_touch(Client *c) {
 
 static int client_update_events(Client *c) {
         /* while a reply is pending, read nothing more: backpressure */
-        return sd_event_source_set_io_events(c->io, c->out ? EPOLLOUT : EPOLLIN);
+        return sd_event_source_set_io_events(c->io, c->out || c->stream ? EPOLLOUT : EPOLLIN);
 }
 
-/* Writes as much of the pending reply as the socket takes. */
+/* The next part of c's stream, into c->out: pieces until it is
+ * CONTROL_PART_BYTES or the reply is whole (the stream is freed then). */
+static int client_next_part(Client *c) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        int r = 1;
+
+        if (!f)
+                return -ENOMEM;
+        while (r > 0 && size < CONTROL_PART_BYTES) {
+                r = c->stream->next(c->stream, c->server->manager, f);
+                if (fflush(f) != 0)
+                        r = -ENOMEM;
+        }
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(text);
+                return r;
+        }
+        if (r == 0) {
+                c->stream->free(c->stream);
+                c->stream = NULL;
+        }
+        c->out = text;
+        c->out_len = size;
+        c->out_done = 0;
+        return 0;
+}
+
+/* Writes as much of the pending reply as the socket takes; once a part is
+ * out, makes the next, which goes at the next dispatch: a long reply
+ * takes turns with everything else on the loop. */
 static int client_flush(Client *c) {
         while (c->out && c->out_done < c->out_len) {
                 ssize_t n = send(c->fd, c->out + c->out_done, c->out_len - c->out_done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -139,34 +177,46 @@ static int client_flush(Client *c) {
                 c->out = (free(c->out), NULL);
                 c->out_len = c->out_done = 0;
         }
+        if (c->stream)
+                return client_next_part(c);
         return c->closing ? -ECONNRESET : 0;
 }
 
-static int client_queue_reply(Client *c, cJSON *reply) {
-        char *text = reply ? cJSON_PrintUnformatted(reply) : NULL;
+static int client_queue_json(Client *c, cJSON *reply) {
+        char *text = reply ? cJSON_PrintUnformatted(reply) : NULL, *line;
         size_t n;
 
         cJSON_Delete(reply);
         if (!text)
                 return -ENOMEM;
         n = strlen(text);
-        c->out = malloc(n + 2);
-        if (!c->out) {
+        line = realloc(text, n + 2);
+        if (!line) {
                 free(text);
                 return -ENOMEM;
         }
-        memcpy(c->out, text, n);
-        free(text);
-        c->out[n] = '\n';
-        c->out[n + 1] = 0;
+        line[n] = '\n';
+        line[n + 1] = 0;
+        c->out = line;
         c->out_len = n + 1;
         c->out_done = 0;
         return client_flush(c);
 }
 
+static int client_queue_reply(Client *c, ControlReply reply) {
+        int r;
+
+        if (!reply.stream)
+                return client_queue_json(c, reply.json);
+        assert(!reply.json);
+        c->stream = reply.stream;
+        r = client_next_part(c);
+        return r < 0 ? r : client_flush(c);
+}
+
 /* Handles complete lines in c->in until a reply has to wait. */
 static int client_process(Client *c) {
-        while (!c->out && !c->closing) {
+        while (!c->out && !c->stream && !c->closing) {
                 char *nl = c->in_len ? memchr(c->in, '\n', c->in_len) : NULL;
                 size_t len;
                 int r;
@@ -180,7 +230,7 @@ static int client_process(Client *c) {
                         log_warning("Control client pid %d uid %u sent a request over %zu bytes, closing",
                                     (int) c->peer.pid, (unsigned) c->peer.uid, CONTROL_REQUEST_MAX);
                         snprintf(why, sizeof(why), "a request is one line of at most %zu bytes", CONTROL_REQUEST_MAX);
-                        return client_queue_reply(c, control_reply_error("request-too-large", why));
+                        return client_queue_json(c, control_reply_error("request-too-large", why));
                 }
                 len = (size_t) (nl - c->in);
                 r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c->in, len));
@@ -227,7 +277,7 @@ static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t r
                 r = -ECONNRESET;
         if (r == 0 && (revents & EPOLLOUT)) {
                 r = client_flush(c);
-                if (r == 0 && !c->out)
+                if (r == 0 && !c->out && !c->stream)
                         r = client_process(c);  /* lines that arrived behind the reply */
         }
         if (r == 0 && (revents & EPOLLIN))

@@ -76,33 +76,31 @@ static cJSON *device_pending_json(const Device *d) {
         return a;
 }
 
-cJSON *drift_verify(Manager *m) {
-        _cleanup_free_ Device **sorted = NULL;
-        cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "devices");
-        int n = devices_sorted(m, &sorted), drifted = 0, pending = 0;
+int drift_verify_entry(Manager *m, Device *d, cJSON **ret, bool *drifted, bool *pending) {
+        cJSON *e, *drift, *planned;
 
-        for (int i = 0; i < n; i++) {
-                Device *d = sorted[i];
-                cJSON *e, *drift, *planned;
-
-                if (!device_plan(d)->managed || !device_plan(d)->policy)
-                        continue;
-                drift = device_drift_json(m, d);
-                planned = device_pending_json(d);
-                drifted += cJSON_GetArraySize(drift) > 0;
-                pending += cJSON_GetArraySize(planned) > 0;
-                e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "name", device_name(d));
-                cJSON_AddBoolToObject(e, "paused", device_is_paused(m, d));
-                cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
-                cJSON_AddItemToObject(e, "drift", drift);
-                cJSON_AddItemToObject(e, "pending", planned);
-                cJSON_AddItemToArray(a, e);
+        *ret = NULL;
+        *drifted = *pending = false;
+        if (!device_plan(d)->managed || !device_plan(d)->policy)
+                return 0;
+        drift = device_drift_json(m, d);
+        planned = device_pending_json(d);
+        e = cJSON_CreateObject();
+        if (!drift || !planned || !e) {
+                cJSON_Delete(drift);
+                cJSON_Delete(planned);
+                cJSON_Delete(e);
+                return -ENOMEM;
         }
-        cJSON_AddStringToObject(o, "mode", manager_writes(m) ? "enforce" : "observe");
-        cJSON_AddNumberToObject(o, "drifted", drifted);
-        cJSON_AddNumberToObject(o, "pending", pending);
-        return o;
+        *drifted = cJSON_GetArraySize(drift) > 0;
+        *pending = cJSON_GetArraySize(planned) > 0;
+        cJSON_AddStringToObject(e, "name", device_name(d));
+        cJSON_AddBoolToObject(e, "paused", device_is_paused(m, d));
+        cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
+        cJSON_AddItemToObject(e, "drift", drift);
+        cJSON_AddItemToObject(e, "pending", planned);
+        *ret = e;
+        return 1;
 }
 
 /* Returns 0, or -ENOMEM. May forget d (a reapply of a vanished disk). */

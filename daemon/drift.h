@@ -5,8 +5,9 @@
 
 #include "manager.h"
 
-/* verify: every managed device's drift and pending changes. */
-cJSON *drift_verify(Manager *m);
+/* verify's entry for d, its drift and pending changes, in *ret: 1; 0 (and
+ * NULL) when no policy manages d, nothing to verify; -ENOMEM. */
+int drift_verify_entry(Manager *m, Device *d, cJSON **ret, bool *drifted, bool *pending);
 /* Reads back the managed settings of the next n devices (round robin, so a
  * tick costs a bounded number of file reads whatever the device count). */
 int drift_check(Manager *m, unsigned n);

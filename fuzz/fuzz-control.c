@@ -31,15 +31,34 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         return 0;
 }
 
+/* A stream's parts, to the end, into memory: the whole reply is one line. */
+static void drain(ControlStream *s) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        int r;
+
+        if (!f)
+                abort();
+        while ((r = s->next(s, manager, f)) > 0)
+                ;
+        if (r < 0 || fclose(f) != 0 || size == 0 || text[size - 1] != '\n' || memchr(text, '\n', size) != text + size - 1)
+                abort();
+        free(text);
+        s->free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Peer peer = { .pid = 1, .uid = 1000, .gid = 1000 };
-        cJSON *reply;
+        ControlReply reply;
 
         if (!manager)
                 LLVMFuzzerInitialize(NULL, NULL);
         reply = commands_run(manager, &peer, (const char *) data, size);
-        if (!reply)
+        if (!reply.json && !reply.stream)
                 abort();        /* only -ENOMEM may give no reply */
-        cJSON_Delete(reply);
+        cJSON_Delete(reply.json);
+        if (reply.stream)
+                drain(reply.stream);
         return 0;
 }

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* listings.c: the replies that list every disk, written in parts
+ * (control.h's ControlStream). */
+
+#include "control.h"
+
+/* `devices`: every disk's report, as `device` gives it. NULL: -ENOMEM. */
+ControlStream *listing_devices(Manager *m);
+/* `verify`: every managed disk's drift and pending changes, then the
+ * mode and the counts. NULL: -ENOMEM. */
+ControlStream *listing_verify(Manager *m);
