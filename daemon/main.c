@@ -362,5 +362,10 @@ int main(int argc, char *argv[]) {
          * heap at 1000 devices after the first pass, for threads that are
          * gone; they allocate little and mostly wait in the kernel */
         (void) mallopt(M_ARENA_MAX, 1);
+        /* glibc's defaults, pinned: left dynamic, one freed large buffer
+         * (a listing's part, the table's old slots) raises both for good,
+         * and what requests and storms leave on the heap stays resident */
+        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        (void) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
         return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
