@@ -257,18 +257,22 @@ char *device_record_format(const DeviceRecord *r, const char *name) {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
+        bool ok;
 
         if (!f)
                 return NULL;
-        fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
-                name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq);
-        for (unsigned i = 0; i < device_record_count(r); i++) {
+        /* a memstream that cannot grow fails the fprintf() and nothing
+         * else (glibc 2.36: ferror() and fclose() say 0): a record cut
+         * short would lose the originals after the cut */
+        ok = fprintf(f, STATE_HEADER "\ndevice %s %u:%u queue=%" PRIu64 " diskseq=%" PRIu64 "\n",
+                     name ?: "-", r->id.major, r->id.minor, r->id.queue_id, r->id.diskseq) >= 0;
+        for (unsigned i = 0; ok && i < device_record_count(r); i++) {
                 const AttrRecord *a = &r->attrs->at[i];
 
-                fprintf(f, "%s %s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-",
-                        a->intent ?: "-");
+                ok = fprintf(f, "%s %s %s %s\n", tunables[a->tunable].attr, a->found, a->written ?: "-",
+                             a->intent ?: "-") >= 0;
         }
-        if (fclose(f) != 0) {
+        if (fclose(f) != 0 || !ok) {
                 free(text);
                 return NULL;
         }
