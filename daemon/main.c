@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "blkpolicyd-paths.h"
@@ -355,6 +356,20 @@ out:
         return r;
 }
 
+/* glibc's defaults, pinned, unless the admin set them: left dynamic, one
+ * freed large buffer (a metrics reply, 4.6 MB at 10,000 disks; the device
+ * table's old slots) raises both for good, and the next ones come from
+ * the heap and stay resident (13.7 MiB after three scrapes, not 5.7). */
+static void malloc_pin_thresholds(void) {
+        const char *glibc = getenv("GLIBC_TUNABLES");
+
+        if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") ||
+            (glibc && (strstr(glibc, "mmap_threshold") || strstr(glibc, "trim_threshold"))))
+                return;
+        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        (void) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+}
+
 int main(int argc, char *argv[]) {
         /* a closed log pipe must not kill the daemon before it puts things back */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -362,10 +377,6 @@ int main(int argc, char *argv[]) {
          * heap at 1000 devices after the first pass, for threads that are
          * gone; they allocate little and mostly wait in the kernel */
         (void) mallopt(M_ARENA_MAX, 1);
-        /* glibc's defaults, pinned: left dynamic, one freed large buffer
-         * (a listing's part, the table's old slots) raises both for good,
-         * and what requests and storms leave on the heap stays resident */
-        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-        (void) mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+        malloc_pin_thresholds();
         return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
