@@ -161,8 +161,8 @@ static int client_next_part(Client *c) {
         return 0;
 }
 
-/* Writes as much of the pending reply as the socket takes; once a part is
- * out, makes the next, which goes at the next dispatch: a long reply
+/* Writes as much of the pending reply as the socket takes. The next part
+ * of a stream is made at the next dispatch that may write: a long reply
  * takes turns with everything else on the loop. */
 static int client_flush(Client *c) {
         while (c->out && c->out_done < c->out_len) {
@@ -177,8 +177,6 @@ static int client_flush(Client *c) {
                 c->out = (free(c->out), NULL);
                 c->out_len = c->out_done = 0;
         }
-        if (c->stream)
-                return client_next_part(c);
         return c->closing ? -ECONNRESET : 0;
 }
 
@@ -276,7 +274,10 @@ static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t r
         if (revents & (EPOLLERR | EPOLLHUP) && !(revents & EPOLLIN))
                 r = -ECONNRESET;
         if (r == 0 && (revents & EPOLLOUT)) {
-                r = client_flush(c);
+                if (!c->out && c->stream)
+                        r = client_next_part(c);
+                if (r == 0)
+                        r = client_flush(c);
                 if (r == 0 && !c->out && !c->stream)
                         r = client_process(c);  /* lines that arrived behind the reply */
         }

@@ -6,9 +6,12 @@
  * tree printed.
  *
  * A listing is of the disks known when the request came, in name order,
- * each as it is when its part is made: one gone by then is left out, one
- * added since is not in it. */
+ * each once, as it is when its part is made: one gone by then is left
+ * out, one added since is not in it. A disk is found again by number and
+ * name: a number that went to another disk meanwhile (NVMe's are handed
+ * out again) finds that one, which was not asked for. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "device.h"
 #include "drift.h"
@@ -23,28 +26,44 @@ struct Listing {
         ControlStream stream;   /* first: the stream is the listing */
         /* d's item in *ret, 1; 0 to leave d out; -ENOMEM */
         int (*item)(Listing *l, Manager *m, Device *d, cJSON **ret);
-        /* what closes the reply, after the array */
-        void (*end)(const Listing *l, Manager *m, FILE *f);
+        /* what closes the reply, after the array: 0, or -ENOMEM */
+        int (*end)(const Listing *l, Manager *m, FILE *f);
         const char *head;       /* what opens it, up to the array's '[' */
         dev_t *devnums;         /* in name order */
+        char *names;            /* theirs, one after the other, each with its NUL */
+        const char *name;       /* the next one's */
         size_t n, next;
         bool started, any;
         unsigned drifted, pending;      /* verify's counts */
 };
 
-static int listing_next(ControlStream *s, Manager *m, FILE *f) {
-        Listing *l = (Listing *) s;
-
-        if (!l->started) {
-                fputs(l->head, f);
-                l->started = true;
-                return 1;
-        }
+/* The next disk of the listing that is still there, NULL after the last. */
+static Device *listing_take(Listing *l, Manager *m) {
         while (l->next < l->n) {
                 Device *d = device_get(m, l->devnums[l->next++]);
+                const char *name = l->name;
+
+                l->name += strlen(name) + 1;
+                if (d && streq(device_name(d), name))
+                        return d;
+        }
+        return NULL;
+}
+
+/* A memstream that cannot grow fails the write and says so nowhere else
+ * (glibc 2.36: ferror() and fclose() give 0): each write is checked. */
+static int listing_next(ControlStream *s, Manager *m, FILE *f) {
+        Listing *l = (Listing *) s;
+        Device *d;
+
+        if (!l->started) {
+                l->started = true;
+                return fputs(l->head, f) < 0 ? -ENOMEM : 1;
+        }
+        while ((d = listing_take(l, m))) {
                 cJSON *o = NULL;
                 char *text;
-                int r = d ? l->item(l, m, d, &o) : 0;
+                int r = l->item(l, m, d, &o);
 
                 if (r <= 0) {
                         if (r < 0)
@@ -55,13 +74,12 @@ static int listing_next(ControlStream *s, Manager *m, FILE *f) {
                 cJSON_Delete(o);
                 if (!text)
                         return -ENOMEM;
-                fprintf(f, "%s%s", l->any ? "," : "", text);
+                r = fprintf(f, "%s%s", l->any ? "," : "", text);
                 free(text);
                 l->any = true;
-                return 1;
+                return r < 0 ? -ENOMEM : 1;
         }
-        l->end(l, m, f);
-        return 0;
+        return l->end(l, m, f);
 }
 
 static void listing_free(ControlStream *s) {
@@ -70,12 +88,14 @@ static void listing_free(ControlStream *s) {
         if (!l)
                 return;
         free(l->devnums);
+        free(l->names);
         free(l);
 }
 
 static Listing *listing_new(Manager *m, const char *head) {
         _cleanup_free_ Device **sorted = NULL;
         int n = devices_sorted(m, &sorted);
+        size_t size = 0, at = 0;
         Listing *l;
 
         if (n < 0)
@@ -85,13 +105,22 @@ static Listing *listing_new(Manager *m, const char *head) {
                 return NULL;
         l->stream = (ControlStream) { .next = listing_next, .free = listing_free };
         l->head = head;
-        l->devnums = n > 0 ? calloc((size_t) n, sizeof(dev_t)) : NULL;
-        if (n > 0 && !l->devnums) {
-                free(l);
+        for (int i = 0; i < n; i++)
+                size += strlen(device_name(sorted[i])) + 1;
+        l->devnums = calloc((size_t) n + 1, sizeof(dev_t));
+        l->name = l->names = malloc(size + 1);
+        if (!l->devnums || !l->names) {
+                listing_free(&l->stream);
                 return NULL;
         }
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+                const char *name = device_name(sorted[i]);
+                size_t len = strlen(name) + 1;
+
                 l->devnums[i] = device_devnum(sorted[i]);
+                memcpy(l->names + at, name, len);
+                at += len;
+        }
         l->n = (size_t) n;
         return l;
 }
@@ -101,8 +130,8 @@ static int device_item(Listing *l _unused_, Manager *m, Device *d, cJSON **ret) 
         return *ret ? 1 : -ENOMEM;
 }
 
-static void devices_end(const Listing *l _unused_, Manager *m _unused_, FILE *f) {
-        fputs("]}\n", f);
+static int devices_end(const Listing *l _unused_, Manager *m _unused_, FILE *f) {
+        return fputs("]}\n", f) < 0 ? -ENOMEM : 0;
 }
 
 ControlStream *listing_devices(Manager *m) {
@@ -124,9 +153,9 @@ static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
         return r;
 }
 
-static void verify_end(const Listing *l, Manager *m, FILE *f) {
-        fprintf(f, "],\"mode\":\"%s\",\"drifted\":%u,\"pending\":%u}}\n", manager_writes(m) ? "enforce" : "observe",
-                l->drifted, l->pending);
+static int verify_end(const Listing *l, Manager *m, FILE *f) {
+        return fprintf(f, "],\"mode\":\"%s\",\"drifted\":%u,\"pending\":%u}}\n",
+                       manager_writes(m) ? "enforce" : "observe", l->drifted, l->pending) < 0 ? -ENOMEM : 0;
 }
 
 ControlStream *listing_verify(Manager *m) {

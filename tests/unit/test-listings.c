@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The listings of every disk, made in parts (listings.c), against a
+ * Manager that scanned a copy of a fixture machine in dry-run mode: what
+ * changes between parts. */
+#include <limits.h>
+#include <stdarg.h>
+
+#include "listings.h"
+#include "log.h"
+#include "manager.h"
+#include "tests.h"
+#include "util.h"
+
+static char tree[] = "/tmp/blkpolicyd-test-listings-XXXXXX";
+
+_printf_(1, 2) static void sh(const char *fmt, ...) {
+        char cmd[PATH_MAX * 2];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(cmd, sizeof(cmd), fmt, ap);
+        va_end(ap);
+        ASSERT_EQ_INT(system(cmd), 0);
+}
+
+/* A disk like loop0, under name, with the number dev. */
+static void add_loop(const char *name, const char *dev) {
+        sh("cd %s/sys && cp -a devices/virtual/block/loop0 devices/virtual/block/%s && "
+           "echo %s > devices/virtual/block/%s/dev && ln -s ../devices/virtual/block/%s block/%s",
+           tree, name, dev, name, name, name);
+}
+
+static Manager *scanned_manager(Options *o, char dirs[3][PATH_MAX]) {
+        static char *policy_dirs[] = { POLICIES_DIR, NULL };
+        Manager *m = NULL;
+
+        snprintf(dirs[0], PATH_MAX, "%s/sys", tree);
+        snprintf(dirs[1], PATH_MAX, "%s/debug", tree);
+        snprintf(dirs[2], PATH_MAX, "%s/proc", tree);
+        *o = (Options) { .config_path = "/dev/null", .policy_dirs = policy_dirs,
+                         .roots = { dirs[0], dirs[1], dirs[2] }, .state_dir = "/nonexistent", .dry_run = true,
+                         .mode = RUN_ONCE, .log_level = LOG_EMERG };
+        ASSERT_EQ_INT(manager_new(o, &m), 0);
+        ASSERT_EQ_INT(manager_scan(m), 0);
+        return m;
+}
+
+/* The names of a `devices` reply, in its order, joined by spaces. */
+static void names_of(const char *reply, char *buf, size_t size) {
+        cJSON *j = cJSON_Parse(reply), *d;
+        size_t len = 0;
+
+        ASSERT_TRUE(j && cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+        buf[0] = 0;
+        cJSON_ArrayForEach(d, cJSON_GetObjectItem(j, "result"))
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+                                         cJSON_GetStringValue(cJSON_GetObjectItem(d, "name")));
+        cJSON_Delete(j);
+}
+
+/* loop1 goes after the listing began and its number goes to a new disk,
+ * loop9: the listing leaves loop1 out and does not take loop9 for it (it
+ * would be out of name order, and was not there when asked). */
+TEST(a_number_handed_on_between_parts_brings_no_new_disk) {
+        char dirs[3][PATH_MAX], names[256], *text = NULL;
+        size_t size = 0;
+        Options o;
+        Manager *m;
+        ControlStream *s;
+        FILE *f;
+        int r;
+
+        ASSERT_TRUE(mkdtemp(tree) != NULL);
+        sh("cp -a %s/kvm-6.18/. %s/", FIXTURES_DIR, tree);
+        add_loop("loop1", "7:1");
+        add_loop("loop2", "7:2");
+        log_set_max_level(LOG_EMERG);
+        m = scanned_manager(&o, dirs);
+        s = listing_devices(m);
+        ASSERT_TRUE(s != NULL);
+        f = open_memstream(&text, &size);
+        ASSERT_TRUE(f != NULL);
+        ASSERT_EQ_INT(s->next(s, m, f), 1);     /* the head */
+        ASSERT_EQ_INT(s->next(s, m, f), 1);     /* dm-0 */
+        sh("cd %s/sys && rm block/loop1 && rm -r devices/virtual/block/loop1", tree);
+        add_loop("loop9", "7:1");
+        ASSERT_EQ_INT(manager_scan(m), 0);
+        while ((r = s->next(s, m, f)) > 0)
+                ;
+        ASSERT_EQ_INT(r, 0);
+        ASSERT_EQ_INT(fclose(f), 0);
+        s->free(s);
+        names_of(text, names, sizeof(names));
+        ASSERT_STREQ(names, "dm-0 loop0 loop2 vda zram0");
+        free(text);
+        manager_free(m);
+        sh("rm -rf %s", tree);
+}
