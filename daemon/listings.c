@@ -22,12 +22,15 @@
 #include "util.h"
 
 typedef struct Listing Listing;
+/* d's item in *ret, 1; 0 to leave d out; -ENOMEM */
+typedef int (*ListingItem)(Listing *l, Manager *m, Device *d, cJSON **ret);
+/* what closes the reply, after the array: 0, or -ENOMEM */
+typedef int (*ListingEnd)(const Listing *l, Manager *m, FILE *f);
+
 struct Listing {
         ControlStream stream;   /* first: the stream is the listing */
-        /* d's item in *ret, 1; 0 to leave d out; -ENOMEM */
-        int (*item)(Listing *l, Manager *m, Device *d, cJSON **ret);
-        /* what closes the reply, after the array: 0, or -ENOMEM */
-        int (*end)(const Listing *l, Manager *m, FILE *f);
+        ListingItem item;
+        ListingEnd end;
         const char *head;       /* what opens it, up to the array's '[' */
         dev_t *devnums;         /* in name order */
         char *names;            /* theirs, one after the other, each with its NUL */
@@ -92,7 +95,7 @@ static void listing_free(ControlStream *s) {
         free(l);
 }
 
-static Listing *listing_new(Manager *m, const char *head) {
+static ControlStream *listing_new(Manager *m, const char *head, ListingItem item, ListingEnd end) {
         _cleanup_free_ Device **sorted = NULL;
         int n = devices_sorted(m, &sorted);
         size_t size = 0, at = 0;
@@ -105,6 +108,8 @@ static Listing *listing_new(Manager *m, const char *head) {
                 return NULL;
         l->stream = (ControlStream) { .next = listing_next, .free = listing_free };
         l->head = head;
+        l->item = item;
+        l->end = end;
         for (int i = 0; i < n; i++)
                 size += strlen(device_name(sorted[i])) + 1;
         l->devnums = calloc((size_t) n + 1, sizeof(dev_t));
@@ -122,7 +127,7 @@ static Listing *listing_new(Manager *m, const char *head) {
                 at += len;
         }
         l->n = (size_t) n;
-        return l;
+        return &l->stream;
 }
 
 static int device_item(Listing *l _unused_, Manager *m, Device *d, cJSON **ret) {
@@ -135,13 +140,7 @@ static int devices_end(const Listing *l _unused_, Manager *m _unused_, FILE *f) 
 }
 
 ControlStream *listing_devices(Manager *m) {
-        Listing *l = listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":[");
-
-        if (!l)
-                return NULL;
-        l->item = device_item;
-        l->end = devices_end;
-        return &l->stream;
+        return listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":[", device_item, devices_end);
 }
 
 static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
@@ -159,11 +158,6 @@ static int verify_end(const Listing *l, Manager *m, FILE *f) {
 }
 
 ControlStream *listing_verify(Manager *m) {
-        Listing *l = listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":{\"devices\":[");
-
-        if (!l)
-                return NULL;
-        l->item = verify_item;
-        l->end = verify_end;
-        return &l->stream;
+        return listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":{\"devices\":[", verify_item,
+                           verify_end);
 }
