@@ -119,13 +119,12 @@ static bool switch_possible(const Pass *p, const char *sched) {
  * scheduler switch, or one of nr_requests. Not otherwise: after a switch
  * to mq-deadline that is eight files a disk, a quarter of a storm's CPU. */
 static bool to_read(const Pass *p, unsigned t, const char *sched, bool may_switch) {
-        int nr = tunable_find_attr("nr_requests");
-
         if (wanted_or_recorded(p, t))
                 return true;
         if (may_switch && tunable_reset_by_switch(t, sched))
                 return true;
-        return tunable_reset_by_nr_requests(t) && nr >= 0 && wanted_or_recorded(p, (unsigned) nr);
+        return tunable_reset_by_nr_requests(t) && nr_requests_tunable() >= 0 &&
+               wanted_or_recorded(p, (unsigned) nr_requests_tunable());
 }
 
 /* Reads what this pass may touch (to_read()). */

@@ -60,17 +60,18 @@ static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
 }
 
 static void log_plan(const Device *d, const char *why_not) {
+        const Plan *plan = device_plan(d);
         char classes[256];
 
         classes_format(d->kind->facts->classes, classes, sizeof(classes));
-        if (!d->kind->plan->managed || !d->kind->plan->policy) {
-                log_info("%s: [%s] %s", d->name, classes, d->kind->plan->reason);
+        if (!plan->managed || !plan->policy) {
+                log_info("%s: [%s] %s", d->name, classes, plan->reason);
                 return;
         }
-        log_info("%s: [%s] policy %s%s%s", d->name, classes, d->kind->plan->policy,
-                 d->kind->plan->reason ? "; " : "", d->kind->plan->reason ?: "");
-        for (unsigned i = 0; i < d->kind->plan->n_items; i++)
-                log_item(d, &d->kind->plan->items[i], why_not);
+        log_info("%s: [%s] policy %s%s%s", d->name, classes, plan->policy, plan->reason ? "; " : "",
+                 plan->reason ?: "");
+        for (unsigned i = 0; i < plan->n_items; i++)
+                log_item(d, &plan->items[i], why_not);
 }
 
 /* userdata: the device's DeviceExtra, which the pass may free */
@@ -138,7 +139,7 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
 
 /* -ENOMEM: not overridden, which would write over the admin's change. */
 static int device_note_override(Device *d, const ApplyOutcome *out) {
-        const PlanItem *it = plan_find(d->kind->plan, (unsigned) out->overridden);
+        const PlanItem *it = plan_find(device_plan(d), (unsigned) out->overridden);
         char *note;
 
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
@@ -231,7 +232,7 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
         if (r == -EAGAIN)
                 return device_schedule_retry(m, d);
         device_reset_retries(d);
-        if (d->kind->plan->managed)
+        if (device_plan(d)->managed)
                 device_learn_caps(m, d);
         return 0;
 }
@@ -412,12 +413,12 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC);
         int r;
 
-        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = d->kind->plan->dynamic_source,
+        LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = device_plan(d)->dynamic_source,
                              .setting = "state", .old = dec->to_busy ? "base" : "busy",
                              .new = dec->to_busy ? "busy" : "base", .result = dec->reason };
 
         log_device_event(LOG_INFO, &e, "%s: %s -> %s: %s (%s)", d->name, e.old, e.new, dec->reason,
-                         d->kind->plan->dynamic_source);
+                         device_plan(d)->dynamic_source);
         if (d->dynamic) {
                 DeviceExtra *x = device_extra(d);
                 DeviceFlips *y = x ? x->flips : NULL;
@@ -443,7 +444,7 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
 /* A device that now runs mq-deadline shows whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
 static void device_learn_caps(Manager *m, const Device *d) {
-        const PlanItem *s = plan_find(d->kind->plan, TUNABLE_SCHEDULER);
+        const PlanItem *s = plan_find(device_plan(d), TUNABLE_SCHEDULER);
 
         if (!s || s->result != RESULT_APPLIED)
                 return;

@@ -382,9 +382,10 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
 }
 
 ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        ReportDevice r = { .facts = device_facts(d, view), .plan = d->kind->plan, .error = d->extra ? d->extra->error : NULL,
-                           .dyn = d->dynamic ? &d->dynamic->state : NULL,
-                           .flip_cost_ms = device_flips(d) ? device_flips(d)->cost_ms : 0 };
+        const DeviceFlips *y = device_flips(d);
+        ReportDevice r = { .facts = device_facts(d, view), .plan = device_plan(d),
+                           .error = d->extra ? d->extra->error : NULL,
+                           .dyn = d->dynamic ? &d->dynamic->state : NULL, .flip_cost_ms = y ? y->cost_ms : 0 };
 
         sample_state_signals(&d->sample, &r.signals);
         return r;

@@ -150,12 +150,11 @@ static int flip_ring_new(DynState *s) {
 
 int dyn_state_fit(DynState *s, const DynamicPolicy *p) {
         bool want_history = p->window > 1;
+        float (*old)[_SIGNAL_MAX] = dyn_history(s), (*history)[_SIGNAL_MAX] = old;
 
         /* the cap holds a flip back only after one, which made the extra
          * that counts it (policy.c refuses max_flips = 0) */
         assert(p->max_flips >= 1);
-        float (*old)[_SIGNAL_MAX] = dyn_history(s), (*history)[_SIGNAL_MAX] = old;
-
         if (want_history != (history != NULL)) {
                 history = want_history ? calloc(DYNAMIC_WINDOW_MAX, sizeof(*history)) : NULL;
                 if (want_history && !history)

@@ -9,8 +9,8 @@
  * OP is read or write (sysfs), chunk (one read() of a file read a piece
  * at a time: /proc/diskstats), save or load (a state record, GLOB on
  * "<state_dir>/devices/<major>:<minor>"), or listen (the control socket,
- * bound under its temporary name and not listening yet); GLOB an fnmatch(3) pattern on the
- * full path; ERROR an errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN,
+ * bound under its temporary name and not listening yet); GLOB an
+ * fnmatch(3) pattern on the full path; ERROR an errno name (EIO, EINVAL, ENOENT, EBUSY, EAGAIN,
  * ENODEV, ENXIO, EACCES, EMFILE, ENOSPC), "short" (a read returns the first
  * half of the file), "KILL" (the process SIGKILLs itself there: a crash
  * at an exact step) or "DELAY=MS" (the call blocks MS milliseconds, then

@@ -11,7 +11,7 @@ typedef enum Owner {
         OWNER_ADMIN,
 } Owner;
 
-static int nr_requests_tunable(void) {
+int nr_requests_tunable(void) {
         static int t = -2;
 
         if (t == -2)

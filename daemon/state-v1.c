@@ -195,7 +195,8 @@ static int take_over(const StateDir *d, const Roots *roots, const char *dev, Dev
                 if (k < 0)
                         return k;
         }
-        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev, device_record_count(r));
+        log_info("%s: state record of the first format taken over: %u value(s) to put back", dev,
+                 device_record_count(r));
         return state_remove_named(d, dev);
 }
 

@@ -87,8 +87,8 @@ int device_record_intent(DeviceRecord *r, unsigned tunable, const char *intent) 
 }
 
 bool device_record_equal(const DeviceRecord *a, const DeviceRecord *b) {
-        if (device_record_count(a) != device_record_count(b) || a->id.major != b->id.major || a->id.minor != b->id.minor ||
-            a->id.queue_id != b->id.queue_id)
+        if (device_record_count(a) != device_record_count(b) || a->id.major != b->id.major ||
+            a->id.minor != b->id.minor || a->id.queue_id != b->id.queue_id)
                 return false;
         for (unsigned i = 0; i < device_record_count(a); i++) {
                 const AttrRecord *x = &a->attrs->at[i], *y = &b->attrs->at[i];

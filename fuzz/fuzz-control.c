@@ -42,7 +42,8 @@ static void drain(ControlStream *s) {
                 abort();
         while ((r = s->next(s, manager, f)) > 0)
                 ;
-        if (r < 0 || fclose(f) != 0 || size == 0 || text[size - 1] != '\n' || memchr(text, '\n', size) != text + size - 1)
+        if (r < 0 || fclose(f) != 0 || size == 0 || text[size - 1] != '\n' ||
+            memchr(text, '\n', size) != text + size - 1)
                 abort();
         free(text);
         s->free(s);

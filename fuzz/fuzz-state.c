@@ -15,13 +15,16 @@ static void check_round_trip(const DeviceRecord *r, const char *name) {
 
         if (!text)
                 return;
-        if (device_record_parse(text, strlen(text), &back, name_back) != 0 || device_record_count(&back) != device_record_count(r) ||
-            !device_identity_same(&back.id, &r->id) || !streq(name_back, name))
+        if (device_record_parse(text, strlen(text), &back, name_back) != 0 ||
+            device_record_count(&back) != device_record_count(r) || !device_identity_same(&back.id, &r->id) ||
+            !streq(name_back, name))
                 abort();
-        for (unsigned i = 0; i < device_record_count(r); i++)
-                if (back.attrs->at[i].tunable != r->attrs->at[i].tunable || !streq(back.attrs->at[i].found, r->attrs->at[i].found) ||
-                    !streq_ptr(back.attrs->at[i].written, r->attrs->at[i].written))
+        for (unsigned i = 0; i < device_record_count(r); i++) {
+                const AttrRecord *x = &back.attrs->at[i], *y = &r->attrs->at[i];
+
+                if (x->tunable != y->tunable || !streq(x->found, y->found) || !streq_ptr(x->written, y->written))
                         abort();
+        }
         device_record_done(&back);
 }
 

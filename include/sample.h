@@ -168,8 +168,9 @@ uint64_t sample_state_interval(const SampleState *s, uint64_t tick_interval_us, 
  * signals_compute() gives of the two samples (for counters within the
  * widths above). 0, or -ENOMEM (the first tick a disk moves allocates its
  * SampleDelta) with s as it was. */
-__attribute__((warn_unused_result)) int sample_state_update(SampleState *s, const DiskStat *now, uint64_t interval_us, double dispatch_busy,
-                        Signals *ret);
+__attribute__((warn_unused_result)) int sample_state_update(SampleState *s, const DiskStat *now,
+                                                           uint64_t interval_us, double dispatch_busy,
+                                                           Signals *ret);
 void sample_state_done(SampleState *s);
 /* Pure: the Signals sample_state_update() returned last; !valid before
  * the second sample. */

@@ -34,7 +34,8 @@ TEST(record_model_and_text_round_trip) {
         _cleanup_free_ char *text = NULL;
 
         sample_record(&r);
-        ASSERT_TRUE(device_record_count(&r) == 2 && r.attrs->at[0].tunable == TUNABLE_SCHEDULER);  /* kept in tunables[] order */
+        /* kept in tunables[] order */
+        ASSERT_TRUE(device_record_count(&r) == 2 && r.attrs->at[0].tunable == TUNABLE_SCHEDULER);
         text = device_record_format(&r, "loop9");
         ASSERT_STREQ(text, "# blkpolicyd state v2\ndevice loop9 7:9 queue=18398 diskseq=12\n"
                            "scheduler mq-deadline none -\nnr_requests 256 * -\n");
