@@ -123,8 +123,7 @@ static bool to_read(const Pass *p, unsigned t, const char *sched, bool may_switc
                 return true;
         if (may_switch && tunable_reset_by_switch(t, sched))
                 return true;
-        return tunable_reset_by_nr_requests(t) && nr_requests_tunable() >= 0 &&
-               wanted_or_recorded(p, (unsigned) nr_requests_tunable());
+        return tunable_reset_by_nr_requests(t) && wanted_or_recorded(p, TUNABLE_NR_REQUESTS);
 }
 
 /* Reads what this pass may touch (to_read()). */

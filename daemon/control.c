@@ -2,7 +2,8 @@
 /* The control socket. Every client is non-blocking and bounded: at most
  * CONTROL_REQUEST_MAX bytes of pending request, one reply in flight (no new
  * request is read while a reply waits for the client to read it; a long
- * one is made in parts, one per dispatch, as the client reads), an idle
+ * one is made in parts as the client reads, one a dispatch but where a
+ * listing queued behind another starts in the dispatch that ended it), an idle
  * timeout, and a client cap that evicts the longest-idle client rather than
  * refusing a new one, so idle connections cannot lock admins out.
  *

@@ -9,7 +9,8 @@
  * each once, as it is when its part is made: one gone by then is left
  * out, one added since is not in it. A disk is found again by number and
  * name: a number that went to another disk meanwhile (NVMe's are handed
- * out again) finds that one, which was not asked for. */
+ * out again) finds that one, which was not asked for. One removed and
+ * added again under both is listed as it is now: it is the same name. */
 #include <stdlib.h>
 #include <string.h>
 

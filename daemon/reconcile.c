@@ -11,18 +11,10 @@ typedef enum Owner {
         OWNER_ADMIN,
 } Owner;
 
-int nr_requests_tunable(void) {
-        static int t = -2;
-
-        if (t == -2)
-                t = tunable_find_attr("nr_requests");
-        return t;
-}
-
 bool tunable_reset_by_switch(unsigned tunable, const char *current) {
         const Tunable *t = &tunables[tunable];
 
-        if ((int) tunable == nr_requests_tunable())
+        if (tunable == TUNABLE_NR_REQUESTS)
                 return true;
         return t->scheduler && current && streq(t->scheduler, current);
 }
@@ -57,9 +49,9 @@ static Owner attr_owner(const AttrRecord *a, const char *live) {
 
 /* Away: blkpolicyd holds it at another value than it found. What it
  * resets waits to be put back until it is back. */
-static bool away(const ReconcileInput *in, const DeviceRecord *r, int t) {
-        const AttrRecord *a = t >= 0 ? device_record_get(r, (unsigned) t) : NULL;
-        const char *live = a ? live_value(in, (unsigned) t) : NULL;
+static bool away(const ReconcileInput *in, const DeviceRecord *r, unsigned t) {
+        const AttrRecord *a = device_record_get(r, t);
+        const char *live = a ? live_value(in, t) : NULL;
 
         return a && live && !streq(live, a->found);
 }
@@ -67,7 +59,7 @@ static bool away(const ReconcileInput *in, const DeviceRecord *r, int t) {
 static bool resetters_away(const ReconcileInput *in, const DeviceRecord *r, unsigned t) {
         if (away(in, r, TUNABLE_SCHEDULER))
                 return true;
-        return tunable_reset_by_nr_requests(t) && away(in, r, nr_requests_tunable());
+        return tunable_reset_by_nr_requests(t) && away(in, r, TUNABLE_NR_REQUESTS);
 }
 
 /* Writes in flight before this pass (a crash, or the round before): what
@@ -75,8 +67,7 @@ static bool resetters_away(const ReconcileInput *in, const DeviceRecord *r, unsi
  * it: the scheduler's, or nr_requests'. */
 static int resolve_intents(const ReconcileInput *in, DeviceRecord *r) {
         const AttrRecord *s = device_record_get(r, TUNABLE_SCHEDULER);
-        const AttrRecord *nr = nr_requests_tunable() >= 0 ? device_record_get(r, (unsigned) nr_requests_tunable()) :
-                               NULL;
+        const AttrRecord *nr = device_record_get(r, TUNABLE_NR_REQUESTS);
         const AttrRecord *cause = s && s->intent ? s : nr && nr->intent ? nr : NULL;
         const char *cause_live = cause ? live_value(in, cause->tunable) : NULL;
         bool cause_landed = cause && cause_live && streq(cause_live, cause->intent);
@@ -158,7 +149,7 @@ static int write_with_resets(const ReconcileInput *in, Reconciled *out, unsigned
 }
 
 static bool resets_others(unsigned t) {
-        return t == TUNABLE_SCHEDULER || (int) t == nr_requests_tunable();
+        return t == TUNABLE_SCHEDULER || t == TUNABLE_NR_REQUESTS;
 }
 
 static int write_step(const ReconcileInput *in, Reconciled *out, unsigned t, StepKind kind, const char *value) {

@@ -87,8 +87,6 @@ typedef struct Reconciled {
 bool tunable_reset_by_switch(unsigned tunable, const char *current);
 /* Which tunables a write of nr_requests resets (mq-deadline's async_depth). */
 bool tunable_reset_by_nr_requests(unsigned tunable);
-/* nr_requests' index in tunables[] (looked up once), -1 if none. */
-int nr_requests_tunable(void);
 
 /* Fills *out (out->record is a new copy: device_record_done() it).
  * Returns 0 or -ENOMEM, which leaves out->record empty. */

@@ -19,6 +19,8 @@ typedef struct Tunable {
 } Tunable;
 
 #define TUNABLE_SCHEDULER 0
+/* Row 1; a constant, as the applier's worker threads read it with no lock. */
+#define TUNABLE_NR_REQUESTS 1
 
 extern const Tunable tunables[];
 extern const size_t n_tunables;
