@@ -113,7 +113,9 @@ int metrics_build(Manager *m, char **ret) {
         n = devices_sorted(m, &devs);
         if (n < 0)
                 return -ENOMEM;
-        b.f = open_memstream(&b.text, &b.size);
+        /* not open_memstream(): its writes fail unseen, and a text cut
+         * short would be served (and written to the textfile) as whole */
+        b.f = memstream_open(&b.text, &b.size);
         if (!b.f)
                 return -ENOMEM;
         help(&b, "blkpolicyd_build_info", "gauge", "Always 1; the version of the running blkpolicyd");

@@ -214,3 +214,76 @@ char *vstrdupf(const char *fmt, va_list ap) {
 
         return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
 }
+
+typedef struct MemStream {
+        char **text;
+        size_t *size;
+        char *buf;
+        size_t len, allocated;
+        bool failed;
+} MemStream;
+
+/* 0, or -ENOMEM: the buffer is as it was. */
+static int memstream_grow(MemStream *s, size_t need) {
+        size_t want = s->allocated * 2 > need ? s->allocated * 2 : need;
+        char *grown;
+
+        if (need <= s->allocated)
+                return 0;
+        grown = realloc(s->buf, want);
+        if (!grown)
+                return -ENOMEM;
+        s->buf = grown;
+        s->allocated = want;
+        return 0;
+}
+
+/* Once a write failed, every later one does: what follows a gap is no
+ * use either. */
+static ssize_t memstream_write(void *cookie, const char *data, size_t n) {
+        MemStream *s = cookie;
+
+        if (s->failed || memstream_grow(s, s->len + n + 1) < 0) {
+                s->failed = true;
+                errno = ENOMEM;
+                return -1;
+        }
+        memcpy(s->buf + s->len, data, n);
+        s->len += n;
+        return (ssize_t) n;
+}
+
+static int memstream_close(void *cookie) {
+        MemStream *s = cookie;
+        int r = 0;
+
+        if (!s->failed && !s->buf)
+                s->buf = calloc(1, 1);
+        if (s->failed || !s->buf) {
+                free(s->buf);
+                errno = ENOMEM;
+                r = -1;
+        } else {
+                s->buf[s->len] = 0;
+                *s->text = s->buf;
+                *s->size = s->len;
+        }
+        free(s);
+        return r;
+}
+
+FILE *memstream_open(char **text, size_t *size) {
+        MemStream *s = calloc(1, sizeof(MemStream));
+        FILE *f;
+
+        *text = NULL;
+        *size = 0;
+        if (!s)
+                return NULL;
+        s->text = text;
+        s->size = size;
+        f = fopencookie(s, "w", (cookie_io_functions_t) { .write = memstream_write, .close = memstream_close });
+        if (!f)
+                free(s);
+        return f;
+}

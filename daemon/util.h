@@ -138,6 +138,13 @@ int write_all(int fd, const char *text);
  * does for ';'. A line that is a comment as a whole is left to inih. */
 void ini_cut_inline_comment(char *line);
 
+/* A memory stream like open_memstream(), but one whose failure shows: a
+ * write that could not grow the buffer fails fclose() (EOF, errno
+ * ENOMEM), where glibc's memstream drops it and fclose() says 0 (2.36),
+ * so a text cut short passes for whole. *text and *size are set at
+ * fclose() only: the text, NUL-terminated, or NULL and 0 on failure. */
+FILE *memstream_open(char **text, size_t *size);
+
 /* Opens a file to read that must be a regular file. O_NONBLOCK, so that
  * open() of a FIFO cannot block the daemon, then fstat(): anything else (a
  * FIFO, a directory, a device) is refused with -EBADFD before one byte is

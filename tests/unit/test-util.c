@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* memstream_open(): the text written, and a failure to grow that fclose()
+ * reports, where glibc's open_memstream() reports none. */
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "util.h"
+
+TEST(memstream_gives_the_text_written) {
+        char *text = (char *) 1;
+        size_t size = 1;
+        FILE *f = memstream_open(&text, &size);
+
+        ASSERT_TRUE(f && !text && size == 0);
+        for (int i = 0; i < 10000; i++)
+                ASSERT_TRUE(fprintf(f, "line %d\n", i) > 0);
+        ASSERT_EQ_INT(fclose(f), 0);
+        ASSERT_EQ_INT(size, strlen(text));
+        ASSERT_TRUE(strncmp(text, "line 0\nline 1\n", 14) == 0);
+        ASSERT_TRUE(strcmp(text + size - 10, "line 9999\n") == 0);
+        free(text);
+}
+
+TEST(memstream_empty_is_an_empty_string) {
+        char *text;
+        size_t size;
+        FILE *f = memstream_open(&text, &size);
+
+        ASSERT_TRUE(f != NULL);
+        ASSERT_EQ_INT(fclose(f), 0);
+        ASSERT_TRUE(text && text[0] == 0 && size == 0);
+        free(text);
+}
+
+/* In a child with its address space capped below what is written: the
+ * buffer cannot grow, and fclose() must say so. (Not under ASan, which
+ * reserves terabytes of address space up front.) */
+#if !defined(__SANITIZE_ADDRESS__)
+static int write_past_the_cap(void) {
+        static char chunk[1 << 20];
+        struct rlimit cap = { 256u << 20, 256u << 20 };
+        char *text;
+        size_t size;
+        FILE *f;
+
+        memset(chunk, 'x', sizeof(chunk) - 1);
+        if (setrlimit(RLIMIT_AS, &cap) < 0)
+                return 2;
+        f = memstream_open(&text, &size);
+        if (!f)
+                return 2;
+        for (int i = 0; i < 512; i++)
+                (void) fputs(chunk, f);
+        if (fclose(f) == 0)
+                return 1;       /* a text cut short, passed off as whole */
+        return text == NULL && size == 0 ? 0 : 1;
+}
+#endif
+
+TEST(memstream_that_cannot_grow_fails_fclose) {
+#if defined(__SANITIZE_ADDRESS__)
+        printf("# skipped under AddressSanitizer: it needs the address space the cap takes away\n");
+        return;
+#else
+        int status;
+        pid_t pid = fork();
+
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0)
+                _exit(write_past_the_cap());
+        ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ_INT(WEXITSTATUS(status), 0);
+#endif
+}
