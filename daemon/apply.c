@@ -75,6 +75,18 @@ static bool same_queue(const Pass *p) {
         return queue_dir_check(&p->queue) != -ENODEV;
 }
 
+/* Before a round and before each write. On sysfs the kernel answers for
+ * them: below the fd of a removed queue directory every open fails and a
+ * file opened before fails its read or write (kernfs deactivates the
+ * nodes), and is_gone() then looks the name up. A fixture tree lets them
+ * through, so there the name is looked up first. Not on sysfs: each look
+ * walks the whole path, /sys/block/<dev> -> ../devices/.../queue, every
+ * component under kernfs's lock, which add_disk() takes for writing: three
+ * walks a new disk, which slowed a storm's adds (docs/benchmarks.md). */
+static bool still_same_queue(const Pass *p) {
+        return p->queue.on_sysfs || same_queue(p);
+}
+
 /* A disk that is still there is not gone, whatever the errno says. */
 static bool is_gone(const Pass *p, int error) {
         return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !same_queue(p);
@@ -132,7 +144,7 @@ static int read_live(Pass *p) {
         bool may_switch;
         int k;
 
-        if (!same_queue(p))
+        if (!still_same_queue(p))
                 return -ENODEV;
         k = read_one(p, TUNABLE_SCHEDULER);
         if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
@@ -221,7 +233,7 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         char now[VALUE_MAX] = "";
         int k, w;
 
-        if (!same_queue(p))
+        if (!still_same_queue(p))
                 return -ENODEV;
         count_write(p, s->tunable);
         k = w = queue_dir_write(&p->queue, tunables[s->tunable].attr, s->value);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "fake-kernel.h"
 #include "fault.h"
@@ -253,6 +255,7 @@ int queue_attr_read(const Roots *r, const char *dev, const char *attr, char *buf
 int queue_dir_open(const Roots *r, const char *dev, QueueDir *ret) {
         char path[PATH_MAX];
         struct stat st;
+        struct statfs sf;
         int k = block_path(path, sizeof(path), r, dev, "queue");
 
         ret->dir.fd = -EBADF;
@@ -261,12 +264,13 @@ int queue_dir_open(const Roots *r, const char *dev, QueueDir *ret) {
         k = dir_open(&ret->dir, path, O_NOFOLLOW);
         if (k < 0)
                 return k;
-        if (fstat(ret->dir.fd, &st) < 0) {
+        if (fstat(ret->dir.fd, &st) < 0 || fstatfs(ret->dir.fd, &sf) < 0) {
                 k = -errno;
                 sysfs_dir_close(&ret->dir);
                 return k;
         }
         ret->ino = (uint64_t) st.st_ino;
+        ret->on_sysfs = sf.f_type == SYSFS_MAGIC;
         return 0;
 }
 

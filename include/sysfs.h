@@ -85,6 +85,7 @@ int sysfs_dir_queue_inode(const SysfsDir *d, uint64_t *ret);
 typedef struct QueueDir {
         SysfsDir dir;           /* <sysfs>/block/<dev>/queue */
         uint64_t ino;           /* the directory's inode: the queue_id of the queue it is */
+        bool on_sysfs;          /* sysfs itself, where the above holds; not a fixture tree */
 } QueueDir;
 
 /* -ENOENT (no such disk, or no queue yet), -errno. */
