@@ -432,6 +432,17 @@ static int pass_open(Pass *p) {
         return 1;
 }
 
+/* After a switch to mq-deadline, whether this kernel's mq-deadline has dispatch_direct
+ * (kernel_caps_note()): looked up below the held queue, where the switch
+ * just made iosched/, not by the whole path after the pass. */
+static void probe_dispatch_direct(const Pass *p, ApplyOutcome *out) {
+        const PlanItem *it = p->plan ? plan_find(p->plan, TUNABLE_SCHEDULER) : NULL;
+
+        if (!it || it->result != RESULT_APPLIED || !streq(it->current, "mq-deadline"))
+                return;
+        out->dispatch_direct = sysfs_dir_exists(&p->queue.dir, "iosched/dispatch_direct") ? TRISTATE_YES : TRISTATE_NO;
+}
+
 static int apply_pass(Pass *p, ApplyOutcome *out) {
         const ApplyRequest *req = p->req;
         bool settled = false;
@@ -457,6 +468,7 @@ static int apply_pass(Pass *p, ApplyOutcome *out) {
                 settled |= round == ROUNDS_MAX;
         }
         fill_plan(p, false);
+        probe_dispatch_direct(p, out);
         return p->retry ? -EAGAIN : 0;
 }
 
@@ -464,7 +476,7 @@ int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
         Pass p = { .req = req, .plan = plan, .queue = { .dir = SYSFS_DIR_NULL } };
         int k;
 
-        *out = (ApplyOutcome) { .overridden = -1 };
+        *out = (ApplyOutcome) { .overridden = -1, .dispatch_direct = TRISTATE_UNKNOWN };
         wanted_from_plan(&p);
         k = apply_pass(&p, out);
         queue_dir_close(&p.queue);

@@ -165,17 +165,20 @@ int kernel_caps_read(const Roots *r, KernelCaps *caps) {
         return kernel_version_parse(caps->release, caps->version);
 }
 
+bool kernel_caps_note(KernelCaps *caps, Tristate dispatch_direct) {
+        if (dispatch_direct == TRISTATE_UNKNOWN || dispatch_direct == caps->dispatch_direct ||
+            caps->dispatch_direct == TRISTATE_YES)
+                return false;
+        caps->dispatch_direct = dispatch_direct;
+        return true;
+}
+
 bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const char *dev, const char *scheduler) {
         char path[PATH_MAX];
-        Tristate t;
 
         if (!streq(scheduler, "mq-deadline") || caps->dispatch_direct == TRISTATE_YES)
                 return false;
         if (block_path(path, sizeof(path), r, dev, "queue/iosched/dispatch_direct") < 0)
                 return false;
-        t = sysfs_exists(path) ? TRISTATE_YES : TRISTATE_NO;
-        if (t == caps->dispatch_direct)
-                return false;
-        caps->dispatch_direct = t;
-        return true;
+        return kernel_caps_note(caps, sysfs_exists(path) ? TRISTATE_YES : TRISTATE_NO);
 }

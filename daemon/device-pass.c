@@ -123,7 +123,7 @@ static int device_schedule_retry(Manager *m, Device *d) {
         return 0;
 }
 
-static void device_learn_caps(Manager *m, const Device *d);
+static void device_learn_caps(Manager *m, const Device *d, Tristate dispatch_direct);
 static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         const Plan *kept = intern_ref(&m->plans, plan), *old = d->kind->plan;
 
@@ -221,7 +221,7 @@ static const char *device_why_not(const Manager *m, const Device *d) {
 
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
-static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
+static int device_finish(Manager *m, Device *d, const Plan *plan, int r, Tristate dispatch_direct) {
         if (device_keep_plan(m, d, plan) < 0 || r == -ENOMEM)
                 return -ENOMEM;
         if (r == -ENODEV) {
@@ -233,7 +233,7 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
                 return device_schedule_retry(m, d);
         device_reset_retries(d);
         if (device_plan(d)->managed)
-                device_learn_caps(m, d);
+                device_learn_caps(m, d, dispatch_direct);
         return 0;
 }
 
@@ -293,7 +293,7 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
                 } else
                         r = device_plan_only(m, d, plan);
         }
-        k = device_finish(m, d, plan, r);
+        k = device_finish(m, d, plan, r, TRISTATE_UNKNOWN);   /* nothing written */
         if (k < 0 || r < 0 || d->gone)
                 return k;
         return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
@@ -357,7 +357,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         r = device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
         if (r == 0)
-                r = device_finish(m, d, j->plan, j->result);
+                r = device_finish(m, d, j->plan, j->result, j->out.dispatch_direct);
         applier_job_free(j);
         if (r < 0)
                 return r;
@@ -441,14 +441,10 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
         return 0;
 }
 
-/* A device that now runs mq-deadline shows whether the kernel has
+/* A pass that switched a device to mq-deadline saw whether the kernel has
  * dispatch_direct; when that news arrives, decisions that wanted it change. */
-static void device_learn_caps(Manager *m, const Device *d) {
-        const PlanItem *s = plan_find(device_plan(d), TUNABLE_SCHEDULER);
-
-        if (!s || s->result != RESULT_APPLIED)
-                return;
-        if (!kernel_caps_learn(&m->caps, &m->roots, d->name, s->current))
+static void device_learn_caps(Manager *m, const Device *d, Tristate dispatch_direct) {
+        if (!kernel_caps_note(&m->caps, dispatch_direct))
                 return;
         log_info("mq-deadline dispatch_direct: %s (seen on %s)",
                  m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", d->name);

@@ -37,6 +37,7 @@ typedef struct ApplyOutcome {
         int record_error;               /* the record could not be saved: nothing was written */
         int overridden;                 /* a wanted attribute the admin changed (tunable), or -1 */
         char overridden_live[VALUE_MAX];
+        Tristate dispatch_direct;       /* after a switch to mq-deadline: its iosched/ has it; else unknown */
 } ApplyOutcome;
 
 /* One pass for a device: plan NULL wants nothing (stop, --restore), which

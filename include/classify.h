@@ -14,3 +14,7 @@ int kernel_caps_read(const Roots *r, KernelCaps *caps);
  * is mq-deadline: its iosched/ directory shows whether the tunable exists.
  * Returns true if caps changed. */
 bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const char *dev, const char *scheduler);
+/* Takes what a pass saw after a switch to mq-deadline (ApplyOutcome's
+ * dispatch_direct); yes is for good, no until a yes. Returns true if caps
+ * changed. */
+bool kernel_caps_note(KernelCaps *caps, Tristate dispatch_direct);

@@ -147,3 +147,38 @@ def test_sigterm_during_a_held_write_restores_everything(ap):
         and os.listdir(os.path.join(ap.state, "devices")) == [], \
         "SIGTERM during a held write: it lands, then every original is back, exit 0: " \
         f"{(rc, ap.scheduler('loop0'), ap.scheduler('loop1'), ra)}"
+
+
+def test_a_switch_to_mq_deadline_tells_whether_the_kernel_has_dispatch_direct(blkpolicyd, kvm_fixture, work,
+                                                                               fault_injection):
+    """The policy wants mq-deadline+dispatch_direct, which nothing has shown
+    yet: mq-deadline is set, the pass that set it sees iosched/dispatch_direct
+    (the fake kernel's mode makes it, as seed 002's kernels do), and the
+    disks are decided again with it."""
+    ws = faketree.Workspace(blkpolicyd, kvm_fixture, work)
+    faketree.make(kvm_fixture, ws.root)
+    os.makedirs(ws.policies)
+    with open(os.path.join(ws.policies, "50-dd.policy"), "w") as f:
+        f.write("[Match]\nname = loop*\n[Queue]\nscheduler = mq-deadline+dispatch_direct mq-deadline\n")
+    os.mkdir(ws.state, 0o700)
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\ntick_interval_ms = 50\n")
+    log_path = os.path.join(work, "daemon.log")
+    with open(log_path, "w") as log:
+        env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="dispatch_direct")
+        proc = subprocess.Popen([blkpolicyd, *ws.daemon_args(conf), "--log-level", "info"], stdout=log,
+                                stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for(lambda: os.path.exists(ws.sock_path), 10, "the control socket")
+
+        def learned():
+            return control_call(ws.sock_path, {"command": "status"})["result"]["kernel"]["dispatch_direct"] == "yes"
+        wait_for(learned, 10, "dispatch_direct learned from the pass that set mq-deadline")
+        wait_for(lambda: all(ws.live(d, "scheduler") == "mq-deadline" for d in faketree.DISKS), 10, "mq-deadline")
+        with open(log_path) as f:
+            text = f.read()
+        assert "mq-deadline dispatch_direct: available (seen on loop" in text, text[-3000:]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -194,6 +194,19 @@ TEST(dispatch_direct_is_probed_not_assumed) {
         ASSERT_TRUE(kernel_caps_learn(&caps, &without, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_NO);
 }
 
+/* What a pass saw after a switch: yes is for good (the kernel has it), no
+ * is taken back by a yes, nothing seen changes nothing. */
+TEST(dispatch_direct_noted_from_a_pass) {
+        KernelCaps caps = { .dispatch_direct = TRISTATE_UNKNOWN };
+
+        ASSERT_TRUE(!kernel_caps_note(&caps, TRISTATE_UNKNOWN) && caps.dispatch_direct == TRISTATE_UNKNOWN);
+        ASSERT_TRUE(kernel_caps_note(&caps, TRISTATE_NO) && caps.dispatch_direct == TRISTATE_NO);
+        ASSERT_TRUE(!kernel_caps_note(&caps, TRISTATE_NO) && caps.dispatch_direct == TRISTATE_NO);
+        ASSERT_TRUE(!kernel_caps_note(&caps, TRISTATE_UNKNOWN) && caps.dispatch_direct == TRISTATE_NO);
+        ASSERT_TRUE(kernel_caps_note(&caps, TRISTATE_YES) && caps.dispatch_direct == TRISTATE_YES);
+        ASSERT_TRUE(!kernel_caps_note(&caps, TRISTATE_NO) && caps.dispatch_direct == TRISTATE_YES);
+}
+
 TEST(devices_alike_share_their_facts_but_not_their_name) {
         char bufs[3][PATH_MAX];
         Roots r = fixture("kvm-6.18", bufs);
