@@ -24,8 +24,14 @@ saves its record with fsync before and after the write, and on a disk
 file system those fsyncs, not the kernel's switch, become the limit.
 --state-on-disk puts it under /tmp instead (this VM's /run is on ext4).
 
-  sudo python3 bench/storm.py [--devices 1000] [--parallelism 1,4,16,64] [--build build]
-                              [--profile-loop]
+  sudo python3 bench/storm.py [--devices 1000] [--parallelism 1,4,16,64] [--build build[,build2...]]
+                              [--rounds N] [--profile-loop]
+
+--rounds N repeats the whole measurement, floors included, and prints the
+median ratio: on a guest whose floors move by a third from one minute to
+the next, one round's ratio is as noisy as its floor. With several builds
+each round runs them all, in the other order on the next round, so two
+builds are compared in one sitting.
 
 --profile-loop (perf, bench/loopprof.py) lists the longest dispatches of
 the daemon's event loop during the storm and what ran in them: what held
@@ -35,6 +41,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import queue
@@ -183,6 +190,9 @@ class Asker(threading.Thread):
             time.sleep(0.005)
 
 
+RUNS = itertools.count()
+
+
 def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
     policies = os.path.join(work, "policies")
     os.makedirs(policies, exist_ok=True)
@@ -191,12 +201,13 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
     conf = os.path.join(work, "storm.conf")
     with open(conf, "w") as f:
         f.write(f"[Daemon]\napply_parallelism = {parallelism}\ndrift_checks_per_tick = 0\n")
-    notify_path = os.path.join(work, f"notify-{parallelism}")
-    sock = os.path.join(work, f"control-{parallelism}.sock")
+    run = next(RUNS)     # each daemon its own socket and state dir
+    notify_path = os.path.join(work, f"notify-{run}")
+    sock = os.path.join(work, f"control-{run}.sock")
     notify = Notify(notify_path)
     log = open(os.path.join(work, "daemon.log"), "a")
     proc = subprocess.Popen([blkpolicyd, "--config", conf, "--policy-dir", policies, "--state-dir",
-                             os.path.join(state_parent, f"state-{parallelism}"), "--device", GLOB, "--socket", sock,
+                             os.path.join(state_parent, f"state-{run}"), "--device", GLOB, "--socket", sock,
                              "--log-level", "notice"], stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC=str(WATCHDOG_USEC)))
     try:
@@ -232,11 +243,38 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
         notify.stop = True
 
 
+def measure_floors(n, skip_serial):
+    """The write floor (64 threads, and one unless skipped) on n disks that
+    are there, then the storm floor; every disk removed after."""
+    floors = {}
+    devs = add_devices(n)
+    try:
+        floors["64"] = write_all(devs, "mq-deadline", 64)
+        write_all(devs, "none", 64)
+        floors["1"] = None if skip_serial else write_all(devs, "mq-deadline", 1)
+    finally:
+        remove_devices(devs)
+    devs = []
+    try:
+        devs, floors["storm"] = storm_floor(n, 64)
+    finally:
+        remove_devices(devs)
+    return floors
+
+
+def median(xs):
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--devices", type=int, default=1000)
     ap.add_argument("--parallelism", default="1,4,16,64")
-    ap.add_argument("--build", default=os.path.join(TOP, "build"))
+    ap.add_argument("--build", default=os.path.join(TOP, "build"),
+                    help="build directory; several, comma-separated, are run in turn in each round")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="each round measures its own floors, then the daemon(s); the builds' order alternates")
     ap.add_argument("--skip-serial", action="store_true", help="no one-thread floor (250 s at 10,000)")
     ap.add_argument("--state-on-disk", action="store_true", help="state dir under /tmp, not on tmpfs")
     ap.add_argument("--profile-loop", action="store_true",
@@ -244,43 +282,59 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices)")
-    blkpolicyd = os.path.join(args.build, "daemon", "blkpolicyd")
+    builds = args.build.split(",")
     work = tempfile.mkdtemp(prefix="blkpolicyd-storm-")
     state_parent = work if args.state_on_disk else tempfile.mkdtemp(prefix="blkpolicyd-storm-", dir="/dev/shm")
-    rows, floors = [], {}
+    rows = []
     devs = []
     try:
-        devs = add_devices(args.devices)
-        floors["64"] = write_all(devs, "mq-deadline", 64)
-        write_all(devs, "none", 64)
-        floors["1"] = None if args.skip_serial else write_all(devs, "mq-deadline", 1)
-        remove_devices(devs)
-        devs, floors["storm"] = storm_floor(args.devices, 64)
-        remove_devices(devs)
-        devs = []
-        for p in map(int, args.parallelism.split(",")):
-            devs, row = daemon_storm(blkpolicyd, work, state_parent, args.devices, p, args.profile_loop)
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
-            remove_devices(devs)
-            devs = []
+        for rnd in range(1, args.rounds + 1):
+            floors = measure_floors(args.devices, args.skip_serial)
+            print(json.dumps({"round": rnd, "floors": floors}), file=sys.stderr, flush=True)
+            for build in builds if rnd % 2 else builds[::-1]:
+                blkpolicyd = os.path.join(build, "daemon", "blkpolicyd")
+                for p in map(int, args.parallelism.split(",")):
+                    devs, row = daemon_storm(blkpolicyd, work, state_parent, args.devices, p, args.profile_loop)
+                    row.update(round=rnd, build=build, floors=floors)
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+                    remove_devices(devs)
+                    devs = []
     finally:
         remove_devices(sorted(set(devs) | MADE))
         subprocess.run(["rm", "-rf", work, state_parent])
+    report(args, rows)
+
+
+def report(args, rows):
     print(f"{args.devices} loop devices, kernel {os.uname().release}, {os.cpu_count()} CPUs, state dir on "
-          f"{'disk (ext4)' if args.state_on_disk else 'tmpfs'}\n")
-    serial = "not measured" if floors["1"] is None else f"{floors['1']:.2f} s"
-    print(f"floor: 64 threads set all in {floors['64']:.2f} s; one thread: {serial}; the storm with the bench's "
-          f"own 64 writers told of each disk as it is made: {floors['storm']:.2f} s\n")
-    print("| apply_parallelism | all set after (s) | / floor | / storm floor | adds took (s) | after the last add (s) "
-          "| daemon CPU (s) | socket worst (ms) | answers | watchdog longest gap (ms, of 1000) | scheduler writes "
-          "| lost |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          f"{'disk (ext4)' if args.state_on_disk else 'tmpfs'}; floor: 64 threads set all (the devices there); "
+          "storm floor: the storm with the bench's own 64 writers told of each disk as it is made\n")
+    print("| round | build | apply_parallelism | floor (s) | one thread (s) | storm floor (s) | all set after (s) "
+          "| / floor | / storm floor | adds took (s) | after the last add (s) | daemon CPU (s) | socket worst (ms) "
+          "| answers | watchdog longest gap (ms, of 1000) | scheduler writes | lost |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['parallelism']} | {r['settled_s']:.2f} | {r['settled_s'] / floors['64']:.2f} | "
-              f"{r['settled_s'] / floors['storm']:.2f} | {r['added_s']:.2f} | {r['after_last_add_s']:.2f} | "
-              f"{r['daemon_cpu_s']:.2f} | {r['socket_worst_ms']:.1f} | {r['socket_answers']} | "
-              f"{r['watchdog_longest_gap_ms']:.0f} | {r['scheduler_writes']} | {r['lost']} |")
+        f = r["floors"]
+        serial = "-" if f["1"] is None else f"{f['1']:.2f}"
+        print(f"| {r['round']} | {r['build']} | {r['parallelism']} | {f['64']:.2f} | {serial} | {f['storm']:.2f} | "
+              f"{r['settled_s']:.2f} | {r['settled_s'] / f['64']:.2f} | {r['settled_s'] / f['storm']:.2f} | "
+              f"{r['added_s']:.2f} | {r['after_last_add_s']:.2f} | {r['daemon_cpu_s']:.2f} | "
+              f"{r['socket_worst_ms']:.1f} | {r['socket_answers']} | {r['watchdog_longest_gap_ms']:.0f} | "
+              f"{r['scheduler_writes']} | {r['lost']} |")
+    if args.rounds > 1:
+        print()
+        for key in sorted({(r["build"], r["parallelism"]) for r in rows}):
+            mine = [r for r in rows if (r["build"], r["parallelism"]) == key]
+            ratios = [r["settled_s"] / r["floors"]["64"] for r in mine]
+            storm = [r["settled_s"] / r["floors"]["storm"] for r in mine]
+            settled = median([r["settled_s"] for r in mine])
+            print(f"{key[0]}, apply_parallelism {key[1]}: all set after {settled:.2f} s "
+                  f"(median of {len(mine)}), / floor median {median(ratios):.2f} "
+                  f"({min(ratios):.2f}-{max(ratios):.2f}), "
+                  f"/ storm floor median {median(storm):.2f} ({min(storm):.2f}-{max(storm):.2f}), "
+                  f"socket worst {max(r['socket_worst_ms'] for r in mine):.1f} ms, "
+                  f"lost {sum(r['lost'] for r in mine)}")
     for r in rows:
         for d in r["loop_longest"] or []:
             print(f"apply_parallelism {r['parallelism']}: a dispatch of {d['ms']} ms ({d['cpu_ms']} ms on CPU): "
