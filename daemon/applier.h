@@ -43,6 +43,7 @@ typedef struct ApplyJob {
         ApplyOutcome out;
         int result;                     /* of apply_device() */
         uint64_t start_usec, end_usec;  /* CLOCK_MONOTONIC, in the worker */
+        size_t map_size;                /* the job is a mapping of its own (applier.c) */
         char dev[];
 } ApplyJob;
 
@@ -60,10 +61,11 @@ int applier_attach_event(Applier *a, sd_event *e);
 
 /* job->dev, devnum, queue_id, plan, record filled by the caller, who gives
  * it up. */
-ApplyJob *applier_job_new(const char *dev);
+ApplyJob *applier_job_new(Applier *a, const char *dev);
 /* j's own copy of plan, and a reference on the policy set it points into. */
 void applier_job_set_plan(ApplyJob *j, const Plan *plan);
-ApplyJob *applier_job_free(ApplyJob *j);
+/* In the loop thread, as applier_job_new(); NULL is fine. */
+ApplyJob *applier_job_free(Applier *a, ApplyJob *j);
 void applier_submit(Applier *a, ApplyJob *j);
 /* Drops the jobs not started yet for devnum (the device is gone); a
  * running one comes back as usual. Returns how many were dropped. */

@@ -176,7 +176,7 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
 
 /* The job for the applier: copies of the plan and the record. */
 static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
-        ApplyJob *j = applier_job_new(d->name);
+        ApplyJob *j = applier_job_new(m->applier, d->name);
 
         if (!j)
                 return -ENOMEM;
@@ -198,7 +198,7 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         if (plan)
                 applier_job_set_plan(j, plan);
         if (device_record_copy(&d->record, &j->record) < 0) {
-                applier_job_free(j);
+                applier_job_free(m->applier, j);
                 return -ENOMEM;
         }
         d->job = true;
@@ -340,7 +340,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         m->writes.other_writes += j->stats.other_writes;
         m->writes.write_errors += j->stats.write_errors;
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
-                applier_job_free(j);    /* its device was forgotten meanwhile */
+                applier_job_free(m->applier, j);    /* its device was forgotten meanwhile */
                 return 0;
         }
         d->job = false;
@@ -351,14 +351,14 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         j->record = (DeviceRecord) {};
         if (j->restore) {
                 device_restore_done(m, d, j);
-                applier_job_free(j);
+                applier_job_free(m->applier, j);
                 return 0;
         }
         r = device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
         if (r == 0)
                 r = device_finish(m, d, j->plan, j->result, j->out.dispatch_direct);
-        applier_job_free(j);
+        applier_job_free(m->applier, j);
         if (r < 0)
                 return r;
         if (!d->gone && d->reprocess && !d->job) {
