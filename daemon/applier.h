@@ -33,6 +33,7 @@ typedef struct ApplyJob {
         bool take_over;
         bool new_media;
         bool has_media_live;
+        bool probe_dispatch_direct;     /* ApplyRequest's */
         LiveValue media_live[TUNABLES_MAX];     /* new_media: the values when the change was seen */
         bool restore;                   /* nothing wanted: put back (stop, restore) */
         Plan *plan;                     /* NULL for a restore, else into plan_copy, whose

@@ -438,9 +438,13 @@ static int pass_open(Pass *p) {
 static void probe_dispatch_direct(const Pass *p, ApplyOutcome *out) {
         const PlanItem *it = p->plan ? plan_find(p->plan, TUNABLE_SCHEDULER) : NULL;
 
-        if (!it || it->result != RESULT_APPLIED || !streq(it->current, "mq-deadline"))
+        if (!p->req->probe_dispatch_direct || !it || it->result != RESULT_APPLIED ||
+            !streq(it->current, "mq-deadline"))
                 return;
-        out->dispatch_direct = sysfs_dir_exists(&p->queue.dir, "iosched/dispatch_direct") ? TRISTATE_YES : TRISTATE_NO;
+        if (sysfs_dir_exists(&p->queue.dir, "iosched/dispatch_direct"))
+                out->dispatch_direct = TRISTATE_YES;
+        else if (errno == ENOENT)       /* another error (ENOMEM, say) tells nothing */
+                out->dispatch_direct = TRISTATE_NO;
 }
 
 static int apply_pass(Pass *p, ApplyOutcome *out) {

@@ -183,6 +183,7 @@ static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over
         j->devnum = device_devnum(d);
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
+        j->probe_dispatch_direct = m->caps.dispatch_direct != TRISTATE_YES;   /* a yes is for good */
         j->new_media = d->new_media;
         if (d->new_media) {
                 const MediaSnapshot *s = device_media_find(m, device_devnum(d));

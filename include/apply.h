@@ -29,6 +29,7 @@ typedef struct ApplyRequest {
         bool new_media;         /* the admin's values are the found ones of a new medium */
         const LiveValue *media_live;    /* as seen when the new medium came, or NULL */
         ApplyStats *stats;      /* may be NULL */
+        bool probe_dispatch_direct;     /* not known yet: look after a switch to mq-deadline */
 } ApplyRequest;
 
 typedef struct ApplyOutcome {
