@@ -45,6 +45,7 @@ import itertools
 import json
 import os
 import queue
+import statistics
 import socket
 import subprocess
 import sys
@@ -262,11 +263,6 @@ def measure_floors(n, skip_serial):
     return floors
 
 
-def median(xs):
-    xs = sorted(xs)
-    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--devices", type=int, default=1000)
@@ -328,11 +324,11 @@ def report(args, rows):
             mine = [r for r in rows if (r["build"], r["parallelism"]) == key]
             ratios = [r["settled_s"] / r["floors"]["64"] for r in mine]
             storm = [r["settled_s"] / r["floors"]["storm"] for r in mine]
-            settled = median([r["settled_s"] for r in mine])
+            settled = statistics.median([r["settled_s"] for r in mine])
             print(f"{key[0]}, apply_parallelism {key[1]}: all set after {settled:.2f} s "
-                  f"(median of {len(mine)}), / floor median {median(ratios):.2f} "
+                  f"(median of {len(mine)}), / floor median {statistics.median(ratios):.2f} "
                   f"({min(ratios):.2f}-{max(ratios):.2f}), "
-                  f"/ storm floor median {median(storm):.2f} ({min(storm):.2f}-{max(storm):.2f}), "
+                  f"/ storm floor median {statistics.median(storm):.2f} ({min(storm):.2f}-{max(storm):.2f}), "
                   f"socket worst {max(r['socket_worst_ms'] for r in mine):.1f} ms, "
                   f"lost {sum(r['lost'] for r in mine)}")
     for r in rows:

@@ -432,19 +432,20 @@ static int pass_open(Pass *p) {
         return 1;
 }
 
-/* After a switch to mq-deadline, whether this kernel's mq-deadline has dispatch_direct
- * (kernel_caps_note()): looked up below the held queue, where the switch
- * just made iosched/, not by the whole path after the pass. */
-static void probe_dispatch_direct(const Pass *p, ApplyOutcome *out) {
-        const PlanItem *it = p->plan ? plan_find(p->plan, TUNABLE_SCHEDULER) : NULL;
+/* After a switch to mq-deadline, whether this kernel's mq-deadline has
+ * dispatch_direct (kernel_caps_note()): looked up below the held queue,
+ * where the switch just made iosched/, not by the whole path after the
+ * pass. */
+static void probe_dispatch_direct(Pass *p, ApplyOutcome *out) {
+        const PlanItem *it = pass_item(p, TUNABLE_SCHEDULER);
+        int k;
 
         if (!p->req->probe_dispatch_direct || !it || it->result != RESULT_APPLIED ||
             !streq(it->current, "mq-deadline"))
                 return;
-        if (sysfs_dir_exists(&p->queue.dir, "iosched/dispatch_direct"))
-                out->dispatch_direct = TRISTATE_YES;
-        else if (errno == ENOENT)       /* another error (ENOMEM, say) tells nothing */
-                out->dispatch_direct = TRISTATE_NO;
+        k = sysfs_dir_access(&p->queue.dir, "iosched/dispatch_direct");
+        /* another error (ENOMEM, say) tells nothing */
+        out->dispatch_direct = k == 0 ? TRISTATE_YES : k == -ENOENT ? TRISTATE_NO : TRISTATE_UNKNOWN;
 }
 
 static int apply_pass(Pass *p, ApplyOutcome *out) {

@@ -123,7 +123,6 @@ static int device_schedule_retry(Manager *m, Device *d) {
         return 0;
 }
 
-static void device_learn_caps(Manager *m, const Device *d, Tristate dispatch_direct);
 static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
         const Plan *kept = intern_ref(&m->plans, plan), *old = d->kind->plan;
 
@@ -222,7 +221,7 @@ static const char *device_why_not(const Manager *m, const Device *d) {
 
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
-static int device_finish(Manager *m, Device *d, const Plan *plan, int r, Tristate dispatch_direct) {
+static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
         if (device_keep_plan(m, d, plan) < 0 || r == -ENOMEM)
                 return -ENOMEM;
         if (r == -ENODEV) {
@@ -233,8 +232,6 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r, Tristat
         if (r == -EAGAIN)
                 return device_schedule_retry(m, d);
         device_reset_retries(d);
-        if (device_plan(d)->managed)
-                device_learn_caps(m, d, dispatch_direct);
         return 0;
 }
 
@@ -294,7 +291,7 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
                 } else
                         r = device_plan_only(m, d, plan);
         }
-        k = device_finish(m, d, plan, r, TRISTATE_UNKNOWN);   /* nothing written */
+        k = device_finish(m, d, plan, r);
         if (k < 0 || r < 0 || d->gone)
                 return k;
         return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
@@ -330,6 +327,18 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
         }
 }
 
+/* A pass that switched a device to mq-deadline saw whether the kernel has
+ * dispatch_direct, whatever became of the device since; when that news
+ * arrives, decisions that wanted it change. */
+static void device_learn_caps(Manager *m, const ApplyJob *j) {
+        if (!kernel_caps_note(&m->caps, j->out.dispatch_direct))
+                return;
+        log_info("mq-deadline dispatch_direct: %s (seen on %s)",
+                 m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", j->dev);
+        if (m->caps.dispatch_direct == TRISTATE_YES)
+                m->redecide = true;
+}
+
 static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 /* A job is back from the applier, on the loop. */
 int device_apply_done(Manager *m, ApplyJob *j) {
@@ -340,6 +349,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         m->writes.scheduler_writes += j->stats.scheduler_writes;
         m->writes.other_writes += j->stats.other_writes;
         m->writes.write_errors += j->stats.write_errors;
+        device_learn_caps(m, j);
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 applier_job_free(m->applier, j);    /* its device was forgotten meanwhile */
                 return 0;
@@ -358,7 +368,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         r = device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
         if (r == 0)
-                r = device_finish(m, d, j->plan, j->result, j->out.dispatch_direct);
+                r = device_finish(m, d, j->plan, j->result);
         applier_job_free(m->applier, j);
         if (r < 0)
                 return r;
@@ -440,17 +450,6 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
                 return 0;
         device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
         return 0;
-}
-
-/* A pass that switched a device to mq-deadline saw whether the kernel has
- * dispatch_direct; when that news arrives, decisions that wanted it change. */
-static void device_learn_caps(Manager *m, const Device *d, Tristate dispatch_direct) {
-        if (!kernel_caps_note(&m->caps, dispatch_direct))
-                return;
-        log_info("mq-deadline dispatch_direct: %s (seen on %s)",
-                 m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", d->name);
-        if (m->caps.dispatch_direct == TRISTATE_YES)
-                m->redecide = true;
 }
 
 int device_process_all(Manager *m) {

@@ -144,8 +144,12 @@ DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel) {
         return opendir_at(d->fd, rel, path);
 }
 
+int sysfs_dir_access(const SysfsDir *d, const char *rel) {
+        return faccessat(d->fd, rel, F_OK, 0) < 0 ? -errno : 0;
+}
+
 bool sysfs_dir_exists(const SysfsDir *d, const char *rel) {
-        return faccessat(d->fd, rel, F_OK, 0) == 0;
+        return sysfs_dir_access(d, rel) == 0;
 }
 
 int sysfs_open_read(const char *path) {

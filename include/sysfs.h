@@ -73,6 +73,8 @@ void sysfs_dir_close(SysfsDir *d);
 int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size);
 DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel);
 bool sysfs_dir_exists(const SysfsDir *d, const char *rel);
+/* 0 when rel exists below d, else -errno (-ENOENT: it does not). */
+int sysfs_dir_access(const SysfsDir *d, const char *rel);
 int sysfs_dir_read_link_name(const SysfsDir *d, const char *rel, char *buf, size_t size);
 /* The inode of the disk's queue/, as queue_inode(). */
 int sysfs_dir_queue_inode(const SysfsDir *d, uint64_t *ret);

@@ -69,14 +69,14 @@ static void done(Case *c, Reconciled *r) {
         device_record_done(&r->record);
 }
 
-/* Issue: a switch reset nr_requests and the old scheduler's tunables, and
- * they were read after it. Everything it resets is recorded before it. */
 /* The rules name these rows by number. */
 TEST(row_constants_name_their_rows) {
         ASSERT_EQ_INT(T("scheduler"), TUNABLE_SCHEDULER);
         ASSERT_EQ_INT(T("nr_requests"), TUNABLE_NR_REQUESTS);
 }
 
+/* Issue: a switch reset nr_requests and the old scheduler's tunables, and
+ * they were read after it. Everything it resets is recorded before it. */
 TEST(switch_records_what_it_resets_before_writing) {
         Case c = {};
         Reconciled r;
