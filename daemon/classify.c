@@ -8,18 +8,14 @@
 #include "classify.h"
 #include "util.h"
 
+static bool is_hctx_dir(const char *name) {
+        return name[0] >= '0' && name[0] <= '9';
+}
+
 static unsigned count_hw_queues(const SysfsDir *dir) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
         unsigned n = 0;
 
-        d = sysfs_dir_opendir(dir, "mq");
-        if (!d)
-                return 0;
-        while ((de = readdir(d)))
-                if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
-                        n++;
-        return n;
+        return sysfs_dir_count(dir, "mq", is_hctx_dir, &n) < 0 ? 0 : n;
 }
 
 /* null_blk and NVMe may add poll queues: they only serve polled I/O, so a

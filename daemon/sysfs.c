@@ -134,14 +134,40 @@ int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size) {
         return k < 0 ? k : sysfs_read_at(d->fd, rel, path, buf, size);
 }
 
-DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel) {
+/* getdents64() on the fd, not fdopendir(): that costs an fstat and two
+ * fcntls more, three syscalls of about thirty a new disk's classification
+ * makes, each a trip through this guest's paravirtualised entry. */
+int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char *name), unsigned *ret) {
+        _cleanup_close_ int fd = -EBADF;
         char path[PATH_MAX];
+        union {
+                struct dirent64 first;  /* for the entries' alignment */
+                char bytes[4096];
+        } buf;
+        unsigned n = 0;
+        int k = dir_rel_path(d, rel, path, sizeof(path));
 
-        if (dir_rel_path(d, rel, path, sizeof(path)) < 0) {
-                errno = ENAMETOOLONG;
-                return NULL;
+        if (k < 0 || (k = fault_check("read", path)) < 0)
+                return k;
+        fd = openat(d->fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t got = getdents64(fd, buf.bytes, sizeof(buf.bytes));
+
+                if (got < 0)
+                        return -errno;
+                if (got == 0)
+                        break;
+                for (ssize_t off = 0; off < got;) {
+                        const struct dirent64 *de = (const struct dirent64 *) (buf.bytes + off);
+
+                        n += match(de->d_name);
+                        off += de->d_reclen;
+                }
         }
-        return opendir_at(d->fd, rel, path);
+        *ret = n;
+        return 0;
 }
 
 int sysfs_dir_access(const SysfsDir *d, const char *rel) {

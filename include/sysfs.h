@@ -71,7 +71,8 @@ typedef struct SysfsDir {
 int block_dir_open(SysfsDir *d, const Roots *r, const char *dev);
 void sysfs_dir_close(SysfsDir *d);
 int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size);
-DIR *sysfs_dir_opendir(const SysfsDir *d, const char *rel);
+/* How many entries of the directory rel below d match; -errno. */
+int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char *name), unsigned *ret);
 bool sysfs_dir_exists(const SysfsDir *d, const char *rel);
 /* 0 when rel exists below d, else -errno (-ENOENT: it does not). */
 int sysfs_dir_access(const SysfsDir *d, const char *rel);
