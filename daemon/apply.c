@@ -58,6 +58,7 @@ typedef struct Pass {
         bool done[TUNABLES_MAX];                /* a result is in the plan item */
         bool overridden[TUNABLES_MAX];          /* wanted, but the admin's now */
         unsigned next_choice;                   /* scheduler fallbacks tried so far */
+        bool scheduler_read_back;               /* live[scheduler] is the last write's read-back */
         bool retry;
         bool saved_once;                        /* the record is on disk as it is in memory */
 } Pass;
@@ -146,7 +147,10 @@ static int read_live(Pass *p) {
 
         if (!still_same_queue(p))
                 return -ENODEV;
-        k = read_one(p, TUNABLE_SCHEDULER);
+        /* only a scheduler write changes the scheduler: its read-back, a
+         * few syscalls ago, is what a read now would give */
+        k = p->scheduler_read_back ? 0 : read_one(p, TUNABLE_SCHEDULER);
+        p->scheduler_read_back = false;
         if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
                 return k;
         sched = p->live[TUNABLE_SCHEDULER].value;
@@ -244,6 +248,11 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         if (k == 0 && !streq(now, s->value))
                 /* the kernel kept another value: that is what this write left */
                 (void) device_record_intent(p->req->record, s->tunable, now);
+        if (k == 0 && s->tunable == TUNABLE_SCHEDULER) {
+                p->live[s->tunable] = (LiveValue) { .state = LIVE_OK };
+                (void) strscpy(p->live[s->tunable].value, sizeof(p->live[s->tunable].value), now);
+                p->scheduler_read_back = true;
+        }
         if (s->kind == STEP_RESTORE) {
                 log_restore(p, s, k, now);
                 out->restored += k == 0 && streq(now, s->value);
