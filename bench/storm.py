@@ -10,6 +10,10 @@ needing one scheduler write (none -> mq-deadline):
     disk handed to them as soon as LOOP_CTL_ADD returns (no uevent, no
     daemon): what this kernel allows for the adds and writes together,
     which slow each other down;
+  - uevent floor: the storm with the bench's own 64 writers told of each
+    disk by the kernel's uevent (a netlink listener, as udev and the daemon
+    hear of it; a write that meets a queue not registered yet is tried
+    again): what the least a uevent-driven writer could do costs here;
   - serial: the same by one thread (what a daemon writing on its loop gets);
   - blkpolicyd, for each apply_parallelism given: time from the first
     LOOP_CTL_ADD to every device set; the worst answer time of `status`
@@ -131,6 +135,74 @@ def storm_floor(n, threads):
     return devs, time.perf_counter() - t0
 
 
+NETLINK_KOBJECT_UEVENT = 15
+SO_RCVBUFFORCE = 33
+
+
+def uevent_socket():
+    """The kernel's uevents, with the daemon's 8 MiB buffer: none lost."""
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_KOBJECT_UEVENT)
+    sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+    sock.bind((0, 1))
+    sock.settimeout(0.2)
+    return sock
+
+
+def new_disk(msg):
+    """The name of the disk an 'add' uevent is of, or None."""
+    head, *props = msg.split(b"\0")
+    if not head.startswith(b"add@"):
+        return None
+    kv = dict(p.split(b"=", 1) for p in props if b"=" in p)
+    if kv.get(b"SUBSYSTEM") != b"block" or kv.get(b"DEVTYPE") != b"disk":
+        return None
+    return kv.get(b"DEVNAME", b"").decode()
+
+
+def uevent_floor(n, threads):
+    """The storm with the bench's own writers told of each disk by its
+    uevent: no daemon, the least a uevent-driven writer can do."""
+    q = queue.Queue()
+    done = threading.Semaphore(0)
+    stop = threading.Event()
+    sock = uevent_socket()
+
+    def listener():
+        while not stop.is_set():
+            try:
+                name = new_disk(sock.recv(1 << 16))
+            except socket.timeout:
+                continue
+            if name and name.startswith("loop") and name[4:].isdigit() and int(name[4:]) >= BASE:
+                q.put(name)
+
+    def writer():
+        while (dev := q.get()) is not None:
+            try:
+                set_attr(dev, "scheduler", "mq-deadline")
+                done.release()
+            except FileNotFoundError:
+                q.put(dev)      # its queue is not registered yet (add_disk() not done)
+    workers = [threading.Thread(target=writer) for _ in range(threads)] + [threading.Thread(target=listener)]
+    for w in workers:
+        w.start()
+    devs = []
+    try:
+        t0 = time.perf_counter()
+        devs = add_devices(n)
+        for _ in devs:
+            if not done.acquire(timeout=300):
+                raise RuntimeError("uevent floor: a disk was never written")
+        return devs, time.perf_counter() - t0
+    finally:
+        stop.set()
+        for _ in workers[:-1]:
+            q.put(None)
+        for w in workers:
+            w.join()
+        sock.close()
+
+
 def cpu_seconds(pid):
     """utime + stime of every thread of pid, so far."""
     with open(f"/proc/{pid}/stat") as f:
@@ -246,7 +318,8 @@ def daemon_storm(blkpolicyd, work, state_parent, n, parallelism, profile=False):
 
 def measure_floors(n, skip_serial):
     """The write floor (64 threads, and one unless skipped) on n disks that
-    are there, then the storm floor; every disk removed after."""
+    are there, then the storm floor and the uevent floor; every disk removed
+    after."""
     floors = {}
     devs = add_devices(n)
     try:
@@ -255,11 +328,12 @@ def measure_floors(n, skip_serial):
         floors["1"] = None if skip_serial else write_all(devs, "mq-deadline", 1)
     finally:
         remove_devices(devs)
-    devs = []
-    try:
-        devs, floors["storm"] = storm_floor(n, 64)
-    finally:
-        remove_devices(devs)
+    for name, floor in (("storm", storm_floor), ("uevent", uevent_floor)):
+        devs = []
+        try:
+            devs, floors[name] = floor(n, 64)
+        finally:
+            remove_devices(devs)
     return floors
 
 
@@ -305,16 +379,18 @@ def main():
 def report(args, rows):
     print(f"{args.devices} loop devices, kernel {os.uname().release}, {os.cpu_count()} CPUs, state dir on "
           f"{'disk (ext4)' if args.state_on_disk else 'tmpfs'}; floor: 64 threads set all (the devices there); "
-          "storm floor: the storm with the bench's own 64 writers told of each disk as it is made\n")
-    print("| round | build | apply_parallelism | floor (s) | one thread (s) | storm floor (s) | all set after (s) "
-          "| / floor | / storm floor | adds took (s) | after the last add (s) | daemon CPU (s) | socket worst (ms) "
+          "storm floor: the storm with the bench's own 64 writers told of each disk as it is made; "
+          "uevent floor: the same writers told of each disk by its uevent\n")
+    print("| round | build | apply_parallelism | floor (s) | one thread (s) | storm floor (s) | uevent floor (s) "
+          "| all set after (s) | / floor | / storm floor | / uevent floor | adds took (s) | after the last add (s) | daemon CPU (s) | socket worst (ms) "
           "| answers | watchdog longest gap (ms, of 1000) | scheduler writes | lost |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         f = r["floors"]
         serial = "-" if f["1"] is None else f"{f['1']:.2f}"
-        print(f"| {r['round']} | {r['build']} | {r['parallelism']} | {f['64']:.2f} | {serial} | {f['storm']:.2f} | "
+        print(f"| {r['round']} | {r['build']} | {r['parallelism']} | {f['64']:.2f} | {serial} | {f['storm']:.2f} | {f['uevent']:.2f} | "
               f"{r['settled_s']:.2f} | {r['settled_s'] / f['64']:.2f} | {r['settled_s'] / f['storm']:.2f} | "
+              f"{r['settled_s'] / f['uevent']:.2f} | "
               f"{r['added_s']:.2f} | {r['after_last_add_s']:.2f} | {r['daemon_cpu_s']:.2f} | "
               f"{r['socket_worst_ms']:.1f} | {r['socket_answers']} | {r['watchdog_longest_gap_ms']:.0f} | "
               f"{r['scheduler_writes']} | {r['lost']} |")
@@ -324,11 +400,13 @@ def report(args, rows):
             mine = [r for r in rows if (r["build"], r["parallelism"]) == key]
             ratios = [r["settled_s"] / r["floors"]["64"] for r in mine]
             storm = [r["settled_s"] / r["floors"]["storm"] for r in mine]
+            uevent = [r["settled_s"] / r["floors"]["uevent"] for r in mine]
             settled = statistics.median([r["settled_s"] for r in mine])
             print(f"{key[0]}, apply_parallelism {key[1]}: all set after {settled:.2f} s "
                   f"(median of {len(mine)}), / floor median {statistics.median(ratios):.2f} "
                   f"({min(ratios):.2f}-{max(ratios):.2f}), "
                   f"/ storm floor median {statistics.median(storm):.2f} ({min(storm):.2f}-{max(storm):.2f}), "
+                  f"/ uevent floor median {statistics.median(uevent):.2f} ({min(uevent):.2f}-{max(uevent):.2f}), "
                   f"socket worst {max(r['socket_worst_ms'] for r in mine):.1f} ms, "
                   f"lost {sum(r['lost'] for r in mine)}")
     for r in rows:
