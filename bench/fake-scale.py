@@ -11,7 +11,11 @@ Each device's counters move every tick (a rewritten diskstats, as
 tests/sampling.py does), so the signals are computed and not only the idle
 path is taken; --idle keeps them still.
 
-  python3 bench/fake-scale.py [--counts 1000,10000] [--build build] [--idle]
+--metrics also has the textfile written (every 20 ticks) and `metrics`
+asked three times, and gives the peak resident memory over those
+(VmHWM, reset first) and VmRSS after.
+
+  python3 bench/fake-scale.py [--counts 1000,10000] [--build build] [--idle] [--metrics]
 """
 import argparse
 import json
@@ -56,7 +60,25 @@ def diskstats(n, k):
 
 
 
-def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
+def metrics_peak(pid, sock, textdir, ticks_for):
+    """The peak resident memory (VmHWM, reset first) and VmRSS after three
+    `metrics` calls and the textfile written some times, in KiB."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")        # resets VmHWM to VmRSS
+    size = 0
+    for _ in range(3):
+        size = len(control_call(sock, {"command": "metrics"}, timeout=120)["result"]["text"])
+    written = 0
+    while written < 3:
+        ticks_for(1)
+        written += os.path.exists(os.path.join(textdir, "blkpolicyd.prom"))
+    with open(f"/proc/{pid}/status") as f:
+        st = dict(line.split(":", 1) for line in f)
+    return {"metrics_bytes": size, "VmHWM_metrics": int(st["VmHWM"].split()[0]),
+            "VmRSS_after_metrics": int(st["VmRSS"].split()[0])}
+
+
+def measure(build, n, idle, ticks, malloc_stats=False, smaps=False, metrics=False):
     work = tempfile.mkdtemp(prefix="blkpolicyd-fake-scale-", dir="/dev/shm")
     d = None
     try:
@@ -68,7 +90,10 @@ def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
         os.mkdir(pol)
         write_file(os.path.join(pol, "90-bench-dynamic.policy"), DYNAMIC_POLICY)
         conf = os.path.join(work, "bench.conf")
-        write_file(conf, "[Daemon]\ntick_interval_ms = 10\n")
+        textdir = os.path.join(work, "textfile")
+        os.mkdir(textdir)
+        write_file(conf, "[Daemon]\ntick_interval_ms = 10\n" +
+                   (f"metrics_textfile_dir = {textdir}\nmetrics_every_ticks = 20\n" if metrics else ""))
         sock = os.path.join(work, "control.sock")
         d = Daemon(os.path.join(TOP, build, "daemon", "blkpolicyd"), work,
                    ["--dry-run", "--config", conf, "--policy-dir", os.path.join(TOP, "policies"),
@@ -77,13 +102,17 @@ def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
                     "--socket", sock, "--device", GLOB, "--log-level", "notice"])
         d.wait_for("READY=1", timeout=600)
         k = 1
-        t0 = control_call(sock, {"command": "status"})["result"]["tick"]["count"]
-        while control_call(sock, {"command": "status"}, timeout=60)["result"]["tick"]["count"] < t0 + ticks:
-            if not idle:
-                k += 1
-                write_file(os.path.join(proc, "diskstats.tmp"), diskstats(n, k))
-                os.replace(os.path.join(proc, "diskstats.tmp"), os.path.join(proc, "diskstats"))
-            time.sleep(0.05)
+
+        def ticks_for(count):
+            nonlocal k
+            t0 = control_call(sock, {"command": "status"})["result"]["tick"]["count"]
+            while control_call(sock, {"command": "status"}, timeout=60)["result"]["tick"]["count"] < t0 + count:
+                if not idle:
+                    k += 1
+                    write_file(os.path.join(proc, "diskstats.tmp"), diskstats(n, k))
+                    os.replace(os.path.join(proc, "diskstats.tmp"), os.path.join(proc, "diskstats"))
+                time.sleep(0.05)
+        ticks_for(ticks)
         st = control_call(sock, {"command": "status"}, timeout=60)["result"]
         mem = memory_of(d.proc.pid)
         mem["n"] = n
@@ -91,6 +120,8 @@ def measure(build, n, idle, ticks, malloc_stats=False, smaps=False):
         mem["tick_cpu_us"] = st["tick"]["cpu_us_avg"]
         dev = control_call(sock, {"command": "device", "device": f"loop{BASE}"})["result"]
         mem["signals_valid"] = dev.get("signals") is not None
+        if metrics:
+            mem.update(metrics_peak(d.proc.pid, sock, textdir, ticks_for))
         if smaps:
             # resident anonymous and file memory by mapping, largest first
             maps, cur = [], None
@@ -126,9 +157,12 @@ def main():
     ap.add_argument("--idle", action="store_true")
     ap.add_argument("--ticks", type=int, default=200)
     ap.add_argument("--smaps", action="store_true", help="the largest mappings' resident memory")
+    ap.add_argument("--metrics", action="store_true",
+                    help="the textfile written every 20 ticks; the peak (VmHWM) over three `metrics` calls and "
+                         "some textfile writes, and VmRSS after")
     ap.add_argument("--malloc-stats", action="store_true", help="glibc malloc_stats() through gdb (needs ptrace)")
     args = ap.parse_args()
-    res = [measure(args.build, int(n), args.idle, args.ticks, args.malloc_stats, args.smaps) for n in args.counts.split(",")]
+    res = [measure(args.build, int(n), args.idle, args.ticks, args.malloc_stats, args.smaps, args.metrics) for n in args.counts.split(",")]
     for r in res:
         print(json.dumps(r))
     if len(res) > 1:

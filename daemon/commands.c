@@ -9,7 +9,6 @@
 #include "listings.h"
 #include "log.h"
 #include "manager.h"
-#include "metrics.h"
 #include "protocol.h"
 #include "report.h"
 #include "util.h"
@@ -231,15 +230,7 @@ static ControlReply cmd_restore(Manager *m, const cJSON *req _unused_, Device *d
 }
 
 static ControlReply cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        _cleanup_free_ char *text = NULL;
-        cJSON *o;
-
-        if (metrics_build(m, &text) < 0)
-                return REPLY_NOMEM;
-        o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "content_type", "text/plain; version=0.0.4");
-        cJSON_AddStringToObject(o, "text", text);
-        return reply_ok(o);
+        return (ControlReply) { .stream = listing_metrics(m) };
 }
 
 /* The names, arguments and who may run what are protocol.h's, shared with

@@ -11,3 +11,6 @@ ControlStream *listing_devices(Manager *m);
 /* `verify`: every managed disk's drift and pending changes, then the
  * mode and the counts. NULL: -ENOMEM. */
 ControlStream *listing_verify(Manager *m);
+/* `metrics`: {"content_type": ..., "text": the Prometheus text}, the text
+ * made whole and served escaped in parts. NULL: -ENOMEM. */
+ControlStream *listing_metrics(Manager *m);

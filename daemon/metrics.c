@@ -105,18 +105,15 @@ static void write_device_metrics(Buf *b, const Manager *m, Device **devs, int n)
         }
 }
 
-int metrics_build(Manager *m, char **ret) {
+/* The whole text to f; the caller checks f's errors (a memstream's at
+ * fclose(): memstream_open()). -ENOMEM only for the disks' list. */
+int metrics_write(Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
-        Buf b = {};
+        Buf b = { .f = f };
         int n;
 
         n = devices_sorted(m, &devs);
         if (n < 0)
-                return -ENOMEM;
-        /* not open_memstream(): its writes fail unseen, and a text cut
-         * short would be served (and written to the textfile) as whole */
-        b.f = memstream_open(&b.text, &b.size);
-        if (!b.f)
                 return -ENOMEM;
         help(&b, "blkpolicyd_build_info", "gauge", "Always 1; the version of the running blkpolicyd");
         fputs("blkpolicyd_build_info{version=\"", b.f);
@@ -152,11 +149,25 @@ int metrics_build(Manager *m, char **ret) {
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
         write_device_metrics(&b, m, devs, n);
         conflicts_report_metrics(m, b.f);
-        if (fclose(b.f) != 0) {
-                free(b.text);
+        return 0;
+}
+
+int metrics_build(Manager *m, char **ret) {
+        char *text = NULL;
+        size_t size = 0;
+        /* not open_memstream(): its writes fail unseen, and a text cut
+         * short would be served as whole */
+        FILE *f = memstream_open(&text, &size);
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        r = metrics_write(m, f);
+        if (fclose(f) != 0 || r < 0) {
+                free(text);
                 return -ENOMEM;
         }
-        *ret = b.text;
+        *ret = text;
         return 0;
 }
 
@@ -169,13 +180,10 @@ int metrics_build(Manager *m, char **ret) {
  * instead of being followed, and rename() replaces a planted TEXTFILE
  * link itself, never its target. */
 int metrics_write_textfile(Manager *m, const char *dir) {
-        _cleanup_free_ char *text = NULL;
         _cleanup_close_ int dfd = -1, fd = -1;
+        _cleanup_fclose_ FILE *f = NULL;
         int r;
 
-        r = metrics_build(m, &text);
-        if (r < 0)
-                return r;
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
@@ -185,8 +193,17 @@ int metrics_write_textfile(Manager *m, const char *dir) {
         fd = openat(dfd, TEXTFILE_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, text);
-        if (r >= 0 && fsync(fd) < 0)
+        /* written as made, not built first: at 10,000 disks the text is
+         * 4.6 MB, which every metrics_every_ticks would have held */
+        f = fdopen(fd, "w");
+        if (!f)
+                return -errno;
+        fd = -1;
+        r = metrics_write(m, f);
+        errno = 0;      /* ferror() from an earlier write leaves no errno of its own */
+        if (r >= 0 && (fflush(f) != 0 || ferror(f)))
+                r = errno > 0 ? -errno : -EIO;
+        if (r >= 0 && fsync(fileno(f)) < 0)
                 r = -errno;
         if (r >= 0 && renameat(dfd, TEXTFILE_TMP, dfd, TEXTFILE) < 0)
                 r = -errno;

@@ -8,10 +8,19 @@
 #include "listings.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "tests.h"
 #include "util.h"
 
-static char tree[] = "/tmp/blkpolicyd-test-listings-XXXXXX";
+static char tree[64];   /* a mkdtemp() name */
+
+_printf_(1, 2) static void sh(const char *fmt, ...);
+
+static void new_tree(void) {
+        (void) strscpy(tree, sizeof(tree), "/tmp/blkpolicyd-test-listings-XXXXXX");
+        ASSERT_TRUE(mkdtemp(tree) != NULL);
+        sh("cp -a %s/kvm-6.18/. %s/", FIXTURES_DIR, tree);
+}
 
 _printf_(1, 2) static void sh(const char *fmt, ...) {
         char cmd[PATH_MAX * 2];
@@ -70,8 +79,7 @@ TEST(a_number_handed_on_between_parts_brings_no_new_disk) {
         FILE *f;
         int r;
 
-        ASSERT_TRUE(mkdtemp(tree) != NULL);
-        sh("cp -a %s/kvm-6.18/. %s/", FIXTURES_DIR, tree);
+        new_tree();
         add_loop("loop1", "7:1");
         add_loop("loop2", "7:2");
         log_set_max_level(LOG_EMERG);
@@ -92,6 +100,61 @@ TEST(a_number_handed_on_between_parts_brings_no_new_disk) {
         s->free(s);
         names_of(text, names, sizeof(names));
         ASSERT_STREQ(names, "dm-0 loop0 loop2 vda zram0");
+        free(text);
+        manager_free(m);
+        sh("rm -rf %s", tree);
+}
+
+/* A reply's whole text, from its parts. */
+static char *drain(ControlStream *s, Manager *m) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        int r, parts = 0;
+
+        ASSERT_TRUE(f != NULL);
+        while ((r = s->next(s, m, f)) > 0)
+                parts++;
+        ASSERT_EQ_INT(r, 0);
+        ASSERT_TRUE(parts > 3);         /* the head and several slices of the text */
+        ASSERT_EQ_INT(fclose(f), 0);
+        s->free(s);
+        return text;
+}
+
+/* `metrics` served in slices of its text is byte for byte the reply cJSON
+ * printed when the text was put in a tree: the quotes and newlines of
+ * every line escaped the same, across the slices' edges. */
+TEST(metrics_in_parts_is_the_reply_cjson_printed) {
+        char dirs[3][PATH_MAX], name[16], dev[16], *text, *reply, *whole;
+        cJSON *o, *result;
+        Options o_;
+        Manager *m;
+
+        new_tree();
+        for (int i = 1; i <= 40; i++) {  /* a text of many slices */
+                snprintf(name, sizeof(name), "loop%d", i);
+                snprintf(dev, sizeof(dev), "7:%d", i);
+                add_loop(name, dev);
+        }
+        log_set_max_level(LOG_EMERG);
+        m = scanned_manager(&o_, dirs);
+        ASSERT_EQ_INT(metrics_build(m, &text), 0);
+        ASSERT_TRUE(strlen(text) > 3 * 4096);
+        reply = drain(listing_metrics(m), m);
+
+        o = cJSON_CreateObject();
+        cJSON_AddBoolToObject(o, "ok", true);
+        result = cJSON_AddObjectToObject(o, "result");
+        cJSON_AddStringToObject(result, "content_type", METRICS_CONTENT_TYPE);
+        cJSON_AddStringToObject(result, "text", text);
+        whole = cJSON_PrintUnformatted(o);
+        ASSERT_TRUE(whole != NULL);
+        ASSERT_TRUE(strlen(reply) == strlen(whole) + 1 && reply[strlen(whole)] == '\n');
+        ASSERT_TRUE(strncmp(reply, whole, strlen(whole)) == 0);
+        cJSON_Delete(o);
+        free(whole);
+        free(reply);
         free(text);
         manager_free(m);
         sh("rm -rf %s", tree);
