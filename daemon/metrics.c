@@ -107,7 +107,7 @@ static void write_device_metrics(Buf *b, const Manager *m, Device **devs, int n)
 
 /* The whole text to f; the caller checks f's errors (a memstream's at
  * fclose(): memstream_open()). -ENOMEM only for the disks' list. */
-int metrics_write(Manager *m, FILE *f) {
+static int metrics_write(Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
         Buf b = { .f = f };
         int n;
@@ -195,10 +195,10 @@ int metrics_write_textfile(Manager *m, const char *dir) {
                 return -errno;
         /* written as made, not built first: at 10,000 disks the text is
          * 4.6 MB, which every metrics_every_ticks would have held */
-        f = fdopen(fd, "w");
+        f = fdopen(fd, "we");
         if (!f)
                 return -errno;
-        fd = -1;
+        (void) take_fd(&fd);    /* owned by f now */
         r = metrics_write(m, f);
         errno = 0;      /* ferror() from an earlier write leaves no errno of its own */
         if (r >= 0 && (fflush(f) != 0 || ferror(f)))

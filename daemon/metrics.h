@@ -1,15 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <stdio.h>
-
 typedef struct Manager Manager;
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4"
 
-/* Prometheus text exposition format (version 0.0.4), to f (its errors are
- * the caller's to check), or whole to *ret. */
-int metrics_write(Manager *m, FILE *f);
+/* Prometheus text exposition format (version 0.0.4), whole to *ret. */
 int metrics_build(Manager *m, char **ret);
 /* Atomically replaces <dir>/blkpolicyd.prom (node_exporter textfile collector). */
 int metrics_write_textfile(Manager *m, const char *dir);

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from blkptest.daemon import control_connect as connect, fixture_roots, recv_line
+from blkptest.daemon import control_connect as connect, fixture_roots, recv_line, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +237,11 @@ def test_metrics(ctl, env):
     prom = os.path.join(env["work"], "blkpolicyd.prom")
     # written for the textfile collector, by rename
     assert os.path.exists(prom) and "blkpolicyd_ticks_total" in open(prom).read()
-    assert not os.path.exists(os.path.join(env["work"], ".blkpolicyd.prom.tmp"))
+    # the temp file exists only while a write is under way: the textfile
+    # is rewritten every 2 ticks, so it may be seen mid-write, but it must
+    # go (renamed into place) rather than stay
+    tmp = os.path.join(env["work"], ".blkpolicyd.prom.tmp")
+    wait_for(lambda: not os.path.exists(tmp), 10, "the textfile's temp file renamed away")
 
 
 def test_pause_needs_root(ctl):
