@@ -263,7 +263,7 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
 static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorted, int n, bool *affects) {
         char *text = NULL;
         size_t size = 0;
-        FILE *f = open_memstream(&text, &size);
+        FILE *f = memstream_open(&text, &size);
         bool first = true;
 
         if (!f)

@@ -320,7 +320,7 @@ int rule_token_format(const RuleToken *t, char *buf, size_t size) {
 static char *rule_match_text(const RuleToken *conds, size_t n) {
         char *text = NULL;
         size_t size = 0;
-        FILE *f = open_memstream(&text, &size);
+        FILE *f = memstream_open(&text, &size);
         bool kernel = false, first = true;
 
         if (!f)

@@ -136,14 +136,14 @@ static int client_update_events(Client *c) {
 static int client_next_part(Client *c) {
         char *text = NULL;
         size_t size = 0;
-        FILE *f = open_memstream(&text, &size);
+        FILE *f = memstream_open(&text, &size);
         int r = 1;
 
         if (!f)
                 return -ENOMEM;
         while (r > 0 && size < CONTROL_PART_BYTES) {
                 r = c->stream->next(c->stream, c->server->manager, f);
-                if (fflush(f) != 0)
+                if (fflush(f) != 0 || ferror(f))   /* memstream_open(): ferror() is what tells */
                         r = -ENOMEM;
         }
         if (fclose(f) != 0 && r >= 0)

@@ -188,7 +188,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 /* name them: "blkpolicyd sda" is most likely meant as --device=sda */
                 _cleanup_free_ char *extra = NULL;
                 size_t size = 0;
-                FILE *f = open_memstream(&extra, &size);
+                FILE *f = memstream_open(&extra, &size);
 
                 if (!f)
                         return log_oom();

@@ -239,17 +239,20 @@ static int memstream_grow(MemStream *s, size_t need) {
 }
 
 /* Once a write failed, every later one does: what follows a gap is no
- * use either. */
+ * use either. A failure returns 0, never -1 (fopencookie(3)): glibc takes
+ * -1 for SIZE_MAX bytes written, and a write larger than its buffer then
+ * copies from past the caller's data. */
 static ssize_t memstream_write(void *cookie, const char *data, size_t n) {
         MemStream *s = cookie;
 
         if (s->failed || memstream_grow(s, s->len + n + 1) < 0) {
                 s->failed = true;
                 errno = ENOMEM;
-                return -1;
+                return 0;
         }
         memcpy(s->buf + s->len, data, n);
         s->len += n;
+        *s->size = s->len;      /* what a fflush() has passed on, as open_memstream() tells */
         return (ssize_t) n;
 }
 
@@ -261,6 +264,7 @@ static int memstream_close(void *cookie) {
                 s->buf = calloc(1, 1);
         if (s->failed || !s->buf) {
                 free(s->buf);
+                *s->size = 0;
                 errno = ENOMEM;
                 r = -1;
         } else {

@@ -141,8 +141,10 @@ void ini_cut_inline_comment(char *line);
 /* A memory stream like open_memstream(), but one whose failure shows: a
  * write that could not grow the buffer fails fclose() (EOF, errno
  * ENOMEM), where glibc's memstream drops it and fclose() says 0 (2.36),
- * so a text cut short passes for whole. *text and *size are set at
- * fclose() only: the text, NUL-terminated, or NULL and 0 on failure. */
+ * so a text cut short passes for whole. Before fclose(), ferror() tells
+ * (a fflush() with nothing left buffered says 0 even after a failure).
+ * *size follows what each fflush() passed on; *text is set at fclose()
+ * only: the text, NUL-terminated, or NULL and a *size of 0 on failure. */
 FILE *memstream_open(char **text, size_t *size);
 
 /* Opens a file to read that must be a regular file. O_NONBLOCK, so that
