@@ -220,16 +220,21 @@ static void text_reply_free(ControlStream *s) {
         free(t);
 }
 
-ControlStream *listing_metrics(Manager *m) {
+ControlStream *listing_metrics_text(char *text) {
         TextReply *t = calloc(1, sizeof(TextReply));
 
-        if (!t)
-                return NULL;
-        t->stream = (ControlStream) { .next = text_reply_next, .free = text_reply_free };
-        if (metrics_build(m, &t->text) < 0) {
-                free(t);
+        if (!t) {
+                free(text);
                 return NULL;
         }
-        t->len = strlen(t->text);
+        t->stream = (ControlStream) { .next = text_reply_next, .free = text_reply_free };
+        t->text = text;
+        t->len = strlen(text);
         return &t->stream;
+}
+
+ControlStream *listing_metrics(Manager *m) {
+        char *text;
+
+        return metrics_build(m, &text) < 0 ? NULL : listing_metrics_text(text);
 }

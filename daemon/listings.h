@@ -14,3 +14,6 @@ ControlStream *listing_verify(Manager *m);
 /* `metrics`: {"content_type": ..., "text": the Prometheus text}, the text
  * made whole and served escaped in parts. NULL: -ENOMEM. */
 ControlStream *listing_metrics(Manager *m);
+/* The same reply for a text of the caller's, which it takes (and frees
+ * on -ENOMEM too). */
+ControlStream *listing_metrics_text(char *text);

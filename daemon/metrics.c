@@ -195,9 +195,12 @@ int metrics_write_textfile(Manager *m, const char *dir) {
                 return -errno;
         /* written as made, not built first: at 10,000 disks the text is
          * 4.6 MB, which every metrics_every_ticks would have held */
-        f = fdopen(fd, "we");
-        if (!f)
-                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                (void) unlinkat(dfd, TEXTFILE_TMP, 0);
+                return r;
+        }
         (void) take_fd(&fd);    /* owned by f now */
         r = metrics_write(m, f);
         errno = 0;      /* ferror() from an earlier write leaves no errno of its own */

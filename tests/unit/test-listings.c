@@ -105,8 +105,8 @@ TEST(a_number_handed_on_between_parts_brings_no_new_disk) {
         sh("rm -rf %s", tree);
 }
 
-/* A reply's whole text, from its parts. */
-static char *drain(ControlStream *s, Manager *m) {
+/* A reply's whole text, from its parts (more than min_parts of them). */
+static char *drain(ControlStream *s, Manager *m, int min_parts) {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
@@ -116,7 +116,7 @@ static char *drain(ControlStream *s, Manager *m) {
         while ((r = s->next(s, m, f)) > 0)
                 parts++;
         ASSERT_EQ_INT(r, 0);
-        ASSERT_TRUE(parts > 3);         /* the head and several slices of the text */
+        ASSERT_TRUE(parts > min_parts);
         ASSERT_EQ_INT(fclose(f), 0);
         s->free(s);
         return text;
@@ -141,7 +141,7 @@ TEST(metrics_in_parts_is_the_reply_cjson_printed) {
         m = scanned_manager(&o_, dirs);
         ASSERT_EQ_INT(metrics_build(m, &text), 0);
         ASSERT_TRUE(strlen(text) > 3 * 4096);
-        reply = drain(listing_metrics(m), m);
+        reply = drain(listing_metrics(m), m, 3);        /* the head and several slices of the text */
 
         o = cJSON_CreateObject();
         cJSON_AddBoolToObject(o, "ok", true);
@@ -158,4 +158,43 @@ TEST(metrics_in_parts_is_the_reply_cjson_printed) {
         free(text);
         manager_free(m);
         sh("rm -rf %s", tree);
+}
+
+/* What cJSON prints for {"ok":true,"result":{"content_type":..,"text":text}}. */
+static char *cjson_metrics_reply(const char *text) {
+        cJSON *o = cJSON_CreateObject(), *result;
+        char *whole;
+
+        ASSERT_TRUE(o != NULL);
+        cJSON_AddBoolToObject(o, "ok", true);
+        result = cJSON_AddObjectToObject(o, "result");
+        cJSON_AddStringToObject(result, "content_type", METRICS_CONTENT_TYPE);
+        cJSON_AddStringToObject(result, "text", text);
+        whole = cJSON_PrintUnformatted(o);
+        ASSERT_TRUE(whole != NULL);
+        cJSON_Delete(o);
+        return whole;
+}
+
+/* Every byte a text may hold, escaped as cJSON escapes it: the short
+ * escapes, "backslash u00XX" below 0x20, 0x7f and bytes of 0x80 and up
+ * (invalid UTF-8 too) as they are; texts that end on a slice's edge, one
+ * byte either side of it, and the empty text. */
+TEST(metrics_text_escaped_as_cjson_escapes_every_byte) {
+        static const size_t lengths[] = { 0, 1, 255, 4095, 4096, 4097, 8192, 12289 };
+
+        for (size_t l = 0; l < ELEMENTSOF(lengths); l++) {
+                char *text = malloc(lengths[l] + 1), *reply, *whole;
+
+                ASSERT_TRUE(text != NULL);
+                for (size_t i = 0; i < lengths[l]; i++)
+                        text[i] = (char) (1 + (i * 7 + l) % 255);       /* 1..255, no NUL */
+                text[lengths[l]] = 0;
+                whole = cjson_metrics_reply(text);
+                reply = drain(listing_metrics_text(text), NULL, 0);
+                ASSERT_TRUE(strlen(reply) == strlen(whole) + 1 && reply[strlen(whole)] == '\n');
+                ASSERT_TRUE(strncmp(reply, whole, strlen(whole)) == 0);
+                free(whole);
+                free(reply);
+        }
 }
