@@ -231,7 +231,8 @@ static void log_restore(const Pass *p, const Step *s, int error, const char *now
 
 /* Writes one step and reads it back. Returns -ENODEV when the device is
  * gone, 0 otherwise (the outcome is in the item and the log; the record
- * learns what landed from the next round's read, see resolve_intents()). */
+ * learns what landed from the next round's read, see resolve_intents(),
+ * which for the scheduler is this read back). */
 static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         PlanItem *it = s->kind == STEP_SET ? pass_item(p, s->tunable) : NULL;
         char now[VALUE_MAX] = "";
@@ -245,6 +246,11 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
                 return -ENODEV;
         if (k == 0)
                 k = pass_read_current(p, s->tunable, now, sizeof(now));
+        if (k == 0 && !state_value_valid(now))
+                /* no value in it (a read cut short: a scheduler list with
+                 * none current): neither the record nor the next round may
+                 * take it, which reads afresh */
+                k = -EBADMSG;
         if (k == 0 && !streq(now, s->value))
                 /* the kernel kept another value: that is what this write left */
                 (void) device_record_intent(p->req->record, s->tunable, now);
@@ -273,7 +279,8 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         } else if (k == 0)
                 item_error(it, RESULT_FAILED, "wrote %s, the kernel kept %s", s->value, now);
         else {
-                item_error(it, is_transient(k) ? RESULT_RETRY : RESULT_FAILED, "write: %s", strerror(-k));
+                item_error(it, is_transient(k) ? RESULT_RETRY : RESULT_FAILED, "%s: %s", w < 0 ? "write" : "read back",
+                           strerror(-k));
                 p->retry |= is_transient(k);
         }
         return 0;

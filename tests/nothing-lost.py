@@ -165,7 +165,10 @@ def test_switch_daemon_then_sigterm(tree):
 KILL_POINTS = [
     ("before the first record is saved", "save:*/7?0:KILL"),
     ("record saved, scheduler not written", "write:*/loop0/queue/scheduler:KILL"),
-    ("scheduler written, before it is read back", "read:*/loop0/queue/scheduler:KILL:1:2"),
+    # the fake kernel's switch reads the list itself (the 3rd read), then
+    # the pass reads back what landed (the 4th)
+    ("scheduler being written", "read:*/loop0/queue/scheduler:KILL:1:2"),
+    ("scheduler written, before it is read back", "read:*/loop0/queue/scheduler:KILL:1:3"),
     ("switched, before the second record", "save:*/7?0:KILL:1:1"),
     ("second record saved, read_ahead_kb not written", "write:*/loop0/queue/read_ahead_kb:KILL"),
     ("loop0 done, loop1's record saved, its scheduler not written", "write:*/loop1/queue/scheduler:KILL"),
@@ -258,6 +261,23 @@ def test_failed_restore_keeps_its_record(tree):
     ok, now = tree.all_original()
     assert r.returncode == 0 and ok, \
         f"... and --restore finishes it: {(now, r.stderr[-800:])}"
+
+
+def test_read_back_cut_short_is_not_recorded(tree):
+    # 5b. the read back after loop1's switch cut short ("none mq-deadli":
+    # no current scheduler in it): what was written is not recorded as an
+    # empty value, which would make the record unreadable and lose
+    # loop1's found scheduler; the next round reads afresh
+    tree.reset("apply_parallelism = 1\n")
+    r = tree.run("--once", faults="read:*/loop1/queue/scheduler:short:1:3")
+    assert r.returncode in (0, 1) and tree.live("loop1", "scheduler") == "bfq", \
+        f"the switch landed: {(r.returncode, r.stderr[-800:])}"
+    with open(os.path.join(tree.state, "devices", "7:1")) as f:
+        rec = f.read()
+    assert "\nscheduler none bfq -\n" in rec, f"the record holds bfq as written, none as found: {rec}"
+    r = tree.run("--restore")
+    ok, now = tree.all_original()
+    assert r.returncode == 0 and ok, f"--restore puts back every original: {(now, r.stderr[-800:])}"
 
 
 def test_unreadable_record_writes_nothing(tree):
