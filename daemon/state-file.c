@@ -185,6 +185,9 @@ int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
                 return -EBADF;
         if (device_record_empty(r))
                 return state_remove(d, r->id.major, r->id.minor);
+        /* the record on disk stays, and the caller writes nothing */
+        if (!device_record_savable(r))
+                return -EINVAL;
         text = device_record_format(r, name_now);
         if (!text)
                 return -ENOMEM;

@@ -191,6 +191,22 @@ static int parse_attr(char *line, DeviceRecord *r) {
         return k < 0 ? -ENOMEM : 0;
 }
 
+static bool recorded_value_savable(const char *v) {
+        return !v || (state_value_valid(v) && !streq(v, "-"));
+}
+
+bool device_record_savable(const DeviceRecord *r) {
+        for (unsigned i = 0; i < device_record_count(r); i++) {
+                const AttrRecord *a = &r->attrs->at[i];
+
+                /* as parse_attr() takes a line back: "-" is none, and a found value is a value */
+                if (!a->found || !recorded_value_savable(a->found) || streq(a->found, WRITTEN_UNKNOWN) ||
+                    !recorded_value_savable(a->written) || !recorded_value_savable(a->intent))
+                        return false;
+        }
+        return true;
+}
+
 /* Splits the next line off text (NUL-terminating it in place). */
 static char *next_line(char **text, char *end) {
         char *line = *text, *nl;

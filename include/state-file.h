@@ -33,7 +33,9 @@ void state_dir_close(StateDir *d);
 /* Returns the count of skipped lines (0 for a clean file), -ENOENT when
  * there is no record, -EBADMSG for a file that is not one. */
 int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *ret, char *ret_name);
-/* An empty record removes the file. name: the disk's kernel name now. */
+/* An empty record removes the file. name: the disk's kernel name now.
+ * -EINVAL, the file left as it was, for a record with a value the file
+ * could not give back (device_record_savable()). */
 int state_save(const StateDir *d, const DeviceRecord *r, const char *name);
 int state_remove(const StateDir *d, unsigned major, unsigned minor);
 /* Keeps a record with unreadable lines as <major>:<minor>.torn, for the

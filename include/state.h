@@ -106,6 +106,9 @@ bool state_value_valid(const char *v);
  * Returns the count of skipped lines, -EBADMSG or -ENOMEM. ret_name: the
  * device's name in the file, for messages; NULL when not wanted. */
 int device_record_parse(const char *text, size_t size, DeviceRecord *ret, char *ret_name /* STATE_NAME_MAX */);
+/* Whether every value would be read back as it is: a record saved with
+ * one that would not is torn (its line skipped), its found value lost. */
+bool device_record_savable(const DeviceRecord *r);
 /* Returns a malloc'd text, or NULL on -ENOMEM. name: the disk's, or NULL
  * ("-"). */
 char *device_record_format(const DeviceRecord *r, const char *name);

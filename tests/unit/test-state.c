@@ -90,6 +90,19 @@ TEST(state_dir_save_load_remove) {
         ASSERT_EQ_INT(state_load(&sd, 7, 10, &back, NULL), -EBADMSG);
         ASSERT_EQ_INT(state_remove(&sd, 7, 10), 0);
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), -ENOENT);
+        /* a value the file could not give back: refused, the record on disk kept */
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
+        ASSERT_EQ_INT(device_record_written(&r, TUNABLE_SCHEDULER, ""), 1);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), -EINVAL);
+        ASSERT_EQ_INT(device_record_written(&r, TUNABLE_SCHEDULER, "-"), 1);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), -EINVAL);
+        ASSERT_EQ_INT(device_record_intent(&r, TUNABLE_SCHEDULER, "two words"), 1);
+        ASSERT_EQ_INT(device_record_written(&r, TUNABLE_SCHEDULER, "none"), 1);
+        ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), -EINVAL);
+        ASSERT_EQ_INT(device_record_intent(&r, TUNABLE_SCHEDULER, NULL), 1);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 0);
+        ASSERT_STREQ(device_record_get(&back, TUNABLE_SCHEDULER)->written, "none");
+        device_record_done(&back);
         /* an empty record is no file */
         ASSERT_EQ_INT(state_save(&sd, &r, "loop9"), 0);
         while (device_record_count(&r))
