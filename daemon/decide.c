@@ -86,10 +86,15 @@ bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCa
  * the first write of its name to queue/scheduler, so a queue that does not
  * list it yet will still take it; if the module is missing the write fails
  * with EINVAL and apply goes on to the next choice. A queue that lists only
- * none takes no scheduler at all. */
+ * none takes no scheduler at all. Nor does one whose list has no current
+ * entry: a bio-based disk's, or a driver's without elevators, reads a bare
+ * "none" and takes any write without effect; its scheduler is "" to a
+ * pass, no value a record could keep as found. */
 static bool scheduler_available(const DeviceFacts *f, const char *name) {
         static const char *const loadable[] = { "mq-deadline", "kyber", "bfq" };
 
+        if (f->schedulers.current < 0)
+                return false;
         if (scheduler_list_has(&f->schedulers, name))
                 return true;
         if (f->schedulers.n < 2)

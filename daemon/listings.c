@@ -55,8 +55,8 @@ static Device *listing_take(Listing *l, Manager *m) {
         return NULL;
 }
 
-/* A memstream that cannot grow fails the write and says so nowhere else
- * (glibc 2.36: ferror() and fclose() give 0): each write is checked. */
+/* Each write is checked: a part cut short stops here, at once, rather
+ * than at the ferror() control.c asks after the part (memstream_open()). */
 static int listing_next(ControlStream *s, Manager *m, FILE *f) {
         Listing *l = (Listing *) s;
         Device *d;

@@ -280,6 +280,26 @@ def test_read_back_cut_short_is_not_recorded(tree):
     assert r.returncode == 0 and ok, f"--restore puts back every original: {(now, r.stderr[-800:])}"
 
 
+def test_no_current_scheduler_keeps_the_rest(tree):
+    # 5c. a queue whose scheduler list has no current entry (null_blk with
+    # no_sched=1 reads a bare "none"): a policy's scheduler is not for it,
+    # and its other settings are still applied, recorded and put back
+    tree.reset()
+    write(tree.qfile("loop1", "scheduler"), "none")
+    tree.policy("60-bfq.policy", "[Match]\nname = loop1\n[Queue]\nscheduler = none\nread_ahead_kb = 4096\n")
+    r = tree.run("--once")
+    assert r.returncode == 0 and tree.live("loop1", "read_ahead_kb") == "4096", \
+        f"read_ahead_kb applied beside a scheduler it cannot have: {(r.returncode, r.stderr[-800:])}"
+    with open(tree.qfile("loop1", "scheduler")) as f:
+        assert f.read().strip() == "none", "the bare list was not written"
+    with open(os.path.join(tree.state, "devices", "7:1")) as f:
+        rec = f.read()
+    assert "\nread_ahead_kb 256 4096 -\n" in rec and "scheduler" not in rec, f"the record: {rec}"
+    r = tree.run("--restore")
+    assert r.returncode == 0 and tree.live("loop1", "read_ahead_kb") == "256", \
+        f"--restore puts read_ahead_kb back: {r.stderr[-800:]}"
+
+
 def test_unreadable_record_writes_nothing(tree):
     # 6. an unreadable record: the disk is not written at all
     tree.reset()

@@ -423,3 +423,30 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_unref(s);
 }
+
+/* A bare "none" (null_blk with no_sched=1, a driver without elevators)
+ * has no current scheduler: none is not planned there (a pass would see ""
+ * and have no found value to record), and the rest of the policy still is. */
+TEST(no_current_scheduler_takes_none_and_keeps_the_rest) {
+        DeviceFacts f = { .name = "nullb0", .major = 251, .hw_queues = 1,
+                          .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_NULL_BLK) };
+        Policy *p = policy("50-nullb.policy", "none");
+        PolicySet *s = set_of(p, NULL);
+        KernelCaps k = kernel(6, 18, TRISTATE_UNKNOWN);
+        PlanBuffer pb;
+        Plan plan = *plan_buffer_init(&pb);
+
+        set_value(p, "Queue", "read_ahead_kb", "4096");
+        ASSERT_EQ_INT(scheduler_list_parse("none", &f.schedulers), 0);
+        run(&f, &k, s, &plan);
+        ASSERT_TRUE(plan.managed);
+        ASSERT_EQ_INT(item(&plan, "Queue", "scheduler")->result, RESULT_UNSUPPORTED);
+        ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "4096");
+        ASSERT_TRUE(item(&plan, "Queue", "read_ahead_kb")->result != RESULT_UNSUPPORTED);
+        /* the same list with its entry current takes none as any queue does */
+        ASSERT_EQ_INT(scheduler_list_parse("[none]", &f.schedulers), 0);
+        run(&f, &k, s, &plan);
+        ASSERT_TRUE(item(&plan, "Queue", "scheduler")->result != RESULT_UNSUPPORTED);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+        policy_set_unref(s);
+}
