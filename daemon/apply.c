@@ -26,9 +26,10 @@ static int current_value(unsigned tunable, const char *raw, char *buf, size_t si
         if (scheduler_list_parse(raw, &l) < 0)
                 return -EBADMSG;
         /* the kernel brackets the current one whenever a queue has a
-         * choice, and a queue without one reads a bare "none" (current:
-         * ""): any other list without a current entry is a read cut
-         * short, whose "" would pass for the admin's scheduler */
+         * choice (6.1-6.18, under the queue's sysfs or elevator lock), and
+         * a queue without elevator support reads a bare "none" (current:
+         * ""): any other list without a current entry is a read cut short
+         * (the fault seam's), whose "" would pass for the admin's scheduler */
         if (l.current < 0 && !(l.n == 1 && scheduler_list_has(&l, "none")))
                 return -EBADMSG;
         return strscpy(buf, size, scheduler_list_current(&l));

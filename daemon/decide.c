@@ -87,9 +87,10 @@ bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCa
  * list it yet will still take it; if the module is missing the write fails
  * with EINVAL and apply goes on to the next choice. A queue that lists only
  * none takes no scheduler at all. Nor does one whose list has no current
- * entry: a bio-based disk's, or a driver's without elevators, reads a bare
- * "none" and takes any write without effect; its scheduler is "" to a
- * pass, no value a record could keep as found. */
+ * entry: a queue without elevator support reads a bare "none" (bio-based
+ * disks on 6.1; BLK_MQ_F_NO_SCHED, null_blk's no_sched=1, until 6.14
+ * removed it) and takes any write without effect; its scheduler is "" to
+ * a pass, no value a record could keep as found. */
 static bool scheduler_available(const DeviceFacts *f, const char *name) {
         static const char *const loadable[] = { "mq-deadline", "kyber", "bfq" };
 

@@ -281,8 +281,9 @@ def test_read_back_cut_short_is_not_recorded(tree):
 
 
 def test_no_current_scheduler_keeps_the_rest(tree):
-    # 5c. a queue whose scheduler list has no current entry (null_blk with
-    # no_sched=1 reads a bare "none"): a policy's scheduler is not for it,
+    # 5c. a queue whose scheduler list has no current entry (without
+    # elevator support, as null_blk's no_sched=1 before 6.14, it reads a
+    # bare "none"): a policy's scheduler is not for it,
     # and its other settings are still applied, recorded and put back
     tree.reset()
     write(tree.qfile("loop1", "scheduler"), "none")

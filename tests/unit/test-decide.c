@@ -424,15 +424,15 @@ TEST(a_scheduler_blkpolicyd_does_not_know_is_just_a_name) {
         policy_set_unref(s);
 }
 
-/* A bare "none" (null_blk with no_sched=1, a driver without elevators)
- * has no current scheduler: none is not planned there (a pass would see ""
+/* A bare "none" (a queue without elevator support: null_blk's no_sched=1
+ * before 6.14) has no current scheduler: none is not planned there (a pass would see ""
  * and have no found value to record), and the rest of the policy still is. */
 TEST(no_current_scheduler_takes_none_and_keeps_the_rest) {
         DeviceFacts f = { .name = "nullb0", .major = 251, .hw_queues = 1,
                           .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_NULL_BLK) };
         Policy *p = policy("50-nullb.policy", "none");
         PolicySet *s = set_of(p, NULL);
-        KernelCaps k = kernel(6, 18, TRISTATE_UNKNOWN);
+        KernelCaps k = kernel(6, 12, TRISTATE_UNKNOWN);
         PlanBuffer pb;
         Plan plan = *plan_buffer_init(&pb);
 
