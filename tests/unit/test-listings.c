@@ -122,12 +122,27 @@ static char *drain(ControlStream *s, Manager *m, int min_parts) {
         return text;
 }
 
+/* What cJSON prints for {"ok":true,"result":{"content_type":..,"text":text}}. */
+static char *cjson_metrics_reply(const char *text) {
+        cJSON *o = cJSON_CreateObject(), *result;
+        char *whole;
+
+        ASSERT_TRUE(o != NULL);
+        cJSON_AddBoolToObject(o, "ok", true);
+        result = cJSON_AddObjectToObject(o, "result");
+        cJSON_AddStringToObject(result, "content_type", METRICS_CONTENT_TYPE);
+        cJSON_AddStringToObject(result, "text", text);
+        whole = cJSON_PrintUnformatted(o);
+        ASSERT_TRUE(whole != NULL);
+        cJSON_Delete(o);
+        return whole;
+}
+
 /* `metrics` served in slices of its text is byte for byte the reply cJSON
  * printed when the text was put in a tree: the quotes and newlines of
  * every line escaped the same, across the slices' edges. */
 TEST(metrics_in_parts_is_the_reply_cjson_printed) {
         char dirs[3][PATH_MAX], name[16], dev[16], *text, *reply, *whole;
-        cJSON *o, *result;
         Options o_;
         Manager *m;
 
@@ -143,37 +158,14 @@ TEST(metrics_in_parts_is_the_reply_cjson_printed) {
         ASSERT_TRUE(strlen(text) > 3 * 4096);
         reply = drain(listing_metrics(m), m, 3);        /* the head and several slices of the text */
 
-        o = cJSON_CreateObject();
-        cJSON_AddBoolToObject(o, "ok", true);
-        result = cJSON_AddObjectToObject(o, "result");
-        cJSON_AddStringToObject(result, "content_type", METRICS_CONTENT_TYPE);
-        cJSON_AddStringToObject(result, "text", text);
-        whole = cJSON_PrintUnformatted(o);
-        ASSERT_TRUE(whole != NULL);
+        whole = cjson_metrics_reply(text);
         ASSERT_TRUE(strlen(reply) == strlen(whole) + 1 && reply[strlen(whole)] == '\n');
         ASSERT_TRUE(strncmp(reply, whole, strlen(whole)) == 0);
-        cJSON_Delete(o);
         free(whole);
         free(reply);
         free(text);
         manager_free(m);
         sh("rm -rf %s", tree);
-}
-
-/* What cJSON prints for {"ok":true,"result":{"content_type":..,"text":text}}. */
-static char *cjson_metrics_reply(const char *text) {
-        cJSON *o = cJSON_CreateObject(), *result;
-        char *whole;
-
-        ASSERT_TRUE(o != NULL);
-        cJSON_AddBoolToObject(o, "ok", true);
-        result = cJSON_AddObjectToObject(o, "result");
-        cJSON_AddStringToObject(result, "content_type", METRICS_CONTENT_TYPE);
-        cJSON_AddStringToObject(result, "text", text);
-        whole = cJSON_PrintUnformatted(o);
-        ASSERT_TRUE(whole != NULL);
-        cJSON_Delete(o);
-        return whole;
 }
 
 /* Every byte a text may hold, escaped as cJSON escapes it: the short

@@ -108,38 +108,33 @@ static int big_write_that_cannot_grow(void) {
                 return 1;
         return fclose(f) == 0 ? 1 : 0;
 }
-#endif
 
-TEST(memstream_big_write_that_cannot_grow_reads_only_its_data) {
-#if defined(__SANITIZE_ADDRESS__)
-        printf("# skipped under AddressSanitizer: it needs the address space the cap takes away\n");
-        return;
-#else
+/* A case in a child of its own, whose exit status is the verdict (0). */
+static void in_a_child(int (*run)(void)) {
         int status;
         pid_t pid = fork();
 
         ASSERT_TRUE(pid >= 0);
         if (pid == 0)
-                _exit(big_write_that_cannot_grow());
+                _exit(run());
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
         ASSERT_TRUE(WIFEXITED(status));
         ASSERT_EQ_INT(WEXITSTATUS(status), 0);
+}
+#endif
+
+TEST(memstream_big_write_that_cannot_grow_reads_only_its_data) {
+#if defined(__SANITIZE_ADDRESS__)
+        printf("# skipped under AddressSanitizer: it needs the address space the cap takes away\n");
+#else
+        in_a_child(big_write_that_cannot_grow);
 #endif
 }
 
 TEST(memstream_that_cannot_grow_fails_fclose) {
 #if defined(__SANITIZE_ADDRESS__)
         printf("# skipped under AddressSanitizer: it needs the address space the cap takes away\n");
-        return;
 #else
-        int status;
-        pid_t pid = fork();
-
-        ASSERT_TRUE(pid >= 0);
-        if (pid == 0)
-                _exit(write_past_the_cap());
-        ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
-        ASSERT_TRUE(WIFEXITED(status));
-        ASSERT_EQ_INT(WEXITSTATUS(status), 0);
+        in_a_child(write_past_the_cap);
 #endif
 }
