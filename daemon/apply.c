@@ -100,11 +100,19 @@ static bool is_gone(const Pass *p, int error) {
         return (error == -ENODEV || error == -ENXIO || error == -ENOENT) && !same_queue(p);
 }
 
+/* A read that gives no value (an empty file, or one cut short) is an
+ * error: a record could not keep it as found, nor as what a write left,
+ * and the next round would take it for the live value. The one "" that is
+ * a value is the scheduler of a queue without any (current_value()). */
 static int pass_read_current(const Pass *p, unsigned t, char *buf, size_t size) {
         char raw[256];
         int k = queue_dir_read(&p->queue, tunables[t].attr, raw, sizeof(raw));
 
-        return k < 0 ? k : current_value(t, raw, buf, size);
+        if (k == 0)
+                k = current_value(t, raw, buf, size);
+        if (k == 0 && !state_value_valid(buf) && !(t == TUNABLE_SCHEDULER && !*buf))
+                k = -EBADMSG;
+        return k;
 }
 
 static int read_one(Pass *p, unsigned t) {
@@ -253,11 +261,6 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
                 return -ENODEV;
         if (k == 0)
                 k = pass_read_current(p, s->tunable, now, sizeof(now));
-        if (k == 0 && !state_value_valid(now))
-                /* no value in it (a read cut short: a scheduler list with
-                 * none current): neither the record nor the next round may
-                 * take it, which reads afresh */
-                k = -EBADMSG;
         if (k == 0 && !streq(now, s->value))
                 /* the kernel kept another value: that is what this write left */
                 (void) device_record_intent(p->req->record, s->tunable, now);
