@@ -9,7 +9,8 @@ asserting the exact values the disks hold after the daemon is gone:
   that removes a policy, drops a setting, excludes the disk, empties the
   policy dir; drift then stop; a restore that fails keeps its record; an
   unreadable record writes nothing; a hostile state dir; --once undone by
-  --restore; a record left by an earlier disk at the same number; a disk
+  --restore; a switch's read-back cut short; a queue with no current
+  scheduler; a record left by an earlier disk at the same number; a disk
   replaced under its name while a write of its pass is held; a
   [Dynamic] flip to busy settings and back, on load faked in diskstats; a
   record of the first format (an upgrade after a crash) taken over.
