@@ -18,6 +18,8 @@ static const char *const result_names[_RESULT_MAX] = {
         [RESULT_FAILED] = "failed",
         [RESULT_UNSUPPORTED] = "unsupported",
         [RESULT_RETRY] = "retry",
+        [RESULT_NOT_KEPT] = "not-kept",
+        [RESULT_OVERRIDDEN] = "overridden",
 };
 
 const char *item_result_to_string(ItemResult r) {

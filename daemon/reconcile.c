@@ -4,13 +4,6 @@
 #include "reconcile.h"
 #include "util.h"
 
-typedef enum Owner {
-        OWNER_KERNEL,           /* no record */
-        OWNER_NOBODY,           /* recorded, nothing of blkpolicyd's ever landed, unchanged */
-        OWNER_BLKPOLICYD,
-        OWNER_ADMIN,
-} Owner;
-
 bool tunable_reset_by_switch(unsigned tunable, const char *current) {
         const Tunable *t = &tunables[tunable];
 
@@ -25,26 +18,8 @@ bool tunable_reset_by_nr_requests(unsigned tunable) {
         return streq(tunables[tunable].attr, "iosched/async_depth");
 }
 
-static bool follows(const AttrRecord *a) {
-        return a && streq_ptr(a->written, WRITTEN_UNKNOWN);
-}
-
 static const char *live_value(const ReconcileInput *in, unsigned t) {
         return in->live[t].state == LIVE_OK ? in->live[t].value : NULL;
-}
-
-/* Who owns an attribute now. A value being written (the intent) counts as
- * blkpolicyd's: after a crash, live may be either. Live back at the found
- * value counts as nobody's change only if nothing of blkpolicyd's ever
- * landed there; after that it is the admin putting it back by hand. */
-static Owner attr_owner(const AttrRecord *a, const char *live) {
-        if (!a)
-                return OWNER_KERNEL;
-        if (follows(a) || streq_ptr(live, a->written) || (a->intent && streq_ptr(live, a->intent)))
-                return OWNER_BLKPOLICYD;
-        if (!a->written && streq_ptr(live, a->found))
-                return OWNER_NOBODY;
-        return OWNER_ADMIN;
 }
 
 /* Away: blkpolicyd holds it at another value than it found. What it
@@ -167,7 +142,7 @@ static void drop_admins(Reconciled *out, unsigned t) {
         if (!resets_others(t))
                 return;
         for (unsigned i = 1; i < n_tunables; i++)
-                if (follows(device_record_get(&out->record, i)) &&
+                if (attr_follows(device_record_get(&out->record, i)) &&
                     (t == TUNABLE_SCHEDULER || tunable_reset_by_nr_requests(i)))
                         (void) device_record_drop(&out->record, i);
 }
@@ -184,7 +159,7 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
         if (streq(live, want)) {
                 /* in place: blkpolicyd's value if it differs from the found one;
                  * if it is the found one, nothing of blkpolicyd's is there */
-                if (!a || follows(a))
+                if (!a || attr_follows(a))
                         return 0;
                 if (streq(want, a->found)) {
                         (void) device_record_drop(&out->record, t);
@@ -192,9 +167,9 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
                 }
                 return device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
         }
-        if (attr_owner(a, live) == OWNER_ADMIN && in->new_media && seen_at_the_change(in, t))
+        if (setting_owner(a, live) == OWNER_ADMIN && in->new_media && seen_at_the_change(in, t))
                 drop_admins(out, t);    /* theirs, found again below: put back at the end */
-        else if (attr_owner(a, live) == OWNER_ADMIN && !in->take_over) {
+        else if (setting_owner(a, live) == OWNER_ADMIN && !in->take_over) {
                 out->overridden[t] = true;
                 return 0;
         }
@@ -205,7 +180,7 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
 static int reconcile_unwanted(const ReconcileInput *in, Reconciled *out, unsigned t) {
         const AttrRecord *a = device_record_get(&out->record, t);
         const char *live = in->live[t].value;
-        Owner owner = attr_owner(a, live);
+        SettingOwner owner = setting_owner(a, live);
         bool waits = t != TUNABLE_SCHEDULER && resetters_away(in, &out->record, t);
 
         if (!a)
@@ -222,7 +197,7 @@ static int reconcile_unwanted(const ReconcileInput *in, Reconciled *out, unsigne
                 (void) device_record_drop(&out->record, t);
                 return 0;
         }
-        if (follows(a) && waits)
+        if (attr_follows(a) && waits)
                 return 0;       /* comes back after what reset it */
         return write_step(in, out, t, STEP_RESTORE, a->found);
 }

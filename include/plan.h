@@ -17,6 +17,8 @@ typedef enum ItemResult {
         RESULT_FAILED,
         RESULT_UNSUPPORTED,     /* the attribute or scheduler does not exist here */
         RESULT_RETRY,           /* transient error: will try again */
+        RESULT_NOT_KEPT,        /* written, the kernel kept another value (owner.h) */
+        RESULT_OVERRIDDEN,      /* someone else changed it after blkpolicyd held it (owner.h) */
         _RESULT_MAX,
 } ItemResult;
 

@@ -34,20 +34,10 @@
 
 #include <stdbool.h>
 
+#include "owner.h"
 #include "plan.h"
 #include "state.h"
 #include "tunables.h"
-
-typedef enum LiveState {
-        LIVE_ABSENT,            /* no such attribute (now): unsupported, or another scheduler's */
-        LIVE_OK,
-        LIVE_UNKNOWN,           /* could not be read: touch nothing that depends on it */
-} LiveState;
-
-typedef struct LiveValue {
-        LiveState state;
-        char value[VALUE_MAX];
-} LiveValue;
 
 typedef enum StepKind {
         STEP_SET,               /* a policy's value */
