@@ -322,7 +322,7 @@ static void print_verify(const cJSON *r) {
 
         bool observing = !strcmp(str(r, "mode"), "observe");
 
-        if (num(r, "drifted") == 0 && !observing)
+        if (num(r, "drifted") == 0 && num(r, "not_kept") == 0 && !observing)
                 printf("No drift: every managed setting is as blkpolicyd intends.\n");
         if (observing)
                 printf("mode=observe: nothing is enforced; %.0f device%s with changes pending.\n", num(r, "pending"),
@@ -338,6 +338,10 @@ static void print_verify(const cJSON *r) {
                                cJSON_IsTrue(get(d, "overridden")) ? " (overridden: left alone)" : "",
                                cJSON_IsString(get(x, "writer")) ? "; likely set by " : "",
                                cJSON_IsString(get(x, "writer")) ? str(x, "writer") : "");
+        cJSON_ArrayForEach(d, get(r, "devices"))
+                cJSON_ArrayForEach(x, get(d, "not_kept"))
+                        printf("%s: %s is %s: blkpolicyd wrote %s, the kernel did not keep it (not kept)\n",
+                               str(d, "name"), str(x, "attr"), str(x, "live"), str(x, "intended"));
 }
 
 /* One paragraph per writer: what it sets, where, on which disks, what to do. */
@@ -432,8 +436,8 @@ static void help(void) {
                "                    guest agent, elevator=) and what to do about them\n"
                "  top               A live view, refreshed every tick (-n N: N refreshes, then exit)\n\n"
                "Options may come before or after the command. Exit status: 0 ok, 1 error reply,\n"
-               "2 usage, 3 cannot connect, 4 verify found drift (or pending changes in observe\n"
-               "mode), or status found a failed reload\n"
+               "2 usage, 3 cannot connect, 4 verify found drift or a value the kernel did not\n"
+               "keep (or pending changes in observe mode), or status found a failed reload\n"
                "or a rejected policy file, 5 no answer within %d s.\n", REPLY_TIMEOUT_SEC);
 }
 
@@ -453,7 +457,8 @@ static DeviceArg command_device_arg(int command) {
 static bool needs_attention(ProtocolCommandId cmd, const cJSON *result) {
         switch (cmd) {
         case PROTOCOL_VERIFY:   /* observing with changes pending is never "as intended" */
-                return num(result, "drifted") > 0 || (!strcmp(str(result, "mode"), "observe") &&
+                return num(result, "drifted") > 0 || num(result, "not_kept") > 0 ||
+                       (!strcmp(str(result, "mode"), "observe") &&
                                                       num(result, "pending") > 0);
         case PROTOCOL_DOCTOR:
                 return num(result, "affecting") > 0;

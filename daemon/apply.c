@@ -287,7 +287,7 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
                 it->result = RESULT_APPLIED;
                 it->error[0] = 0;
         } else if (k == 0)
-                item_error(it, RESULT_FAILED, "wrote %s, the kernel kept %s", s->value, now);
+                item_error(it, RESULT_NOT_KEPT, "wrote %s, the kernel kept %s", s->value, now);
         else {
                 item_error(it, is_transient(k) ? RESULT_RETRY : RESULT_FAILED, "%s: %s", w < 0 ? "write" : "read back",
                            strerror(-k));
@@ -336,7 +336,7 @@ static void fill_item(Pass *p, PlanItem *it, bool planning) {
         if (lv->state == LIVE_OK && streq(lv->value, it->target))
                 it->result = RESULT_UNCHANGED;
         else if (p->overridden[it->tunable])
-                item_error(it, RESULT_PLANNED, "someone else changed it to %s", lv->value);
+                item_error(it, RESULT_OVERRIDDEN, "someone else changed it to %s", lv->value);
         else if (lv->state == LIVE_ABSENT && (!needs || streq(p->live[TUNABLE_SCHEDULER].value, needs)))
                 item_error(it, RESULT_UNSUPPORTED, "queue/%s does not exist on this device", tunables[it->tunable].attr);
         else if (planning)

@@ -173,8 +173,7 @@ const char *device_override_note(const Device *d) {
         return d->extra ? d->extra->override_note : NULL;
 }
 
-/* Ends the override, if any. */
-static void device_end_override(Device *d) {
+void device_end_override(Device *d) {
         if (!d->extra)
                 return;
         d->extra->override_note = mfree(d->extra->override_note);
@@ -379,16 +378,6 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         view->queue_id = d->record.id.queue_id;
         view->properties = d->extra ? d->extra->properties : NULL;
         return view;
-}
-
-ReportDevice device_report_input(const Device *d, DeviceFacts *view) {
-        const DeviceFlips *y = device_flips(d);
-        ReportDevice r = { .facts = device_facts(d, view), .plan = device_plan(d),
-                           .error = d->extra ? d->extra->error : NULL,
-                           .dyn = d->dynamic ? &d->dynamic->state : NULL, .flip_cost_ms = y ? y->cost_ms : 0 };
-
-        sample_state_signals(&d->sample, &r.signals);
-        return r;
 }
 
 bool device_is_held(const Manager *m, const Device *d) {

@@ -94,9 +94,21 @@ void device_set_busy_unreadable(Device *d, bool b);
 /* d's whole facts, in *view: the shared ones with its name, number,
  * diskseq and properties (borrowed: not for device_facts_done()). */
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
-/* What report.c reads of a device; view: storage for device_facts(), as
- * long as the result is used. */
-ReportDevice device_report_input(const Device *d, DeviceFacts *view);
+/* A device's settings as a view shows them (device-view.c): its plan's
+ * items from one live read taken now, judged by setting_view(), and the
+ * counts of what is not in force. */
+typedef struct DeviceView {
+        Plan plan;                      /* the device's, its items these */
+        PlanItem items[TUNABLES_MAX];
+        LiveValue scheduler;            /* read whether a policy sets it or not */
+        unsigned pending;               /* a write would change them: planned or overridden */
+        unsigned overridden;
+        unsigned not_kept;
+} DeviceView;
+void device_view(const Manager *m, const Device *d, DeviceView *v);
+/* What report.c reads of a device, from a view taken now; facts and v:
+ * storage, as long as the result is used. */
+ReportDevice device_report_input(const Manager *m, const Device *d, DeviceFacts *facts, DeviceView *v);
 
 /* Holds: paused (one or all) or overridden, looked at, never written to. */
 bool device_is_held(const Manager *m, const Device *d);
@@ -109,6 +121,9 @@ bool device_pass_pending(const Device *d);
 void device_pause(Device *d);
 /* resume: neither paused nor overridden any more */
 void device_clear_hold(Device *d);
+/* A mode change: blkpolicyd claims nothing the admin took over any more
+ * (the override was against a claim that is gone). */
+void device_end_override(Device *d);
 /* Someone else changed what blkpolicyd set: leave it alone (note: what,
  * for status; taken, also on failure). -ENOMEM: not marked. */
 _must_check_ int device_set_override(Device *d, char *note);

@@ -5,9 +5,16 @@
 
 #include "manager.h"
 
-/* verify's entry for d, its drift and pending changes, in *ret: 1; 0 (and
- * NULL) when no policy manages d, nothing to verify; -ENOMEM. */
-int drift_verify_entry(Manager *m, Device *d, cJSON **ret, bool *drifted, bool *pending);
+typedef struct VerifyFlags {
+        bool drifted;           /* someone else changed what blkpolicyd held */
+        bool pending;           /* a write would change it: observe, paused */
+        bool not_kept;          /* written, the kernel kept another value */
+} VerifyFlags;
+
+/* verify's entry for d from one live read, its drift, pending changes and
+ * values the kernel did not keep, in *ret: 1; 0 (and NULL) when no policy
+ * manages d, nothing to verify; -ENOMEM. */
+int drift_verify_entry(Manager *m, Device *d, cJSON **ret, VerifyFlags *flags);
 /* Reads back the managed settings of the next n devices (round robin, so a
  * tick costs a bounded number of file reads whatever the device count). */
 int drift_check(Manager *m, unsigned n);

@@ -10,8 +10,9 @@
 #include "util.h"
 
 cJSON *explain_device_report(Manager *m, Device *d) {
-        DeviceFacts view;
-        ReportDevice rd = device_report_input(d, &view);
+        DeviceFacts facts;
+        DeviceView view;
+        ReportDevice rd = device_report_input(m, d, &facts, &view);
         cJSON *o = report_device(&rd);
 
         cJSON_AddBoolToObject(o, "paused", device_is_paused(m, d));

@@ -126,6 +126,33 @@ static void reset_async_depth(int q, long long depth) {
         (void) write_file(q, "iosched/async_depth", value);
 }
 
+/* The fake kernel's HZ, as this project's VM's: 250. */
+#define FAKE_HZ 250
+
+/* Times the schedulers keep in jiffies, shown in ms (mq-deadline's
+ * read_expire and write_expire, bfq's fifo_expire_* and timeout_sync):
+ * msecs_to_jiffies() rounds up, jiffies_to_msecs() shows the multiple of
+ * 1000/HZ: read_expire = 1 reads back 4. */
+static bool in_jiffies(const char *rel) {
+        static const char *const attrs[] = { "iosched/read_expire", "iosched/write_expire",
+                                             "iosched/prio_aging_expire", "iosched/fifo_expire_sync",
+                                             "iosched/fifo_expire_async",
+                                             "iosched/timeout_sync" };
+
+        for (size_t i = 0; i < ELEMENTSOF(attrs); i++)
+                if (streq(rel, attrs[i]))
+                        return true;
+        return false;
+}
+
+static int write_jiffies(int q, const char *rel, long long ms) {
+        long long tick = 1000 / FAKE_HZ, jiffies = (ms + tick - 1) / tick;
+        char value[32];
+
+        snprintf(value, sizeof(value), "%lld", jiffies * tick);
+        return write_file(q, rel, value);
+}
+
 int fake_kernel_write(int q, const char *rel, const char *path, const char *value, FakeKernelRead read_attr) {
         long long v;
 
@@ -139,6 +166,8 @@ int fake_kernel_write(int q, const char *rel, const char *path, const char *valu
                 return -EINVAL;
         if (streq(rel, "nr_requests"))
                 reset_async_depth(q, v);
+        if (in_jiffies(rel))
+                return write_jiffies(q, rel, v);
         return write_file(q, rel, value);
 }
 

@@ -11,7 +11,9 @@
  *     256 under a scheduler, as for loop devices) and replaces iosched/
  *     with the new scheduler's defaults (none: no iosched/ at all);
  *   - other attributes take an integer (else EINVAL) and show it; a write
- *     of nr_requests resets mq-deadline's async_depth to 3/4 of it;
+ *     of nr_requests resets mq-deadline's async_depth to 3/4 of it; the
+ *     schedulers' times in jiffies (read_expire, write_expire, bfq's
+ *     fifo_expire_*, timeout_sync) show as multiples of 4 ms, as at HZ=250;
  *   - a write goes below the queue directory the pass holds open, by fd
  *     and not by name: a directory renamed away (a disk replaced under
  *     its name) still takes it, where the kernel would fail it; a removed

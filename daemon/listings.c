@@ -39,7 +39,7 @@ struct Listing {
         const char *name;       /* the next one's */
         size_t n, next;
         bool started, any;
-        unsigned drifted, pending;      /* verify's counts */
+        unsigned drifted, pending, not_kept;    /* verify's counts */
 };
 
 /* The next disk of the listing that is still there, NULL after the last. */
@@ -146,17 +146,18 @@ ControlStream *listing_devices(Manager *m) {
 }
 
 static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
-        bool drifted, pending;
-        int r = drift_verify_entry(m, d, ret, &drifted, &pending);
+        VerifyFlags f;
+        int r = drift_verify_entry(m, d, ret, &f);
 
-        l->drifted += drifted;
-        l->pending += pending;
+        l->drifted += f.drifted;
+        l->pending += f.pending;
+        l->not_kept += f.not_kept;
         return r;
 }
 
 static int verify_end(const Listing *l, Manager *m, FILE *f) {
-        return fprintf(f, "],\"mode\":\"%s\",\"drifted\":%u,\"pending\":%u}}\n",
-                       manager_writes(m) ? "enforce" : "observe", l->drifted, l->pending) < 0 ? -ENOMEM : 0;
+        return fprintf(f, "],\"mode\":\"%s\",\"drifted\":%u,\"pending\":%u,\"not_kept\":%u}}\n",
+                       manager_writes(m) ? "enforce" : "observe", l->drifted, l->pending, l->not_kept) < 0 ? -ENOMEM : 0;
 }
 
 ControlStream *listing_verify(Manager *m) {

@@ -38,30 +38,41 @@ static void device_metric(Buf *b, const char *name, const Device *d, double v) {
         fprintf(b->f, "\"} %.17g\n", v);
 }
 
-typedef double (*DeviceValue)(const Manager *m, const Device *d);
+/* What the metrics show of a device now: one live read (device_view()),
+ * taken once for every series of it. */
+typedef struct DeviceSeen {
+        unsigned pending, overridden, not_kept;
+        char scheduler[VALUE_MAX];      /* "" when it cannot be read */
+} DeviceSeen;
 
-static double v_busy(const Manager *m _unused_, const Device *d) { return device_plan(d)->busy; }
-static double v_flips(const Manager *m _unused_, const Device *d) {
+typedef double (*DeviceValue)(const Manager *m, const Device *d, const DeviceSeen *s);
+
+static double v_busy(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
+        return device_plan(d)->busy;
+}
+static double v_flips(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
         const DeviceDynamic *y = device_dynamic(d);
         return y ? dyn_state_flips(&y->state) : 0;
 }
-static double v_cost(const Manager *m _unused_, const Device *d) {
+static double v_cost(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
         const DeviceFlips *y = device_flips(d);
         return y ? y->cost_ms / 1000.0 : 0;
 }
 /* as status counts it: "pause" of all devices pauses each */
-static double v_paused(const Manager *m, const Device *d) { return device_is_paused(m, d); }
-static double v_overridden(const Manager *m _unused_, const Device *d) { return device_overridden(d); }
-
-/* mode=observe (or a held device): the settings a write would change, as
- * verify lists them; 0 once the policy is in force */
-static double v_pending(const Manager *m _unused_, const Device *d) {
-        const Plan *plan = device_plan(d);
-        unsigned n = 0;
-
-        for (unsigned i = 0; i < plan->n_items; i++)
-                n += plan->items[i].result == RESULT_PLANNED;
-        return n;
+static double v_paused(const Manager *m, const Device *d, const DeviceSeen *s _unused_) {
+        return device_is_paused(m, d);
+}
+/* someone else's value on a setting blkpolicyd held, now */
+static double v_overridden(const Manager *m _unused_, const Device *d, const DeviceSeen *s) {
+        return device_overridden(d) || s->overridden > 0;
+}
+/* the settings a write would change, as verify lists them: planned
+ * (observe, paused) and overridden; 0 once the policy is in force */
+static double v_pending(const Manager *m _unused_, const Device *d _unused_, const DeviceSeen *s) {
+        return s->pending;
+}
+static double v_not_kept(const Manager *m _unused_, const Device *d _unused_, const DeviceSeen *s) {
+        return s->not_kept;
 }
 
 /* No per-device load here: a gauge of the last tick is a random sample at
@@ -78,43 +89,66 @@ static const struct {
         { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden },
         { "blkpolicyd_device_pending_changes", "gauge",
           "Settings a write would change, not made (mode=observe, paused, overridden)", v_pending },
+        { "blkpolicyd_device_settings_not_kept", "gauge",
+          "Settings written whose value the kernel did not keep (it rounds iosched times to jiffies)", v_not_kept },
 };
 
-static void write_device_metrics(Buf *b, const Manager *m, Device **devs, int n) {
+static void seen_now(const Manager *m, const Device *d, DeviceSeen *s) {
+        DeviceView v;
+
+        device_view(m, d, &v);
+        *s = (DeviceSeen) { .pending = v.pending, .overridden = v.overridden, .not_kept = v.not_kept };
+        if (v.scheduler.state == LIVE_OK)
+                (void) strscpy(s->scheduler, sizeof(s->scheduler), v.scheduler.value);
+}
+
+static void write_device_metrics(Buf *b, const Manager *m, Device **devs, const DeviceSeen *seen, int n) {
         for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
                 help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
                 for (int i = 0; i < n; i++)
                         if (device_plan(devs[i])->managed)
                                 device_metric(b, device_metrics[k].name, devs[i],
-                                              device_metrics[k].value(m, devs[i]));
+                                              device_metrics[k].value(m, devs[i], &seen[i]));
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
-                const PlanItem *it = plan_find(device_plan(devs[i]), TUNABLE_SCHEDULER);
-                DeviceFacts view;
-                const char *s = it && it->current[0] ? it->current :
-                                device_facts_scheduler(device_facts(devs[i], &view));
-
-                if (!*s)
+                if (!seen[i].scheduler[0])
                         continue;
                 fputs("blkpolicyd_device_scheduler{device=\"", b->f);
                 label(b, device_name(devs[i]));
                 fputs("\",scheduler=\"", b->f);
-                label(b, s);
+                label(b, seen[i].scheduler);
                 fputs("\"} 1\n", b->f);
         }
+}
+
+/* The host's sums, for an alert that fires once per host. */
+static void write_host_states(Buf *b, const DeviceSeen *seen, int n) {
+        unsigned not_kept = 0;
+
+        for (int i = 0; i < n; i++)
+                not_kept += seen[i].not_kept;
+        help(b, "blkpolicyd_settings_not_kept", "gauge",
+             "Settings written on this host whose value the kernel did not keep");
+        fprintf(b->f, "blkpolicyd_settings_not_kept %u\n", not_kept);
 }
 
 /* The whole text to f; the caller checks f's errors (a memstream's at
  * fclose(): memstream_open()). -ENOMEM only for the disks' list. */
 static int metrics_write(Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
+        _cleanup_free_ DeviceSeen *seen = NULL;
         Buf b = { .f = f };
         int n;
 
         n = devices_sorted(m, &devs);
         if (n < 0)
                 return -ENOMEM;
+        seen = calloc((size_t) n + 1, sizeof(DeviceSeen));
+        if (!seen)
+                return -ENOMEM;
+        for (int i = 0; i < n; i++)
+                seen_now(m, devs[i], &seen[i]);
         help(&b, "blkpolicyd_build_info", "gauge", "Always 1; the version of the running blkpolicyd");
         fputs("blkpolicyd_build_info{version=\"", b.f);
         label(&b, PACKAGE_VERSION);
@@ -147,7 +181,8 @@ static int metrics_write(Manager *m, FILE *f) {
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
-        write_device_metrics(&b, m, devs, n);
+        write_host_states(&b, seen, n);
+        write_device_metrics(&b, m, devs, seen, n);
         conflicts_report_metrics(m, b.f);
         return 0;
 }

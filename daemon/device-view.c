@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What a view shows of a device: its plan's settings from one live read
+ * taken for the view, judged by setting_view() (owner.h). The last pass's
+ * results say what it did; only a live read says what holds now, and an
+ * admin's write, a put-back or the kernel's rounding happen between. */
+#include <sys/sysmacros.h>
+
+#include "apply.h"
+#include "device-internal.h"
+#include "manager.h"
+#include "owner.h"
+#include "util.h"
+
+static void read_live(const Manager *m, const Device *d, unsigned tunable, LiveValue *lv) {
+        int k = attr_read_current(&m->roots, d->name, tunable, lv->value, sizeof(lv->value));
+
+        lv->state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
+        if (k < 0)
+                lv->value[0] = 0;
+}
+
+static void view_item(DeviceView *v, const DeviceRecord *rec, bool enforced, const LiveValue *lv, PlanItem *it) {
+        SettingSeen seen = { .last = it->result, .target = it->target, .live = lv,
+                             .record = device_record_get(rec, it->tunable), .enforced = enforced };
+
+        it->result = setting_view(&seen);
+        if (lv->state != LIVE_UNKNOWN)
+                (void) strscpy(it->current, sizeof(it->current), lv->value);
+        if (it->result == RESULT_OVERRIDDEN && seen.last != RESULT_OVERRIDDEN)
+                (void) snprintf(it->error, sizeof(it->error), "someone else changed it to %s", lv->value);
+        v->pending += it->result == RESULT_PLANNED || it->result == RESULT_OVERRIDDEN;
+        v->overridden += it->result == RESULT_OVERRIDDEN;
+        v->not_kept += it->result == RESULT_NOT_KEPT;
+}
+
+void device_view(const Manager *m, const Device *d, DeviceView *v) {
+        const Plan *plan = device_plan(d);
+        bool enforced = manager_writes(m) && !device_is_paused(m, d);
+
+        *v = (DeviceView) { .plan = *plan };
+        v->plan.items = v->items;
+        memcpy(v->items, plan->items, plan->n_items * sizeof(PlanItem));
+        read_live(m, d, TUNABLE_SCHEDULER, &v->scheduler);
+        if (!plan->managed)
+                return;
+        for (unsigned i = 0; i < plan->n_items; i++) {
+                PlanItem *it = &v->items[i];
+                LiveValue lv;
+
+                if (it->tunable == TUNABLE_SCHEDULER)
+                        lv = v->scheduler;
+                else
+                        read_live(m, d, it->tunable, &lv);
+                view_item(v, &d->record, enforced, &lv, it);
+        }
+}
+
+/* The facts as classified, but the scheduler in use now. */
+static void view_facts_scheduler(DeviceFacts *f, const LiveValue *scheduler) {
+        if (scheduler->state != LIVE_OK)
+                return;
+        for (unsigned i = 0; i < f->schedulers.n; i++)
+                if (streq(scheduler_list_at(&f->schedulers, i), scheduler->value))
+                        f->schedulers.current = (int8_t) i;
+}
+
+ReportDevice device_report_input(const Manager *m, const Device *d, DeviceFacts *facts, DeviceView *v) {
+        const DeviceFlips *y = device_flips(d);
+        ReportDevice r = { .facts = device_facts(d, facts), .plan = &v->plan,
+                           .error = d->extra ? d->extra->error : NULL,
+                           .dyn = d->dynamic ? &d->dynamic->state : NULL, .flip_cost_ms = y ? y->cost_ms : 0 };
+
+        device_view(m, d, v);
+        view_facts_scheduler(facts, &v->scheduler);
+        sample_state_signals(&d->sample, &r.signals);
+        return r;
+}
