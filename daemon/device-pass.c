@@ -236,9 +236,12 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
 }
 
 /* mode=observe puts back what an earlier run in enforce mode changed, on
- * every disk it decides: at start, at reload and when a disk appears. */
+ * every disk it decides: at start, at reload and when a disk appears.
+ * An overridden disk too: what the admin changed is theirs (reconcile
+ * leaves it and drops the claim), what blkpolicyd left there goes back.
+ * A paused one stays as it is until resume. */
 static bool device_observes_with_record(const Manager *m, const Device *d) {
-        return !manager_writes(m) && manager_restores(m) && !device_is_held(m, d) && !d->record_unreadable &&
+        return !manager_writes(m) && manager_restores(m) && !device_is_paused(m, d) && !d->record_unreadable &&
                !d->job && !device_record_empty(&d->record);
 }
 
@@ -312,11 +315,18 @@ int device_restore(Manager *m, Device *d) {
         return device_submit(m, d, NULL, false, true);
 }
 
-static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
+/* A put-back changes what a look sees: where the next pass only looks
+ * (observe, paused), the plan must say what sysfs holds after it, pending
+ * changes and all, not what the look before it saw. */
+static bool device_looks_after_restore(const Manager *m, const Device *d) {
+        return !m->stopping && (!manager_writes(m) || device_is_paused(m, d));
+}
+
+static int device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
         if (j->result == -ENODEV) {
                 (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
                 device_record_done(&d->record);
-                return;
+                return 0;
         }
         if (j->out.restored > 0)
                 log_info("%s: put back %u original value(s)", d->name, j->out.restored);
@@ -325,6 +335,7 @@ static void device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
                             "'blkpolicyd --restore'", d->name, device_record_count(&d->record), m->state.path);
                 m->restore_left += device_record_count(&d->record);
         }
+        return device_looks_after_restore(m, d) ? device_process(m, d) : 0;
 }
 
 /* A pass that switched a device to mq-deadline saw whether the kernel has
@@ -361,9 +372,9 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         d->record.id = id;
         j->record = (DeviceRecord) {};
         if (j->restore) {
-                device_restore_done(m, d, j);
+                r = device_restore_done(m, d, j);
                 applier_job_free(m->applier, j);
-                return 0;
+                return r < 0 ? r : 0;
         }
         r = device_note_outcome(d, &j->out, true, j->take_over);
         device_flip_done(m, d, j);

@@ -121,25 +121,28 @@ static void on_overflow(void *userdata) {
                 manager_fatal(m, r);
 }
 
+/* One view at a time (a DeviceView is some 7 KiB): the devices' JSON is
+ * what the report holds. */
 int manager_print_report(Manager *m) {
-        _cleanup_free_ ReportDevice *rd = NULL;
-        _cleanup_free_ DeviceFacts *views = NULL;
         _cleanup_free_ Device **sorted = NULL;
         _cleanup_free_ char *text = NULL;
-        cJSON *j;
+        cJSON *j, *devices;
         int n;
 
         n = devices_sorted(m, &sorted);
         if (n < 0)
                 return log_oom();
-        rd = calloc((size_t) n + 1, sizeof(ReportDevice));
-        views = calloc((size_t) n + 1, sizeof(DeviceFacts));
-        if (!rd || !views)
-                return log_oom();
-        for (int i = 0; i < n; i++)
-                rd[i] = device_report_input(sorted[i], &views[i]);
-        j = report_build(&m->caps, rd, (size_t) n);
-        text = j ? cJSON_Print(j) : NULL;
+        j = report_build(&m->caps, NULL, 0);
+        devices = cJSON_GetObjectItemCaseSensitive(j, "devices");
+        for (int i = 0; devices && i < n; i++) {
+                DeviceFacts facts;
+                DeviceView view;
+                ReportDevice rd = device_report_input(m, sorted[i], &facts, &view);
+
+                if (!cJSON_AddItemToArray(devices, report_device(&rd)))
+                        devices = NULL;         /* no memory for it */
+        }
+        text = devices ? cJSON_Print(j) : NULL;
         cJSON_Delete(j);
         if (!text)
                 return log_oom();
@@ -237,6 +240,14 @@ static void log_policy_errors(const PolicySet *set) {
                 log_warning("Policies: %s; the rejected files count as absent", summary);
 }
 
+/* enforce -> observe: blkpolicyd claims nothing any more, so an admin's
+ * change is no override of anything; what it left on the disks goes back
+ * in the passes that follow (reconcile keeps the admin's values). */
+static void manager_end_claims(Manager *m) {
+        DEVICE_FOREACH(d, m)
+                device_end_override(d);
+}
+
 int manager_reload(Manager *m, cJSON **errors) {
         _cleanup_(config_done) Config c = {};
         PolicySet *set = NULL, *old;
@@ -279,6 +290,8 @@ int manager_reload(Manager *m, cJSON **errors) {
         m->config = c;
         c = swap;
         manager_set_log_level(m);
+        if (!swap.observe && m->config.observe)
+                manager_end_claims(m);
         /* every plan decided again from the new set; apply writes only what
          * the new decisions change */
         r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
@@ -521,6 +534,7 @@ int manager_run(Manager *m, ControlHandler handler) {
         m->ready_pending = true;
         manager_check_ready(m);
         r = sd_event_loop(m->event);
+        m->stopping = true;
         (void) sd_notify(false, "STOPPING=1");
         if (m->handover) {
                 applier_drain(m->applier);

@@ -102,6 +102,7 @@ struct Manager {
         unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */
         bool handover;                  /* the next stop leaves everything to the next daemon */
+        bool stopping;                  /* the loop is over: the stop's put-backs run */
         size_t drift_cursor;            /* next table slot the drift check reads */
         bool redecide;          /* kernel capabilities changed: decide all again */
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
