@@ -161,6 +161,24 @@ int kernel_caps_read(const Roots *r, KernelCaps *caps) {
         return kernel_version_parse(caps->release, caps->version);
 }
 
+/* CONFIG_HZ from <root>/boot/config-<release>, as Debian installs it;
+ * 0 when it cannot be read (a kernel of one's own, a container). */
+unsigned kernel_config_hz(const Roots *r, const char *release) {
+        const char *root = roots_root(r);
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[PATH_MAX], line[256];
+        unsigned hz = 0;
+
+        if (!root)
+                return 0;
+        snprintf(path, sizeof(path), "%s/boot/config-%s", streq(root, "/") ? "" : root, release);
+        f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "CONFIG_HZ=%u", &hz) == 1)
+                        break;
+        return hz;
+}
+
 bool kernel_caps_note(KernelCaps *caps, Tristate dispatch_direct) {
         if (dispatch_direct == TRISTATE_UNKNOWN || dispatch_direct == caps->dispatch_direct ||
             caps->dispatch_direct == TRISTATE_YES)

@@ -10,10 +10,12 @@
 #include <sys/stat.h>
 
 #include "blkpolicyd-paths.h"
+#include "classify.h"
 #include "commands.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "policy-check.h"
 #include "replay.h"
 #include "restore.h"
 #include "util.h"
@@ -283,12 +285,28 @@ static void check_scheduler_names(const Manager *m) {
         }
 }
 
+/* Valid values the kernel will not keep, or settings the disks a policy
+ * matches cannot have: warnings, the policy loads all the same. */
+static void check_policy_values(const Manager *m) {
+        unsigned hz = kernel_config_hz(&m->roots, m->caps.release);
+
+        for (size_t i = 0; i < m->policies->n_policies; i++) {
+                const Policy *p = m->policies->policies[i];
+                char text[2048];
+                unsigned n = policy_check_values(p, hz, text, sizeof(text));
+
+                for (char *line = strtok(n > 0 ? text : NULL, "\n"); line; line = strtok(NULL, "\n"))
+                        fprintf(stderr, "%s: warning: %s\n", p->path, line);
+        }
+}
+
 static int check_config(Manager *m) {
         char summary[128];
         int r;
 
         r = check_policy_dirs(m);
         check_scheduler_names(m);
+        check_policy_values(m);
         if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 printf("%s\n", summary);
         for (size_t i = 0; i < m->policies->n_policies; i++)

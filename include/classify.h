@@ -18,3 +18,5 @@ bool kernel_caps_learn(KernelCaps *caps, const Roots *r, const char *dev, const 
  * dispatch_direct); yes is for good, no until a yes. Returns true if caps
  * changed. */
 bool kernel_caps_note(KernelCaps *caps, Tristate dispatch_direct);
+/* The running kernel's CONFIG_HZ (its jiffy), 0 when not known. */
+unsigned kernel_config_hz(const Roots *r, const char *release);

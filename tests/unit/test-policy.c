@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "policy.h"
+#include "policy-check.h"
 #include "tests.h"
 #include "util.h"
 
@@ -437,6 +438,47 @@ TEST(inline_comments) {
         ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
         ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
                     !strstr(s->errors[0].message, "number\n"));
+        policy_set_unref(s);
+        teardown();
+}
+
+/* --check-config's warnings about valid values (policy-check.c). */
+TEST(check_values_the_kernel_will_not_keep) {
+        char d[PATH_MAX], text[1024];
+        PolicySet *s;
+        const Policy *p;
+
+        setup();
+        make_dir("d", d);
+        put(d, "10-j.policy", "[Match]\nname = sd*\n[Queue]\nread_ahead_kb = 99999999\n"
+                              "[mq-deadline]\nread_expire = 1\nwrite_expire = 5000\n");
+        put(d, "20-bio.policy", "[Match]\nclass = bio-based\n[Queue]\nscheduler = none\nread_ahead_kb = 1024\n");
+        put(d, "30-fine.policy", "[Match]\nname = vd*\n[Queue]\nread_ahead_kb = 4096\n[mq-deadline]\nread_expire = 8\n");
+        s = load(d, NULL);
+        ASSERT_EQ_INT(s->n_errors, 0);
+        /* HZ=250: 1 ms is one jiffy, shown as 4; 5000 is kept */
+        ASSERT_EQ_INT(jiffies_kept_ms(1, 250), 4);
+        ASSERT_EQ_INT(jiffies_kept_ms(5000, 250), 5000);
+        ASSERT_EQ_INT(jiffies_kept_ms(1, 300), 4);
+        ASSERT_EQ_INT(jiffies_kept_ms(10, 100), 10);
+        p = find(s, "10-j.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 2);
+        ASSERT_TRUE(strstr(text, "read_expire = 1: the kernel keeps it in jiffies and will show 4 (HZ=250)"));
+        ASSERT_TRUE(strstr(text, "read_ahead_kb = 99999999"));
+        ASSERT_TRUE(!strstr(text, "write_expire"));
+        /* HZ not known: a value that is a multiple of 4 and 10 ms only passes */
+        ASSERT_EQ_INT(policy_check_values(p, 0, text, sizeof(text)), 2);
+        ASSERT_TRUE(strstr(text, "HZ is not known"));
+        p = find(s, "20-bio.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
+        ASSERT_TRUE(strstr(text, "[Queue] scheduler: the policy matches only bio-based disks"));
+        p = find(s, "30-fine.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 0);
+        ASSERT_STREQ(text, "");
+        /* warnings past the buffer are counted, the text cut, never overrun */
+        p = find(s, "10-j.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, 8), 2);
+        ASSERT_EQ_INT(strlen(text), 7);
         policy_set_unref(s);
         teardown();
 }

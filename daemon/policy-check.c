@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* policy_check_values(): --check-config's warnings about valid values. */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "policy-check.h"
+#include "util.h"
+
+/* The schedulers' times kept in jiffies and shown in ms (mq-deadline's
+ * dd_var_store() and bfq's bfq_var_store() with __CONV set). */
+static const char *const jiffy_times[] = {
+        "iosched/read_expire", "iosched/write_expire", "iosched/prio_aging_expire",
+        "iosched/fifo_expire_sync", "iosched/fifo_expire_async", "iosched/timeout_sync",
+};
+
+/* An unusually large read-ahead: every sequential reader may pull this
+ * much into the page cache (AKS issue 5743: 65536 took database reads
+ * from 460 MiB/s to a few). No kernel default is above 8192. */
+#define READ_AHEAD_KB_LARGE 65536
+
+long long jiffies_kept_ms(long long ms, unsigned hz) {
+        long long j = (ms * hz + 999) / 1000;
+
+        return (j * 1000 + hz - 1) / hz;
+}
+
+static bool in_jiffies(unsigned t) {
+        for (size_t i = 0; i < ELEMENTSOF(jiffy_times); i++)
+                if (streq(tunables[t].attr, jiffy_times[i]))
+                        return true;
+        return false;
+}
+
+typedef struct Out {
+        char *buf;
+        size_t size, used;
+        unsigned n;
+} Out;
+
+_printf_(2, 3) static void warn(Out *o, const char *format, ...) {
+        va_list ap;
+        int k;
+
+        o->n++;
+        if (o->used >= o->size)
+                return;
+        va_start(ap, format);
+        k = vsnprintf(o->buf + o->used, o->size - o->used, format, ap);
+        va_end(ap);
+        o->used += k > 0 ? (size_t) k : 0;
+}
+
+static void check_jiffies(Out *o, const Tunable *t, long long v, unsigned hz) {
+        if (hz > 0 && jiffies_kept_ms(v, hz) != v)
+                warn(o, "[%s] %s = %lld: the kernel keeps it in jiffies and will show %lld (HZ=%u): it will "
+                        "never read back as written\n", t->section, t->key, v, jiffies_kept_ms(v, hz), hz);
+        else if (hz == 0 && v % 20 != 0)
+                warn(o, "[%s] %s = %lld: the kernel keeps it in jiffies: a multiple of 4 ms at HZ=250, of 10 ms "
+                        "at HZ=100, and this kernel's HZ is not known here (no /boot/config-RELEASE)\n",
+                     t->section, t->key, v);
+}
+
+/* A bio-based disk has no elevator: no scheduler, no iosched/, no
+ * nr_requests; a policy that matches only those sets them nowhere. */
+static void check_bio_based(Out *o, const Policy *p) {
+        if (!(p->match.classes_required & CLASS_BIT(CLASS_BIO_BASED)))
+                return;
+        if (p->n_sched > 0)
+                warn(o, "[Queue] scheduler: the policy matches only bio-based disks, which have no I/O scheduler: "
+                        "it never applies\n");
+        for (unsigned t = 1; t < n_tunables; t++)
+                if (p->values[t] && (tunables[t].scheduler || t == TUNABLE_NR_REQUESTS))
+                        warn(o, "[%s] %s: the policy matches only bio-based disks, which have no %s: it never "
+                                "applies\n", tunables[t].section, tunables[t].key,
+                             tunables[t].scheduler ? "I/O scheduler" : "request queue depth");
+}
+
+unsigned policy_check_values(const Policy *p, unsigned hz, char *buf, size_t size) {
+        Out o = { .buf = buf, .size = size };
+
+        if (size > 0)
+                buf[0] = 0;
+        for (unsigned t = 1; t < n_tunables; t++) {
+                long long v;
+
+                if (!p->values[t] || parse_ll(p->values[t], LLONG_MIN, LLONG_MAX, &v) < 0)
+                        continue;
+                if (in_jiffies(t))
+                        check_jiffies(&o, &tunables[t], v, hz);
+                if (t == (unsigned) tunable_find_attr("read_ahead_kb") && v >= READ_AHEAD_KB_LARGE)
+                        warn(&o, "[Queue] read_ahead_kb = %lld: %lld MiB of read-ahead on every sequential reader; "
+                                 "no kernel default is above 8 MiB (a typo?)\n", v, v / 1024);
+        }
+        check_bio_based(&o, p);
+        return o.n;
+}
