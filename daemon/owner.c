@@ -17,11 +17,11 @@ SettingOwner setting_owner(const AttrRecord *a, const char *live) {
         return OWNER_ADMIN;
 }
 
-/* Live at the target: blkpolicyd's if its write left it there. */
+/* Live at the target: "applied" while the last pass's write is what
+ * holds, else "unchanged" (a pass that found it in place wrote nothing,
+ * and a view says what that pass did, as --once reports it). */
 static ItemResult in_place(const SettingSeen *s) {
-        const AttrRecord *a = s->record;
-
-        return a && !attr_follows(a) && streq_ptr(a->written, s->live->value) ? RESULT_APPLIED : RESULT_UNCHANGED;
+        return s->last == RESULT_APPLIED ? RESULT_APPLIED : RESULT_UNCHANGED;
 }
 
 /* Live elsewhere: whose doing. */

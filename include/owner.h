@@ -70,8 +70,9 @@ typedef struct SettingSeen {
         bool enforced;          /* enforce mode, neither paused nor a dry run */
 } SettingSeen;
 
-/* What a view shows of a setting now: "unchanged" (in place, the kernel's
- * or found so), "applied" (blkpolicyd's value), "planned" (a write would
+/* What a view shows of a setting now: "unchanged" (in place, nothing
+ * written for it by the last pass), "applied" (the last pass's write, and
+ * it still holds), "planned" (a write would
  * change it: observe, paused, or a pass still to come), "overridden"
  * (someone else changed it after blkpolicyd held it), "not-kept" (written,
  * the kernel kept another value); otherwise what the last pass said. */

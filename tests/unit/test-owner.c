@@ -37,6 +37,8 @@ TEST(view_in_place) {
         AttrRecord mine = { .found = (char *) "none", .written = (char *) "mq-deadline" };
 
         ASSERT_EQ_INT(view(RESULT_APPLIED, "mq-deadline", "mq-deadline", &mine, true), RESULT_APPLIED);
+        /* a later pass found blkpolicyd's value in place and wrote nothing */
+        ASSERT_EQ_INT(view(RESULT_UNCHANGED, "mq-deadline", "mq-deadline", &mine, true), RESULT_UNCHANGED);
         /* the kernel's value was the target already: nothing of blkpolicyd's there */
         ASSERT_EQ_INT(view(RESULT_UNCHANGED, "mq-deadline", "mq-deadline", NULL, true), RESULT_UNCHANGED);
         /* a stale "planned" (observe) once the value is in place: unchanged */
