@@ -292,11 +292,11 @@ static void check_policy_values(const Manager *m) {
 
         for (size_t i = 0; i < m->policies->n_policies; i++) {
                 const Policy *p = m->policies->policies[i];
-                char text[2048];
+                char text[2048], *line = text, *end;
                 unsigned n = policy_check_values(p, hz, text, sizeof(text));
 
-                for (char *line = strtok(n > 0 ? text : NULL, "\n"); line; line = strtok(NULL, "\n"))
-                        fprintf(stderr, "%s: warning: %s\n", p->path, line);
+                for (; n > 0 && (end = strchr(line, '\n')); line = end + 1)
+                        fprintf(stderr, "%s: warning: %.*s\n", p->path, (int) (end - line), line);
         }
 }
 

@@ -50,3 +50,27 @@ def test_command_line(run):
     assert run("--help").returncode == 0, "--help exits 0"
     assert run("--frobnicate").returncode != 0, "an unknown option fails"
     assert run("sda").returncode != 0, "a stray argument fails"
+
+
+def test_values_the_kernel_will_not_keep(run, work, kvm_fixture):
+    # the running kernel's HZ from <root>/boot/config-RELEASE, as Debian installs it
+    with open(os.path.join(kvm_fixture, "proc/sys/kernel/osrelease")) as f:
+        release = f.read().strip()
+    os.makedirs(os.path.join(work, "root/boot"))
+    with open(os.path.join(work, f"root/boot/config-{release}"), "w") as f:
+        f.write("CONFIG_HZ_250=y\nCONFIG_HZ=250\n")
+    os.mkdir(os.path.join(work, "p"))
+    with open(os.path.join(work, "p/50-j.policy"), "w") as f:
+        f.write("[Match]\nclass = loop\n[Queue]\nread_ahead_kb = 99999999\n[mq-deadline]\nread_expire = 1\n"
+                "write_expire = 5000\n")
+    with open(os.path.join(work, "p/60-bio.policy"), "w") as f:
+        f.write("[Match]\nclass = bio-based\n[Queue]\nscheduler = none\nread_ahead_kb = 1024\n")
+    r = run("--check-config", "--config", "/dev/null", "--policy-dir", os.path.join(work, "p"),
+            "--root", os.path.join(work, "root"), "--proc-root", os.path.join(kvm_fixture, "proc"))
+    assert r.returncode == 0 and "2 policies loaded, 0 files rejected, 0 errors" in r.stdout, \
+        f"warnings, not errors: {(r.returncode, r.stdout, r.stderr)}"
+    assert "50-j.policy: warning: [mq-deadline] read_expire = 1: the kernel keeps it in jiffies and will show 4 " \
+           "(HZ=250)" in r.stderr and "write_expire" not in r.stderr, r.stderr
+    assert "50-j.policy: warning: [Queue] read_ahead_kb = 99999999" in r.stderr, r.stderr
+    assert "60-bio.policy: warning: [Queue] scheduler: the policy matches only bio-based disks" in r.stderr \
+        and "read_ahead_kb = 1024" not in r.stderr, r.stderr
