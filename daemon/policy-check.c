@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* policy_check_values(): --check-config's warnings about valid values. */
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "policy-check.h"
@@ -38,18 +37,21 @@ typedef struct Out {
         unsigned n;
 } Out;
 
-_printf_(2, 3) static void warn(Out *o, const char *format, ...) {
-        va_list ap;
-        int k;
-
+/* One warning line: counted always, kept while there is room. */
+static void add(Out *o, const char *line) {
         o->n++;
-        if (o->used >= o->size)
-                return;
-        va_start(ap, format);
-        k = vsnprintf(o->buf + o->used, o->size - o->used, format, ap);
-        va_end(ap);
-        o->used += k > 0 ? (size_t) k : 0;
+        if (o->used + 1 < o->size)
+                o->used += strscpy(o->buf + o->used, o->size - o->used, line) < 0 ? o->size - o->used - 1
+                                                                                : strlen(line);
 }
+
+/* snprintf() into a line, then add() it: no va_list to pass on */
+#define warn(o, ...)                                            \
+        do {                                                    \
+                char _line[512];                                \
+                (void) snprintf(_line, sizeof(_line), __VA_ARGS__); \
+                add(o, _line);                                  \
+        } while (0)
 
 static void check_jiffies(Out *o, const Tunable *t, long long v, unsigned hz) {
         if (hz > 0 && jiffies_kept_ms(v, hz) != v)
