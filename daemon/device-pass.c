@@ -43,6 +43,7 @@ static void log_item(const Device *d, const PlanItem *it, const char *why_not) {
                                  it->source);
                 break;
         case RESULT_PLANNED:
+        case RESULT_OVERRIDDEN:         /* left alone: what a write would change, as planned */
                 log_info("%s: %s would change %s -> %s (%s)%s%s", d->name, attr,
                          *it->current ? it->current : "(with the new scheduler)", it->target, it->source,
                          why_not ? ", " : "", why_not ?: "");
@@ -137,29 +138,27 @@ static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
 }
 
 /* -ENOMEM: not overridden, which would write over the admin's change. */
-static int device_note_override(Device *d, const ApplyOutcome *out) {
-        const PlanItem *it = plan_find(device_plan(d), (unsigned) out->overridden);
+static int device_note_override(Device *d, const Plan *plan, const ApplyOutcome *out) {
+        const PlanItem *it = plan ? plan_find(plan, (unsigned) out->overridden) : NULL;
         char *note;
 
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)", tunables[out->overridden].attr,
                      out->overridden_live, it ? it->target : "?") < 0 ||
             device_set_override(d, note) < 0)
                 return -ENOMEM;
-        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", d->name, note,
-                   d->name);
         return 0;
 }
 
 /* What apply found that the device must show: a record that could not be
  * saved, values not put back, and the admin's changes (overridden). */
-static int device_note_outcome(Device *d, const ApplyOutcome *out, bool writes, bool take_over) {
+static int device_note_outcome(Device *d, const Plan *plan, const ApplyOutcome *out, bool writes, bool take_over) {
         if (out->record_error)
                 device_set_error(d, out->record_error, "cannot save the state record, nothing written");
         else if (out->restore_failed)
                 device_set_errorf(d, "%u value(s) could not be put back", out->restore_failed);
         /* a pass from before new media saw the old medium's admin: no override of the new one */
         if (out->overridden >= 0 && writes && !take_over && !device_overridden(d) && !d->new_media)
-                return device_note_override(d, out);
+                return device_note_override(d, plan, out);
         return 0;
 }
 
@@ -170,7 +169,7 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
         ApplyOutcome out;
         int r = apply_device(&req, plan, &out);
 
-        return device_note_outcome(d, &out, false, false) < 0 ? -ENOMEM : r;
+        return device_note_outcome(d, plan, &out, false, false) < 0 ? -ENOMEM : r;
 }
 
 /* The job for the applier: copies of the plan and the record. */
@@ -259,10 +258,11 @@ static bool device_gives_back(const Manager *m, const Device *d, const Plan *pla
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 
-/* decide, then apply: on the loop for a look (dry run, held), in the
- * applier for writes. decide works in m->scratch; the device keeps a copy
- * shared with the devices that got the same. */
-static int device_process_full(Manager *m, Device *d, bool take_over) {
+/* decide, then apply: on the loop for a look (dry run, held, or look_only:
+ * after a put-back, never another), in the applier for writes. decide
+ * works in m->scratch; the device keeps a copy shared with the devices
+ * that got the same. */
+static int device_process_full(Manager *m, Device *d, bool take_over, bool look_only) {
         DeviceFacts view;
         DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
                            .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
@@ -287,7 +287,7 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
         /* an unmanaged device still goes through apply: it puts back what
          * blkpolicyd changed while a policy wanted it */
         if (r == 0 && (plan->managed || !device_record_empty(&d->record))) {
-                if (device_writes(m, d) || device_gives_back(m, d, plan)) {
+                if (!look_only && (device_writes(m, d) || device_gives_back(m, d, plan))) {
                         r = device_submit(m, d, plan, take_over, false);
                         if (r == 0)
                                 return 0;       /* device_apply_done() goes on */
@@ -297,16 +297,19 @@ static int device_process_full(Manager *m, Device *d, bool take_over) {
         k = device_finish(m, d, plan, r);
         if (k < 0 || r < 0 || d->gone)
                 return k;
-        return device_observes_with_record(m, d) ? device_restore(m, d) : 0;
+        /* one put-back per decision: one that leaves values changed (a
+         * write refused, a value not kept) is not tried again until the
+         * next event, reload or resume */
+        return !look_only && device_observes_with_record(m, d) ? device_restore(m, d) : 0;
 }
 
 int device_process(Manager *m, Device *d) {
-        return device_process_full(m, d, false);
+        return device_process_full(m, d, false, false);
 }
 
 int device_process_again(Manager *m, Device *d) {
         device_reset_retries(d);
-        return device_process_full(m, d, true);
+        return device_process_full(m, d, true, false);
 }
 
 int device_restore(Manager *m, Device *d) {
@@ -317,9 +320,25 @@ int device_restore(Manager *m, Device *d) {
 
 /* A put-back changes what a look sees: where the next pass only looks
  * (observe, paused), the plan must say what sysfs holds after it, pending
- * changes and all, not what the look before it saw. */
+ * changes and all, not what the look before it saw. A look, never a pass
+ * that may put back again. */
 static bool device_looks_after_restore(const Manager *m, const Device *d) {
-        return !m->stopping && (!manager_writes(m) || device_is_paused(m, d));
+        return !manager_writes(m) || device_is_paused(m, d);
+}
+
+/* After a put-back: an event that asked for d while it ran is decided in
+ * full (it may put back again: it is the event's, one each); otherwise
+ * only a look, where one is due. */
+static int device_after_restore(Manager *m, Device *d) {
+        bool take_over = d->reprocess_take_over;
+
+        if (m->stopping)
+                return 0;
+        if (d->reprocess) {
+                d->reprocess = d->reprocess_take_over = false;
+                return device_process_full(m, d, take_over, false);
+        }
+        return device_looks_after_restore(m, d) ? device_process_full(m, d, false, true) : 0;
 }
 
 static int device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
@@ -335,7 +354,7 @@ static int device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
                             "'blkpolicyd --restore'", d->name, device_record_count(&d->record), m->state.path);
                 m->restore_left += device_record_count(&d->record);
         }
-        return device_looks_after_restore(m, d) ? device_process(m, d) : 0;
+        return device_after_restore(m, d);
 }
 
 /* A pass that switched a device to mq-deadline saw whether the kernel has
@@ -376,7 +395,8 @@ int device_apply_done(Manager *m, ApplyJob *j) {
                 applier_job_free(m->applier, j);
                 return r < 0 ? r : 0;
         }
-        r = device_note_outcome(d, &j->out, true, j->take_over);
+        /* the job's plan: what it wanted, where the device's is the one before */
+        r = device_note_outcome(d, j->plan, &j->out, true, j->take_over);
         device_flip_done(m, d, j);
         if (r == 0)
                 r = device_finish(m, d, j->plan, j->result);
@@ -387,7 +407,7 @@ int device_apply_done(Manager *m, ApplyJob *j) {
                 bool take_over = d->reprocess_take_over;
 
                 d->reprocess = d->reprocess_take_over = false;
-                r = device_process_full(m, d, take_over);
+                r = device_process_full(m, d, take_over, false);
                 if (r < 0)
                         return r;
         }
