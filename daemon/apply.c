@@ -244,6 +244,17 @@ static void log_restore(const Pass *p, const Step *s, int error, const char *now
                                   s->value);
 }
 
+static int save_record(Pass *p, const DeviceRecord *r) {
+        int k = state_save(p->req->state, r, p->req->dev);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                log_error_errno(k, "%s: cannot save the state record under %s, writing nothing: %m", p->req->dev,
+                                p->req->state->path);
+        return k;
+}
+
 /* Writes one step and reads it back. Returns -ENODEV when the device is
  * gone, 0 otherwise (the outcome is in the item and the log; the record
  * learns what landed from the next round's read, see resolve_intents(),
@@ -261,9 +272,15 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
                 return -ENODEV;
         if (k == 0)
                 k = pass_read_current(p, s->tunable, now, sizeof(now));
-        if (k == 0 && !streq(now, s->value))
-                /* the kernel kept another value: that is what this write left */
+        if (k == 0 && !streq(now, s->value)) {
+                /* the kernel kept another value: that is what this write
+                 * left, on disk before the next write, or a crash there
+                 * would leave an intent live never equals: the value taken
+                 * for the admin's, its found one lost */
                 (void) device_record_intent(p->req->record, s->tunable, now);
+                if (save_record(p, p->req->record) == -ENOMEM)
+                        return -ENOMEM;
+        }
         if (k == 0 && s->tunable == TUNABLE_SCHEDULER) {
                 p->live[s->tunable] = (LiveValue) { .state = LIVE_OK };
                 (void) strscpy(p->live[s->tunable].value, sizeof(p->live[s->tunable].value), now);
@@ -296,16 +313,6 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         return 0;
 }
 
-static int save_record(Pass *p, const DeviceRecord *r) {
-        int k = state_save(p->req->state, r, p->req->dev);
-
-        if (k == -ENOMEM)
-                return k;
-        if (k < 0)
-                log_error_errno(k, "%s: cannot save the state record under %s, writing nothing: %m", p->req->dev,
-                                p->req->state->path);
-        return k;
-}
 
 /* The record as reconciled replaces the device's, on disk first. */
 static int commit_record(Pass *p, Reconciled *rec) {
