@@ -26,20 +26,35 @@ static void view_item(DeviceView *v, const DeviceRecord *rec, bool enforced, con
         it->result = setting_view(&seen);
         if (lv->state != LIVE_UNKNOWN)
                 (void) strscpy(it->current, sizeof(it->current), lv->value);
-        if (it->result == RESULT_OVERRIDDEN && seen.last != RESULT_OVERRIDDEN)
-                (void) snprintf(it->error, sizeof(it->error), "someone else changed it to %s", lv->value);
+        /* the error said of the last pass's result, or of what holds now */
+        if (it->result == RESULT_OVERRIDDEN)
+                (void) snprintf(it->error, sizeof(it->error), "someone else changed it to %s",
+                                lv->state == LIVE_OK ? lv->value : "a scheduler without it");
+        else if (it->result != seen.last)
+                it->error[0] = 0;
         v->pending += it->result == RESULT_PLANNED || it->result == RESULT_OVERRIDDEN;
         v->overridden += it->result == RESULT_OVERRIDDEN;
         v->not_kept += it->result == RESULT_NOT_KEPT;
 }
 
+/* A device with a pass in flight is shown as that pass's last round left
+ * it, unread: what it writes is no one else's change, and a read of
+ * queue/scheduler or iosched/ waits for the elevator lock a switch holds
+ * through its queue freeze (seconds on a hung nbd or iSCSI queue), on
+ * the event loop. */
 void device_view(const Manager *m, const Device *d, DeviceView *v) {
         const Plan *plan = device_plan(d);
         bool enforced = manager_writes(m) && !device_is_paused(m, d);
 
-        *v = (DeviceView) { .plan = *plan };
+        *v = (DeviceView) { .plan = *plan, .in_flight = device_pass_pending(d) };
         v->plan.items = v->items;
         memcpy(v->items, plan->items, plan->n_items * sizeof(PlanItem));
+        for (unsigned i = 0; v->in_flight && i < plan->n_items; i++)
+                v->pending += v->items[i].result == RESULT_PLANNED;
+        if (v->in_flight) {
+                v->scheduler.state = LIVE_UNKNOWN;
+                return;
+        }
         read_live(m, d, TUNABLE_SCHEDULER, &v->scheduler);
         if (!plan->managed)
                 return;
@@ -55,13 +70,20 @@ void device_view(const Manager *m, const Device *d, DeviceView *v) {
         }
 }
 
-/* The facts as classified, but the scheduler in use now. */
+/* The facts as classified, but the scheduler in use now, in the list too
+ * when it came after the classification (a module loaded since). */
 static void view_facts_scheduler(DeviceFacts *f, const LiveValue *scheduler) {
-        if (scheduler->state != LIVE_OK)
+        int k = -1;
+
+        if (scheduler->state != LIVE_OK || !scheduler->value[0])
                 return;
         for (unsigned i = 0; i < f->schedulers.n; i++)
                 if (streq(scheduler_list_at(&f->schedulers, i), scheduler->value))
-                        f->schedulers.current = (int8_t) i;
+                        k = (int) i;
+        if (k < 0)
+                k = scheduler_list_add(&f->schedulers, scheduler->value);
+        if (k >= 0)
+                f->schedulers.current = (int8_t) k;
 }
 
 ReportDevice device_report_input(const Manager *m, const Device *d, DeviceFacts *facts, DeviceView *v) {

@@ -104,6 +104,7 @@ typedef struct DeviceView {
         unsigned pending;               /* a write would change them: planned or overridden */
         unsigned overridden;
         unsigned not_kept;
+        bool in_flight;                 /* a pass runs: shown as it left it, unread */
 } DeviceView;
 void device_view(const Manager *m, const Device *d, DeviceView *v);
 /* What report.c reads of a device, from a view taken now; facts and v:

@@ -17,6 +17,13 @@ SettingOwner setting_owner(const AttrRecord *a, const char *live) {
         return OWNER_ADMIN;
 }
 
+/* In force after the last pass: a change from it since is someone else's
+ * (an iosched tunable gone with its scheduler too). */
+static bool was_in_force(ItemResult last) {
+        return last == RESULT_APPLIED || last == RESULT_UNCHANGED || last == RESULT_NOT_KEPT ||
+               last == RESULT_OVERRIDDEN;
+}
+
 /* Live at the target: "applied" while the last pass's write is what
  * holds, else "unchanged" (a pass that found it in place wrote nothing,
  * and a view says what that pass did, as --once reports it). */
@@ -34,15 +41,17 @@ static ItemResult away(const SettingSeen *s) {
         if (!s->enforced)
                 return RESULT_PLANNED;
         /* in force after the last pass, and no longer: someone else's change */
-        if (s->last == RESULT_APPLIED || s->last == RESULT_UNCHANGED || s->last == RESULT_OVERRIDDEN ||
-            s->last == RESULT_NOT_KEPT)
+        if (was_in_force(s->last))
                 return RESULT_OVERRIDDEN;
         return s->last;
 }
 
 ItemResult setting_view(const SettingSeen *s) {
+        /* gone: another scheduler's tunable since someone switched away */
+        if (s->live->state == LIVE_ABSENT && was_in_force(s->last))
+                return s->enforced ? RESULT_OVERRIDDEN : RESULT_PLANNED;
         if (s->last == RESULT_UNSUPPORTED || s->live->state != LIVE_OK)
-                return s->last;         /* absent (another scheduler's) or unreadable: as the pass saw it */
+                return s->last;         /* absent (waits for its scheduler) or unreadable: as the pass saw it */
         if (streq(s->live->value, s->target))
                 return in_place(s);
         return away(s);

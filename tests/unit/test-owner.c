@@ -71,6 +71,11 @@ TEST(view_keeps_what_it_cannot_judge) {
         SettingSeen s = { .last = RESULT_PLANNED, .target = "1", .live = &absent, .enforced = true };
 
         ASSERT_EQ_INT(setting_view(&s), RESULT_PLANNED);       /* waits for its scheduler */
+        /* in force, then gone with its scheduler: someone switched it away */
+        s.last = RESULT_APPLIED;
+        ASSERT_EQ_INT(setting_view(&s), RESULT_OVERRIDDEN);
+        s.enforced = false;
+        ASSERT_EQ_INT(setting_view(&s), RESULT_PLANNED);
         ASSERT_EQ_INT(view(RESULT_FAILED, "1", NULL, NULL, true), RESULT_FAILED);
         ASSERT_EQ_INT(view(RESULT_UNSUPPORTED, "1", "4", NULL, true), RESULT_UNSUPPORTED);
         ASSERT_EQ_INT(view(RESULT_RETRY, "256", "128", NULL, true), RESULT_RETRY);
