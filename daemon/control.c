@@ -141,7 +141,7 @@ static int client_next_part(Client *c) {
 
         if (!f)
                 return -ENOMEM;
-        while (r > 0 && size < CONTROL_PART_BYTES) {
+        while (r == 1 && size < CONTROL_PART_BYTES) {
                 r = c->stream->next(c->stream, c->server->manager, f);
                 if (fflush(f) != 0 || ferror(f))   /* memstream_open(): ferror() is what tells */
                         r = -ENOMEM;

@@ -32,12 +32,15 @@ typedef struct ControlStream ControlStream;
 struct ControlStream {
         /* Writes the next piece of the reply to f (its end, with the
          * newline, after the last): 1 if more follow, 0 when the reply is
-         * whole, -ENOMEM. */
+         * whole, CONTROL_STREAM_YIELD when a slice of the work behind it
+         * is done and the rest waits for the next dispatch (the loop's
+         * other sources first), -ENOMEM. */
         int (*next)(ControlStream *s, Manager *m, FILE *f);
         void (*free)(ControlStream *s);
 };
 
 #define CONTROL_PART_BYTES ((size_t) 16 * 1024)
+#define CONTROL_STREAM_YIELD 2
 
 /* What a request gets: one JSON reply, or a stream; neither only for
  * -ENOMEM. */

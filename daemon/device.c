@@ -201,6 +201,8 @@ int device_set_override(Device *d, char *note) {
         }
         free(x->override_note);
         x->override_note = note;
+        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s', new media or a return from "
+                   "mode=observe", d->name, note, d->name);
         return 0;
 }
 

@@ -105,10 +105,7 @@ static int device_check_drift(Manager *m, Device *d) {
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr,
                      it->current, it->target, who ? "; likely by " : "", who ?: "") < 0)
                 return -ENOMEM;
-        if (device_set_override(d, note) < 0)
-                return -ENOMEM;
-        log_notice("%s: %s; leaving it alone until 'blkpolicyctl resume %s' or new media", name, note, name);
-        return 0;
+        return device_set_override(d, note) < 0 ? -ENOMEM : 0;
 }
 
 int drift_check(Manager *m, unsigned n) {

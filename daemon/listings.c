@@ -234,8 +234,62 @@ ControlStream *listing_metrics_text(char *text) {
         return &t->stream;
 }
 
-ControlStream *listing_metrics(Manager *m) {
-        char *text;
+/* metrics: the live reads a slice per dispatch (metrics_build_step()),
+ * then the text served as above. */
+typedef struct MetricsReply {
+        ControlStream stream;   /* first */
+        MetricsBuild *build;    /* NULL once the text is made */
+        ControlStream *text;
+} MetricsReply;
 
-        return metrics_build(m, &text) < 0 ? NULL : listing_metrics_text(text);
+static int metrics_reply_text(MetricsReply *r, Manager *m) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = memstream_open(&text, &size);
+        int k;
+
+        if (!f)
+                return -ENOMEM;
+        k = metrics_build_write(r->build, m, f);
+        if (fclose(f) != 0 || k < 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        r->build = metrics_build_free(r->build);
+        r->text = listing_metrics_text(text);
+        return r->text ? 0 : -ENOMEM;
+}
+
+static int metrics_reply_next(ControlStream *s, Manager *m, FILE *f) {
+        MetricsReply *r = (MetricsReply *) s;
+
+        if (r->build && metrics_build_step(r->build, m) > 0)
+                return CONTROL_STREAM_YIELD;
+        if (r->build && metrics_reply_text(r, m) < 0)
+                return -ENOMEM;
+        return r->text->next(r->text, m, f);
+}
+
+static void metrics_reply_free(ControlStream *s) {
+        MetricsReply *r = (MetricsReply *) s;
+
+        if (!r)
+                return;
+        metrics_build_free(r->build);
+        if (r->text)
+                r->text->free(r->text);
+        free(r);
+}
+
+ControlStream *listing_metrics(Manager *m) {
+        MetricsReply *r = calloc(1, sizeof(MetricsReply));
+
+        if (!r)
+                return NULL;
+        r->stream = (ControlStream) { .next = metrics_reply_next, .free = metrics_reply_free };
+        if (metrics_build_new(m, &r->build) < 0) {
+                free(r);
+                return NULL;
+        }
+        return &r->stream;
 }

@@ -122,6 +122,8 @@ struct Manager {
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
         uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
         struct Recorder *record;        /* --record */
+        struct MetricsBuild *metrics_build;     /* the textfile's next text, while its reads run */
+        sd_event_source *metrics_more;  /* the next slice of them (sampler.c) */
 
         /* control */
         struct ControlServer *control;

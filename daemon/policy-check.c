@@ -53,14 +53,24 @@ static void add(Out *o, const char *line) {
                 add(o, _line);                                  \
         } while (0)
 
-static void check_jiffies(Out *o, const Tunable *t, long long v, unsigned hz) {
+/* "[mq-deadline]", or "[Busy mq-deadline]" for the busy settings */
+static void section_name(const Tunable *t, bool busy, char *buf, size_t size) {
+        if (!busy)
+                (void) snprintf(buf, size, "[%s]", t->section);
+        else if (streq(t->section, "Queue"))
+                (void) snprintf(buf, size, "[Busy]");
+        else
+                (void) snprintf(buf, size, "[Busy %s]", t->section);
+}
+
+static void check_jiffies(Out *o, const char *section, const Tunable *t, long long v, unsigned hz) {
         if (hz > 0 && jiffies_kept_ms(v, hz) != v)
-                warn(o, "[%s] %s = %lld: the kernel keeps it in jiffies and will show %lld (HZ=%u): it will "
-                        "never read back as written\n", t->section, t->key, v, jiffies_kept_ms(v, hz), hz);
+                warn(o, "%s %s = %lld: the kernel keeps it in jiffies and will show %lld (HZ=%u): it will "
+                        "never read back as written\n", section, t->key, v, jiffies_kept_ms(v, hz), hz);
         else if (hz == 0 && v % 20 != 0)
-                warn(o, "[%s] %s = %lld: the kernel keeps it in jiffies: a multiple of 4 ms at HZ=250, of 10 ms "
+                warn(o, "%s %s = %lld: the kernel keeps it in jiffies: a multiple of 4 ms at HZ=250, of 10 ms "
                         "at HZ=100, and this kernel's HZ is not known here (no /boot/config-RELEASE)\n",
-                     t->section, t->key, v);
+                     section, t->key, v);
 }
 
 /* A bio-based disk has no elevator: no scheduler, no iosched/, no
@@ -78,22 +88,31 @@ static void check_bio_based(Out *o, const Policy *p) {
                              tunables[t].scheduler ? "I/O scheduler" : "request queue depth");
 }
 
+/* The values of one settings set: the policy's, or its [Busy] ones. */
+static void check_set(Out *o, char *const *values, bool busy, unsigned hz) {
+        for (unsigned t = 1; t < n_tunables; t++) {
+                char section[32];
+                long long v;
+
+                if (!values[t] || parse_ll(values[t], LLONG_MIN, LLONG_MAX, &v) < 0)
+                        continue;
+                section_name(&tunables[t], busy, section, sizeof(section));
+                if (in_jiffies(t))
+                        check_jiffies(o, section, &tunables[t], v, hz);
+                if (t == (unsigned) tunable_find_attr("read_ahead_kb") && v >= READ_AHEAD_KB_LARGE)
+                        warn(o, "%s read_ahead_kb = %lld: %lld MiB of read-ahead on every sequential reader; "
+                                "no kernel default is above 8 MiB (a typo?)\n", section, v, v / 1024);
+        }
+}
+
 unsigned policy_check_values(const Policy *p, unsigned hz, char *buf, size_t size) {
         Out o = { .buf = buf, .size = size };
 
         if (size > 0)
                 buf[0] = 0;
-        for (unsigned t = 1; t < n_tunables; t++) {
-                long long v;
-
-                if (!p->values[t] || parse_ll(p->values[t], LLONG_MIN, LLONG_MAX, &v) < 0)
-                        continue;
-                if (in_jiffies(t))
-                        check_jiffies(&o, &tunables[t], v, hz);
-                if (t == (unsigned) tunable_find_attr("read_ahead_kb") && v >= READ_AHEAD_KB_LARGE)
-                        warn(&o, "[Queue] read_ahead_kb = %lld: %lld MiB of read-ahead on every sequential reader; "
-                                 "no kernel default is above 8 MiB (a typo?)\n", v, v / 1024);
-        }
+        check_set(&o, p->values, false, hz);
+        if (p->dynamic.has_busy)
+                check_set(&o, p->dynamic.busy_values, true, hz);
         check_bio_based(&o, p);
         return o.n;
 }

@@ -452,6 +452,8 @@ TEST(check_values_the_kernel_will_not_keep) {
         make_dir("d", d);
         put(d, "10-j.policy", "[Match]\nname = sd*\n[Queue]\nread_ahead_kb = 99999999\n"
                               "[mq-deadline]\nread_expire = 1\nwrite_expire = 5000\n");
+        put(d, "15-busy.policy", "[Match]\nname = nvme*\n[Dynamic]\nenter = iops > 1000\nleave = iops < 10\n"
+                                 "[Busy]\nscheduler = mq-deadline\n[Busy mq-deadline]\nwrite_expire = 3\n");
         put(d, "20-bio.policy", "[Match]\nclass = bio-based\n[Queue]\nscheduler = none\nread_ahead_kb = 1024\n");
         put(d, "30-fine.policy", "[Match]\nname = vd*\n[Queue]\nread_ahead_kb = 4096\n[mq-deadline]\nread_expire = 8\n");
         s = load(d, NULL);
@@ -469,6 +471,10 @@ TEST(check_values_the_kernel_will_not_keep) {
         /* HZ not known: a value that is a multiple of 4 and 10 ms only passes */
         ASSERT_EQ_INT(policy_check_values(p, 0, text, sizeof(text)), 2);
         ASSERT_TRUE(strstr(text, "HZ is not known"));
+        /* the busy settings too */
+        p = find(s, "15-busy.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
+        ASSERT_TRUE(strstr(text, "[Busy mq-deadline] write_expire = 3: the kernel keeps it in jiffies and will show 4"));
         p = find(s, "20-bio.policy");
         ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
         ASSERT_TRUE(strstr(text, "[Queue] scheduler: the policy matches only bio-based disks"));
