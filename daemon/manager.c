@@ -173,10 +173,25 @@ static void manager_check_ready(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
+/* Resuming one device of "all paused" (pause, or restore, of all): the
+ * others stay paused, each on its own, and that one is managed again. A
+ * disk that appears later is managed, as after any resume: what was
+ * asked for all is over. */
+static void manager_split_pause_all(Manager *m, Device *except) {
+        m->paused_all = false;
+        DEVICE_FOREACH(x, m)
+                if (x != except)
+                        device_pause(x);
+        log_info("Pause of all devices ends for %s: the other %zu stay paused, each on its own",
+                 device_name(except), m->devices.n_devices - 1);
+}
+
 int manager_pause(Manager *m, Device *d, bool pause) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
+        if (d && !pause && m->paused_all)
+                manager_split_pause_all(m, d);
         if (!d) {
                 m->paused_all = pause;
                 DEVICE_FOREACH(x, m)

@@ -17,6 +17,9 @@ While a reload, a `resume DEV` or a `restore DEV` waits for that write:
     client that hangs up while it waits only loses its reply;
   - a SIGTERM while a reload waits stops as ever (the write lands, all is
     put back), closes the waiting client without a reply, no READY=1.
+Also `resume DEV` after `restore` of all devices: that device is managed
+again, the others stay paused.
+
 The requests that change something are root's: as another user the file
 skips (fails under CI=true)."""
 import json
@@ -273,3 +276,22 @@ def test_restore_replies_once_applied(held):
     assert r["ok"] and r["result"]["not_restored"] == [] and time.monotonic() - t0 >= HOLD_MS / 1000 - 0.5, r
     assert h.ra("loop1") == "1024", "only loop0 is put back"
     assert_served("restore loop0", answered, worst, h, t0)
+
+
+def test_resume_one_after_restore_of_all(held):
+    h = held
+    # the restore of all holds loop0's write: it is the one that has landed
+    # once the reply comes
+    a = send(h, {"command": "restore"})
+    r = reply_of(a, lambda: h.ra() == ORIGINAL_RA, "restore of all")
+    assert r["ok"] and r["result"]["not_restored"] == [] and h.ra("loop1") == ORIGINAL_RA, r
+    assert h.call({"command": "status"})["result"]["paused_all"] is True
+    assert h.call({"command": "resume", "device": "loop1"})["ok"]
+    st = h.call({"command": "status"})["result"]
+    d0 = h.call({"command": "device", "device": "loop0"})["result"]
+    d1 = h.call({"command": "device", "device": "loop1"})["result"]
+    assert d1["paused"] is False and h.ra("loop1") == "1024", \
+        f"resume DEV after restore of all: that device is managed again: {d1['paused'], h.ra('loop1')}"
+    assert d0["paused"] is True and h.ra("loop0") == ORIGINAL_RA and st["paused_all"] is False \
+        and st["paused"] == 1, f"the others stay paused, each on its own: {st}"
+    assert h.call({"command": "resume"})["ok"] and h.ra("loop0") == "1024", "resume all ends those too"
