@@ -299,6 +299,7 @@ static int reload_decide(Manager *m, cJSON **errors) {
         m->config = c;
         c = swap;
         manager_set_log_level(m);
+        metrics_move_textfile(m, swap.metrics_textfile_dir);
         /* every plan decided again from the new set; apply writes only what
          * the new decisions change. A device whose pass is running is
          * decided when it is back: from what that pass wrote. */

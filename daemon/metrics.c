@@ -234,3 +234,22 @@ int metrics_remove_textfile(const char *dir) {
                 r = -errno;
         return r;
 }
+
+void metrics_move_textfile(Manager *m, const char *old_dir) {
+        const char *dir = m->config.metrics_textfile_dir;
+        int r;
+
+        /* a daemon that never ticked wrote none: the old dir's file, if
+         * any, is not ours (main.c's rule at the stop) */
+        if (streq_ptr(old_dir, dir) || m->tick == 0)
+                return;
+        r = metrics_remove_textfile(old_dir);
+        if (r < 0)
+                log_warning_errno(r, "Cannot remove the metrics file in %s: %m", old_dir);
+        if (!dir)
+                return;
+        /* now, not at the next metrics tick: a reader of the new dir finds it at once */
+        r = metrics_write_textfile(m, dir);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", dir);
+}
