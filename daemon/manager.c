@@ -403,8 +403,11 @@ int manager_reload(Manager *m, ManagerReloadDone done, void *userdata) {
         }
         m->reload_applying = w;
         r = reload_start(m);
-        if (r < 0)
-                m->reload_applying = reload_waiters_free(m->reload_applying);  /* done is not called */
+        if (r < 0) {
+                /* -ENOMEM, fatal: done is not called, and no reload is left pending */
+                m->reload_applying = reload_waiters_free(m->reload_applying);
+                m->reloading = false;
+        }
         return r;
 }
 
