@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The applier: a small pool of worker threads that run apply passes, so a
  * queue freeze never blocks the event loop. See applier.h. */
+#include <assert.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -27,6 +28,19 @@ typedef struct Worker {
         bool exited;
 } Worker;
 
+/* Jobs out (submitted, not handed back yet) of one epoch. */
+typedef struct EpochCount {
+        uint64_t epoch;
+        unsigned n;
+} EpochCount;
+
+typedef struct Waiter {
+        struct Waiter *next;
+        uint64_t epoch;         /* done once no job of this epoch or before is out */
+        ApplierWaitDone done;
+        void *userdata;
+} Waiter;
+
 struct Applier {
         const Roots *roots;
         const StateDir *state;
@@ -45,6 +59,20 @@ struct Applier {
         bool stopping;
         int efd;
         sd_event_source *source;
+
+        /* The waiters, loop thread only. A job belongs to the epoch it was
+         * submitted in, or to its cause's when a finished job's callback
+         * submits it; applier_wait() ends an epoch. The jobs out are
+         * counted by epoch, oldest first: there are at most as many
+         * epochs with jobs out as waiters, plus the current one, so
+         * applier_wait() makes room for them and a submit never
+         * allocates. */
+        uint64_t epoch;                 /* of the jobs submitted now */
+        uint64_t cause;                 /* while a job's callback runs: its epoch; 0 otherwise */
+        EpochCount *out;
+        size_t n_out, out_size;
+        Waiter *waiters, **waiters_tail;
+        size_t n_waiters;
 };
 
 static size_t job_size(const char *dev) {
@@ -262,6 +290,46 @@ static void reap_workers(Applier *a) {
         }
 }
 
+/* One more job out in epoch e: the current one (the newest, appended)
+ * or a cause's, which is out while its callback runs. */
+static void epoch_add(Applier *a, uint64_t e) {
+        for (size_t i = a->n_out; i > 0; i--)
+                if (a->out[i - 1].epoch == e) {
+                        a->out[i - 1].n++;
+                        return;
+                }
+        assert(a->n_out < a->out_size && (a->n_out == 0 || a->out[a->n_out - 1].epoch < e));
+        a->out[a->n_out++] = (EpochCount) { .epoch = e, .n = 1 };
+}
+
+static void epoch_del(Applier *a, uint64_t e) {
+        for (size_t i = 0; i < a->n_out; i++) {
+                if (a->out[i].epoch != e)
+                        continue;
+                if (--a->out[i].n == 0) {
+                        memmove(a->out + i, a->out + i + 1, (a->n_out - i - 1) * sizeof(EpochCount));
+                        a->n_out--;
+                }
+                return;
+        }
+}
+
+/* Waiters whose jobs are all back, in order. A done callback may wait
+ * again (a queued reload starts, a restore's second step): that waiter
+ * is appended and looked at in turn. */
+static void complete_waiters(Applier *a) {
+        while (a->waiters && (a->n_out == 0 || a->out[0].epoch > a->waiters->epoch)) {
+                Waiter *w = a->waiters;
+
+                a->waiters = w->next;
+                if (!a->waiters)
+                        a->waiters_tail = &a->waiters;
+                a->n_waiters--;
+                w->done(w->userdata, 0);
+                free(w);
+        }
+}
+
 /* Jobs handed back per wakeup of the loop: the rest wait for its next
  * turn, after the socket and the timers (the eventfd is signalled again). */
 #define JOBS_PER_DISPATCH 32
@@ -286,12 +354,17 @@ static void hand_back(Applier *a, unsigned limit) {
         pthread_mutex_unlock(&a->lock);
         while (list) {
                 ApplyJob *next = list->next;
+                uint64_t e = list->epoch;
 
                 list->next = NULL;
+                a->cause = e;           /* what the callback submits belongs to e */
                 a->done(list, a->userdata);
+                a->cause = 0;
+                epoch_del(a, e);
                 list = next;
         }
         reap_workers(a);
+        complete_waiters(a);
 }
 
 static int on_finished(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
@@ -303,6 +376,8 @@ void applier_submit(Applier *a, ApplyJob *j) {
         bool inline_run = false;
 
         j->next = NULL;
+        j->epoch = a->cause ?: a->epoch;
+        epoch_add(a, j->epoch);
         pthread_mutex_lock(&a->lock);
         *a->pending_tail = j;
         a->pending_tail = &j->next;
@@ -344,9 +419,12 @@ unsigned applier_cancel(Applier *a, dev_t devnum) {
         while (dropped) {
                 ApplyJob *next = dropped->next;
 
+                epoch_del(a, dropped->epoch);
                 applier_job_free(a, dropped);
                 dropped = next;
         }
+        if (n > 0 && a->waiters)
+                notify_loop(a);         /* a waiter may be done: from the loop, not from here */
         return n;
 }
 
@@ -362,6 +440,43 @@ void applier_drain(Applier *a) {
                 pthread_mutex_unlock(&a->lock);
                 if (!busy)
                         return;
+        }
+}
+
+int applier_wait(Applier *a, ApplierWaitDone done, void *userdata) {
+        size_t need = a->n_waiters + 2;         /* their epochs, this one's and the next */
+        Waiter *w;
+
+        if (a->out_size < need) {
+                EpochCount *out = reallocarray(a->out, need, sizeof(EpochCount));
+
+                if (!out)
+                        return -ENOMEM;
+                a->out = out;
+                a->out_size = need;
+        }
+        w = calloc(1, sizeof(Waiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (Waiter) { .epoch = a->epoch++, .done = done, .userdata = userdata };
+        *a->waiters_tail = w;
+        a->waiters_tail = &w->next;
+        a->n_waiters++;
+        if (a->n_out == 0 || a->out[0].epoch > w->epoch)
+                notify_loop(a);         /* nothing to wait for: done at the loop's next turn */
+        return 0;
+}
+
+void applier_cancel_waiters(Applier *a) {
+        while (a->waiters) {
+                Waiter *w = a->waiters;
+
+                a->waiters = w->next;
+                if (!a->waiters)
+                        a->waiters_tail = &a->waiters;
+                a->n_waiters--;
+                w->done(w->userdata, -ECANCELED);
+                free(w);
         }
 }
 
@@ -381,9 +496,16 @@ int applier_new(const Roots *roots, const StateDir *state, unsigned parallelism,
         if (!a)
                 return -ENOMEM;
         *a = (Applier) { .roots = roots, .state = state, .parallelism = parallelism ?: 1, .done = done,
-                         .userdata = userdata };
+                         .userdata = userdata, .epoch = 1 };
         a->pending_tail = &a->pending;
+        a->waiters_tail = &a->waiters;
         a->finished_tail = &a->finished;
+        a->out = calloc(1, sizeof(EpochCount));        /* the current epoch's, while no one waits */
+        if (!a->out) {
+                free(a);
+                return -ENOMEM;
+        }
+        a->out_size = 1;
         pthread_mutex_init(&a->lock, NULL);
         pthread_cond_init(&a->work, NULL);
         pthread_cond_init(&a->progress, NULL);
@@ -404,6 +526,7 @@ int applier_attach_event(Applier *a, sd_event *e) {
 Applier *applier_free(Applier *a) {
         if (!a)
                 return NULL;
+        applier_cancel_waiters(a);
         pthread_mutex_lock(&a->lock);
         a->stopping = true;
         pthread_cond_broadcast(&a->work);
@@ -420,6 +543,7 @@ Applier *applier_free(Applier *a) {
                 applier_job_free(a, j);
         }
         spare_jobs_free(a);
+        free(a->out);
         sd_event_source_disable_unref(a->source);
         if (a->efd >= 0)
                 (void) close(a->efd);

@@ -45,6 +45,7 @@ typedef struct ApplyJob {
         int result;                     /* of apply_device() */
         uint64_t start_usec, end_usec;  /* CLOCK_MONOTONIC, in the worker */
         size_t map_size;                /* the job is a mapping of its own (applier.c) */
+        uint64_t epoch;                 /* applier.c's: which waiters it holds (applier_wait) */
         char dev[];
 } ApplyJob;
 
@@ -72,6 +73,21 @@ void applier_submit(Applier *a, ApplyJob *j);
  * running one comes back as usual. Returns how many were dropped. */
 unsigned applier_cancel(Applier *a, dev_t devnum);
 /* Waits until no job waits or runs, handing every finished one back
- * (including any the callbacks submit meanwhile). */
+ * (including any the callbacks submit meanwhile). Blocks the loop: for
+ * --once and the stop, never for a request (applier_wait()). */
 void applier_drain(Applier *a);
+
+/* The same end without blocking the loop: done(userdata, 0) is called
+ * from the loop once every job submitted before this call is back, and
+ * with them the jobs their callbacks submit (a device's pass decided
+ * again when its running one came back: the decision a reload asked
+ * for). Jobs submitted after it are not waited for, so a steady stream
+ * of new passes cannot hold it. Never called from within applier_wait(),
+ * even when nothing is out; waiters are done in the order they were
+ * made. -ENOMEM: done is not called. */
+typedef void (*ApplierWaitDone)(void *userdata, int r);
+int applier_wait(Applier *a, ApplierWaitDone done, void *userdata);
+/* Every waiter not done yet gets done(userdata, -ECANCELED), now: the
+ * stop (the loop is over; what they would answer goes nowhere). */
+void applier_cancel_waiters(Applier *a);
 bool applier_idle(Applier *a);

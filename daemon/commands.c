@@ -13,7 +13,7 @@
 #include "report.h"
 #include "util.h"
 
-typedef ControlReply (*CommandRun)(Manager *m, const cJSON *req, Device *d);
+typedef ControlReply (*CommandRun)(Manager *m, ControlClient *client, Device *d);
 
 static ControlReply reply_ok(cJSON *result) {
         cJSON *r = cJSON_CreateObject();
@@ -63,7 +63,7 @@ static bool utf8_is_valid(const char *str, size_t len) {
         return true;
 }
 
-static ControlReply cmd_status(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
@@ -115,19 +115,19 @@ static ControlReply cmd_status(Manager *m, const cJSON *req _unused_, Device *d 
         return reply_ok(o);
 }
 
-static ControlReply cmd_devices(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_devices(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         return (ControlReply) { .stream = listing_devices(m) };
 }
 
-static ControlReply cmd_device(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_device(Manager *m, ControlClient *client _unused_, Device *d) {
         return reply_ok(explain_device_report(m, d));
 }
 
-static ControlReply cmd_explain(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_explain(Manager *m, ControlClient *client _unused_, Device *d) {
         return reply_ok(explain_device(m, d));
 }
 
-static ControlReply cmd_policies(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_policies(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *l = cJSON_AddArrayToObject(o, "loaded"), *e;
 
         for (size_t i = 0; i < m->policies->n_policies; i++) {
@@ -145,48 +145,76 @@ static ControlReply cmd_policies(Manager *m, const cJSON *req _unused_, Device *
         return reply_ok(o);
 }
 
-static ControlReply cmd_reload(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
-        cJSON *errors = NULL;
-        int r = manager_reload(m, &errors);
+/* The reply of a reload, once it is applied. */
+static void reload_replied(Manager *m, int r, const cJSON *errors, void *userdata) {
+        ControlPending *p = userdata;
+        cJSON *reply;
 
-        if (r == -ENOMEM)
-                return REPLY_NOMEM;
-        if (r < 0) {
-                cJSON *reply = control_reply_error("reload-failed", "the configuration file has errors; the running one stays");
-                cJSON_AddItemToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors",
-                                      errors ?: cJSON_CreateArray());
-                return (ControlReply) { .json = reply };
+        if (r == -ECANCELED) {
+                control_pending_free(p);
+                return;
         }
-        cJSON_Delete(errors);
-        return cmd_policies(m, NULL, NULL);
+        if (r != -EINVAL) {
+                control_pending_reply(p, cmd_policies(m, NULL, NULL));
+                return;
+        }
+        reply = control_reply_error("reload-failed", "the configuration file has errors; the running one stays");
+        cJSON_AddItemToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors",
+                              errors ? cJSON_Duplicate(errors, true) : cJSON_CreateArray());
+        control_pending_reply(p, (ControlReply) { .json = reply });
 }
 
-static ControlReply cmd_doctor(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+/* Replies once what the reload changed is applied, as `systemctl reload`
+ * expects; the loop serves everyone else meanwhile. */
+static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unused_) {
+        ControlPending *p = control_reply_later(client);
+
+        if (!p || manager_reload(m, reload_replied, p) < 0) {
+                control_pending_free(p);
+                return REPLY_NOMEM;
+        }
+        return CONTROL_REPLY_LATER;
+}
+
+static ControlReply cmd_doctor(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         return reply_ok(conflicts_report_doctor(m));
 }
 
-static ControlReply cmd_verify(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_verify(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         return (ControlReply) { .stream = listing_verify(m) };
 }
 
-static ControlReply cmd_pause(Manager *m, const cJSON *req _unused_, Device *d) {
+static ControlReply cmd_pause(Manager *m, ControlClient *client _unused_, Device *d) {
         if (manager_pause(m, d, true) < 0)
                 return REPLY_NOMEM;
         return reply_ok(NULL);
 }
 
-static ControlReply cmd_resume(Manager *m, const cJSON *req _unused_, Device *d) {
-        if (manager_pause(m, d, false) < 0)
-                return REPLY_NOMEM;
+/* {"ok": true, "result": null} once the passes it waits for are back. */
+static void done_replied(void *userdata, int r) {
+        ControlPending *p = userdata;
+
+        if (r < 0)
+                control_pending_free(p);
+        else
+                control_pending_reply(p, reply_ok(NULL));
+}
+
+static ControlReply cmd_resume(Manager *m, ControlClient *client, Device *d) {
+        ControlPending *p = control_reply_later(client);
+
+        if (!p || manager_pause(m, d, false) < 0)
+                return control_pending_free(p), REPLY_NOMEM;
         /* the reply says it is done: what resume writes has landed */
-        applier_drain(m->applier);
-        return reply_ok(NULL);
+        if (applier_wait(m->applier, done_replied, p) < 0)
+                return control_pending_free(p), REPLY_NOMEM;
+        return CONTROL_REPLY_LATER;
 }
 
 /* The next stop leaves every device as it is, with its record, for the
  * next daemon to take over: a package upgrade restarts the daemon without
  * putting everything back and setting it again (two queue freezes a disk). */
-static ControlReply cmd_handover(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+static ControlReply cmd_handover(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject();
 
         m->handover = true;
@@ -196,40 +224,101 @@ static ControlReply cmd_handover(Manager *m, const cJSON *req _unused_, Device *
         return reply_ok(o);
 }
 
-/* Puts back the originals and pauses, so that no event sets them again:
- * undoing blkpolicyd on a live system, device by device. */
-static ControlReply cmd_restore(Manager *m, const cJSON *req _unused_, Device *d) {
-        cJSON *o = cJSON_CreateObject(), *left = cJSON_AddArrayToObject(o, "not_restored");
+/* A restore in two steps, each the end of a wait: the passes in flight
+ * land, then the restores run in the applier. Between them the loop
+ * serves others, and devices may come and go: this holds numbers, and
+ * each step looks its devices up again. */
+typedef struct RestoreCall {
+        ControlPending *reply;
+        Manager *manager;
+        bool all;
+        dev_t devnum;           /* the one device asked for, unless all */
+        dev_t *restored;        /* what the second step put back */
+        size_t n_restored;
+} RestoreCall;
+
+static RestoreCall *restore_call_free(RestoreCall *c) {
+        if (!c)
+                return NULL;
+        control_pending_free(c->reply);
+        free(c->restored);
+        free(c);
+        return NULL;
+}
+
+/* Only those still in the table can be left changed. */
+static void restore_replied(void *userdata, int r) {
+        RestoreCall *c = userdata;
+        cJSON *o, *left;
+
+        if (r < 0) {
+                restore_call_free(c);
+                return;
+        }
+        o = cJSON_CreateObject();
+        left = cJSON_AddArrayToObject(o, "not_restored");
+        for (size_t i = 0; i < c->n_restored; i++) {
+                Device *x = device_get(c->manager, c->restored[i]);
+
+                if (x && !device_record_empty(device_record(x)))
+                        cJSON_AddItemToArray(left, cJSON_CreateString(device_name(x)));
+        }
+        control_pending_reply(c->reply, reply_ok(o));
+        c->reply = NULL;
+        restore_call_free(c);
+}
+
+/* A device still paused is restored; one resumed meanwhile (or a new disk
+ * under the number) is not: the later request wins. */
+static int restore_one(RestoreCall *c, Device *x) {
+        if (!x || !device_is_paused(c->manager, x))
+                return 0;
+        c->restored[c->n_restored++] = device_devnum(x);
+        return device_restore(c->manager, x);
+}
+
+static void restore_passes_landed(void *userdata, int r) {
+        RestoreCall *c = userdata;
+        Manager *m = c->manager;
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
-        if (manager_pause(m, d, true) < 0) {
-                cJSON_Delete(o);
-                return REPLY_NOMEM;
+        if (r < 0) {
+                restore_call_free(c);
+                return;
         }
-        /* passes in flight land first; then the restores run in the applier */
-        applier_drain(m->applier);
-        n = d ? 1 : devices_sorted(m, &sorted);
+        n = c->all ? devices_sorted(m, &sorted) : 1;
+        c->restored = n > 0 ? calloc((size_t) n, sizeof(dev_t)) : NULL;
+        if (n < 0 || (n > 0 && !c->restored))
+                goto oom;
         for (int i = 0; i < n; i++)
-                if (device_restore(m, d ?: sorted[i]) < 0)
-                        n = -ENOMEM;
-        if (n < 0) {
-                cJSON_Delete(o);
-                return REPLY_NOMEM;
-        }
-        applier_drain(m->applier);
-        /* a drain may forget a disk that went away (freed after this
-         * request): only those still in the table can be left changed */
-        for (int i = 0; i < n; i++) {
-                Device *x = d ?: sorted[i];
-
-                if (device_get(m, device_devnum(x)) == x && !device_record_empty(device_record(x)))
-                        cJSON_AddItemToArray(left, cJSON_CreateString(device_name(x)));
-        }
-        return reply_ok(o);
+                if (restore_one(c, c->all ? sorted[i] : device_get(m, c->devnum)) < 0)
+                        goto oom;
+        if (applier_wait(m->applier, restore_replied, c) < 0)
+                goto oom;
+        return;
+oom:
+        restore_call_free(c);
+        (void) manager_fatal(m, -ENOMEM);
 }
 
-static ControlReply cmd_metrics(Manager *m, const cJSON *req _unused_, Device *d _unused_) {
+/* Puts back the originals and pauses, so that no event sets them again:
+ * undoing blkpolicyd on a live system, device by device. */
+static ControlReply cmd_restore(Manager *m, ControlClient *client, Device *d) {
+        RestoreCall *c = calloc(1, sizeof(RestoreCall));
+
+        if (!c || !(c->reply = control_reply_later(client)))
+                return restore_call_free(c), REPLY_NOMEM;
+        c->manager = m;
+        c->all = !d;
+        c->devnum = d ? device_devnum(d) : 0;
+        /* passes in flight land first: the records to restore from are theirs */
+        if (manager_pause(m, d, true) < 0 || applier_wait(m->applier, restore_passes_landed, c) < 0)
+                return restore_call_free(c), REPLY_NOMEM;
+        return CONTROL_REPLY_LATER;
+}
+
+static ControlReply cmd_metrics(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         return (ControlReply) { .stream = listing_metrics(m) };
 }
 
@@ -252,7 +341,7 @@ static const CommandRun command_runs[] = {
 };
 _Static_assert(ELEMENTSOF(command_runs) == _PROTOCOL_COMMAND_MAX, "every protocol command runs something");
 
-static ControlReply command_execute(Manager *m, const Peer *peer, const cJSON *req) {
+static ControlReply command_execute(Manager *m, const Peer *peer, ControlClient *client, const cJSON *req) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_COMMAND);
         const cJSON *dev = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_DEVICE);
         const ProtocolCommand *c;
@@ -284,10 +373,10 @@ static ControlReply command_execute(Manager *m, const Peer *peer, const cJSON *r
         if (c->root_only)
                 log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? device_name(d) : "",
                          (unsigned) peer->uid, (int) peer->pid);
-        return command_runs[id](m, req, d);
+        return command_runs[id](m, client, d);
 }
 
-ControlReply commands_run(Manager *m, const Peer *peer, const char *line, size_t len) {
+ControlReply commands_run(Manager *m, const Peer *peer, ControlClient *client, const char *line, size_t len) {
         ControlReply reply;
         cJSON *req;
 
@@ -298,7 +387,7 @@ ControlReply commands_run(Manager *m, const Peer *peer, const char *line, size_t
         req = cJSON_ParseWithLength(line, len);
         if (!req)
                 return reply_error("malformed-json", "the line is not one JSON object");
-        reply = command_execute(m, peer, req);
+        reply = command_execute(m, peer, client, req);
         cJSON_Delete(req);
         return reply;
 }

@@ -6,7 +6,9 @@
 #include "control.h"
 
 /* The ControlHandler of the daemon: one request in, one reply out (a
- * JSON reply, or a stream for the listings of every disk; neither only
- * for -ENOMEM). Pure of I/O on the socket; may change the Manager
- * (reload, pause...). */
-ControlReply commands_run(Manager *m, const Peer *peer, const char *line, size_t len);
+ * JSON reply, or a stream for the listings of every disk, or later for
+ * reload, resume and restore, which answer once their writes are
+ * applied; none only for -ENOMEM). Pure of I/O on the socket; may
+ * change the Manager (reload, pause...). client: where a later reply
+ * goes, NULL for none (it is dropped). */
+ControlReply commands_run(Manager *m, const Peer *peer, ControlClient *client, const char *line, size_t len);

@@ -5,7 +5,8 @@
  * one is made in parts as the client reads, one a dispatch but where a
  * listing queued behind another starts in the dispatch that ended it), an idle
  * timeout, and a client cap that evicts the longest-idle client rather than
- * refusing a new one, so idle connections cannot lock admins out.
+ * refusing a new one, so idle connections cannot lock admins out. A reply
+ * that waits for writes (control_reply_later()) holds only its client.
  *
  * Root is never locked out: a uid other than root holds at most
  * max_clients_per_uid connections (one uid's reconnect flood cannot fill the
@@ -33,9 +34,9 @@
 #include "protocol.h"
 #include "util.h"
 
-typedef struct Client Client;
+typedef struct ControlClient Client;
 
-struct Client {
+struct ControlClient {
         ControlServer *server;
         int fd;
         sd_event_source *io;
@@ -46,6 +47,7 @@ struct Client {
         char *out;              /* the reply (or its part) being written, NULL when none */
         size_t out_len, out_done;
         ControlStream *stream;  /* the parts of the reply still to make, NULL when none */
+        ControlPending *pending;        /* a reply that comes later (control_reply_later()), NULL when none */
         bool closing;           /* close once the reply is out */
         uint64_t last_activity;
         Client *prev, *next;
@@ -54,6 +56,10 @@ struct Client {
 #define ACCEPT_BACKOFF_MIN_USEC UINT64_C(10000)
 #define ACCEPT_BACKOFF_MAX_USEC UINT64_C(1000000)
 #define LOG_LIMIT_USEC UINT64_C(1000000)
+
+struct ControlPending {
+        Client *client;         /* NULL once it hung up, or outside the server */
+};
 
 /* At most one line per LOG_LIMIT_USEC; the next one says how many were
  * held back. */
@@ -107,6 +113,8 @@ static void client_free(Client *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_clients--;
+        if (c->pending)
+                c->pending->client = NULL;      /* the reply, when it comes, goes nowhere */
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timeout);
         if (c->fd >= 0)
@@ -127,7 +135,10 @@ static void client_touch(Client *c) {
 }
 
 static int client_update_events(Client *c) {
-        /* while a reply is pending, read nothing more: backpressure */
+        /* while a reply is pending, read nothing more: backpressure; while
+         * it is not made yet, only a hangup (EPOLLHUP comes unasked) */
+        if (c->pending)
+                return sd_event_source_set_io_events(c->io, 0);
         return sd_event_source_set_io_events(c->io, c->out || c->stream ? EPOLLOUT : EPOLLIN);
 }
 
@@ -205,6 +216,10 @@ static int client_queue_json(Client *c, cJSON *reply) {
 static int client_queue_reply(Client *c, ControlReply reply) {
         int r;
 
+        if (reply.later) {
+                assert(c->pending && !reply.json && !reply.stream);
+                return 0;
+        }
         if (!reply.stream)
                 return client_queue_json(c, reply.json);
         assert(!reply.json);
@@ -215,7 +230,7 @@ static int client_queue_reply(Client *c, ControlReply reply) {
 
 /* Handles complete lines in c->in until a reply has to wait. */
 static int client_process(Client *c) {
-        while (!c->out && !c->stream && !c->closing) {
+        while (!c->out && !c->stream && !c->pending && !c->closing) {
                 char *nl = c->in_len ? memchr(c->in, '\n', c->in_len) : NULL;
                 size_t len;
                 int r;
@@ -232,7 +247,7 @@ static int client_process(Client *c) {
                         return client_queue_json(c, control_reply_error("request-too-large", why));
                 }
                 len = (size_t) (nl - c->in);
-                r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c->in, len));
+                r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c, c->in, len));
                 memmove(c->in, nl + 1, c->in_len - len - 1);
                 c->in_len -= len + 1;
                 if (r < 0)
@@ -289,6 +304,52 @@ static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t r
         if (r < 0 || client_update_events(c) < 0)
                 client_free(c);
         return 0;
+}
+
+ControlPending *control_reply_later(Client *c) {
+        ControlPending *p = calloc(1, sizeof(ControlPending));
+
+        if (!p || !c)
+                return p;
+        assert(!c->pending);
+        p->client = c;
+        c->pending = p;
+        /* waiting for the daemon is not idling: no timeout until the reply */
+        c->last_activity = clock_usec(CLOCK_MONOTONIC);
+        (void) sd_event_source_set_enabled(c->timeout, SD_EVENT_OFF);
+        return p;
+}
+
+ControlPending *control_pending_free(ControlPending *p) {
+        if (p && p->client)
+                p->client->pending = NULL;
+        free(p);
+        return NULL;
+}
+
+void control_pending_reply(ControlPending *p, ControlReply reply) {
+        Client *c = p->client;
+        int r;
+
+        control_pending_free(p);
+        if (!c) {
+                cJSON_Delete(reply.json);
+                if (reply.stream)
+                        reply.stream->free(reply.stream);
+                return;
+        }
+        if (!reply.json && !reply.stream) {
+                (void) manager_fatal(c->server->manager, -ENOMEM);
+                return;
+        }
+        client_touch(c);
+        r = client_queue_reply(c, reply);
+        if (r == 0 && !c->out && !c->stream)
+                r = client_process(c);  /* lines that arrived behind the request */
+        if (r == -ENOMEM)
+                (void) manager_fatal(c->server->manager, r);
+        else if (r < 0 || client_update_events(c) < 0)
+                client_free(c);
 }
 
 static int on_client_timeout(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {

@@ -42,17 +42,42 @@ struct ControlStream {
 #define CONTROL_PART_BYTES ((size_t) 16 * 1024)
 #define CONTROL_STREAM_YIELD 2
 
-/* What a request gets: one JSON reply, or a stream; neither only for
- * -ENOMEM. */
+/* What a request gets: one JSON reply, or a stream, or later: the
+ * handler took the request's ControlPending (control_reply_later());
+ * none of the three only for -ENOMEM. */
 typedef struct ControlReply {
         cJSON *json;
         ControlStream *stream;
+        bool later;
 } ControlReply;
+
+#define CONTROL_REPLY_LATER ((ControlReply) { .later = true })
+
+/* The connection a request came in on, for a reply that must wait; NULL
+ * outside the server (a fuzzer, a unit test). */
+typedef struct ControlClient ControlClient;
+
+/* A reply that waits for work the request started (a reload's writes,
+ * which a hung queue may hold for minutes), without holding the loop:
+ * the handler calls control_reply_later() and returns CONTROL_REPLY_LATER,
+ * and the reply goes out with control_pending_reply(), from the loop,
+ * after the handler returned. Meanwhile that connection reads no further
+ * request (one reply in flight, as ever) and has no idle timeout (it
+ * waits for the daemon, not the other way round); every other client is
+ * served as usual. A client that hangs up meanwhile only loses its
+ * reply. NULL: -ENOMEM. */
+typedef struct ControlPending ControlPending;
+ControlPending *control_reply_later(ControlClient *c);
+/* Sends reply (NULL json and stream: -ENOMEM, fatal) and frees p. */
+void control_pending_reply(ControlPending *p, ControlReply reply);
+/* No reply after all (the daemon stops): frees p; NULL is fine. */
+ControlPending *control_pending_free(ControlPending *p);
 
 /* One request line in, one reply out: commands_run(). The server only
  * carries lines; what they do is the caller's, since the commands drive
  * the Manager that owns the server. */
-typedef ControlReply (*ControlHandler)(Manager *m, const Peer *peer, const char *line, size_t len);
+typedef ControlReply (*ControlHandler)(Manager *m, const Peer *peer, ControlClient *client, const char *line,
+                                       size_t len);
 
 /* Binds (or takes the socket systemd passed) and starts serving. */
 int control_server_new(Manager *m, const char *path, ControlHandler handler, ControlServer **ret);

@@ -176,10 +176,25 @@ static void manager_check_ready(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
 }
 
+/* Resuming one device of "all paused" (pause, or restore, of all): the
+ * others stay paused, each on its own, and that one is managed again. A
+ * disk that appears later is managed, as after any resume: what was
+ * asked for all is over. */
+static void manager_split_pause_all(Manager *m, Device *except) {
+        m->paused_all = false;
+        DEVICE_FOREACH(x, m)
+                if (x != except)
+                        device_pause(x);
+        log_info("Pause of all devices ends for %s: the other %zu stay paused, each on its own",
+                 device_name(except), m->devices.n_devices - 1);
+}
+
 int manager_pause(Manager *m, Device *d, bool pause) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
+        if (d && !pause && m->paused_all)
+                manager_split_pause_all(m, d);
         if (!d) {
                 m->paused_all = pause;
                 DEVICE_FOREACH(x, m)
@@ -248,10 +263,18 @@ static void manager_end_claims(Manager *m) {
                 device_end_override(d);
 }
 
-int manager_reload(Manager *m, cJSON **errors) {
+struct ReloadWaiter {
+        ReloadWaiter *next;
+        ManagerReloadDone done;
+        void *userdata;
+};
+
+/* The reload's part on the loop: the files read, every device decided
+ * again; what that writes goes on in the applier. -EINVAL: the config
+ * has errors (*errors), and nothing changed. */
+static int reload_decide(Manager *m, cJSON **errors) {
         _cleanup_(config_done) Config c = {};
         PolicySet *set = NULL, *old;
-        char summary[128];
         Config swap;
         int r, k;
 
@@ -269,7 +292,6 @@ int manager_reload(Manager *m, cJSON **errors) {
                 cJSON_Delete(m->reload_errors);        /* status shows why the running config stays */
                 m->reload_errors = cJSON_Duplicate(*errors, true);
                 m->reload_failures++;
-                (void) sd_notify(false, "READY=1");
                 return -EINVAL;
         }
         r = policy_set_load(m->options->policy_dirs ?: c.policy_dirs, &set);
@@ -282,8 +304,6 @@ int manager_reload(Manager *m, cJSON **errors) {
         if (!m->options->state_dir && !streq(c.state_dir, m->config.state_dir))
                 log_warning("state_dir=%s takes effect at the next start; the records stay in %s until then",
                             c.state_dir, m->state.path ?: m->config.state_dir);
-        /* what runs lands first: the new decisions start from what it wrote */
-        applier_drain(m->applier);
         old = m->policies;
         m->policies = set;
         swap = m->config;
@@ -292,33 +312,130 @@ int manager_reload(Manager *m, cJSON **errors) {
         manager_set_log_level(m);
         if (!swap.observe && m->config.observe)
                 manager_end_claims(m);
+        metrics_move_textfile(m, swap.metrics_textfile_dir);
         /* every plan decided again from the new set; apply writes only what
-         * the new decisions change */
+         * the new decisions change. A device whose pass is running is
+         * decided when it is back: from what that pass wrote. */
         r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
         k = device_process_all(m);
         r = r < 0 ? r : k;
-        /* the reload is done when what it changed is applied: then READY=1,
-         * then the reply (and `systemctl reload` returns) */
-        applier_drain(m->applier);
         if (!swap.observe && m->config.observe)
                 log_notice("mode=observe: putting back what blkpolicyd changed; changes are reported, not made");
         /* the manager lets go of the old set: a plan not decided again (the
-         * deciding failed) still holds it, and it goes with that plan */
+         * deciding failed) still holds it, and so does a pass in flight */
         policy_set_unref(old);
-        if (policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
-                log_info("Reloaded: %s", summary);
-        conflicts_report_log(m);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
         return r;
+}
+
+static int reload_start(Manager *m);
+
+static ReloadWaiter *reload_waiters_free(ReloadWaiter *w) {
+        while (w) {
+                ReloadWaiter *next = w->next;
+
+                free(w);
+                w = next;
+        }
+        return NULL;
+}
+
+/* The stop: nobody gets a reply any more. */
+static void reload_cancel(Manager *m) {
+        ReloadWaiter *all[2] = { m->reload_applying, m->reload_queued };
+
+        m->reload_applying = m->reload_queued = NULL;
+        m->reloading = false;
+        m->reload_result_errors = (cJSON_Delete(m->reload_result_errors), NULL);
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                for (ReloadWaiter *w = all[i]; w; w = w->next)
+                        if (w->done)
+                                w->done(m, -ECANCELED, NULL, w->userdata);
+                reload_waiters_free(all[i]);
+        }
+}
+
+/* What the reload wrote is applied: READY=1, then the replies. A reload
+ * asked meanwhile starts after them (m->reloading until then: those the
+ * replies' clients ask next are queued too). */
+static void on_reload_applied(void *userdata, int r) {
+        Manager *m = userdata;
+        ReloadWaiter *done = m->reload_applying;
+        cJSON *errors = m->reload_result_errors;
+        char summary[128];
+
+        if (r < 0) {
+                reload_cancel(m);
+                return;
+        }
+        m->reload_applying = NULL;
+        m->reload_result_errors = NULL;
+        r = m->reload_result;
+        if (r >= 0 && policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
+                log_info("Reloaded: %s", summary);
+        if (r >= 0)
+                conflicts_report_log(m);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+        for (ReloadWaiter *w = done; w; w = w->next)
+                if (w->done)
+                        w->done(m, r, errors, w->userdata);
+        reload_waiters_free(done);
+        cJSON_Delete(errors);
+        m->reloading = false;
+        if (!m->reload_queued)
+                return;
+        m->reload_applying = m->reload_queued;
+        m->reload_queued = NULL;
+        r = reload_start(m);
+        if (r < 0)
+                manager_fatal(m, r);
+}
+
+static int reload_start(Manager *m) {
+        int r;
+
+        m->reloading = true;
+        r = reload_decide(m, &m->reload_result_errors);
+        if (r == -ENOMEM)
+                return r;
+        m->reload_result = r;
+        return applier_wait(m->applier, on_reload_applied, m);
+}
+
+int manager_reload(Manager *m, ManagerReloadDone done, void *userdata) {
+        ReloadWaiter *w = calloc(1, sizeof(ReloadWaiter)), **tail = &m->reload_queued;
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        *w = (ReloadWaiter) { .done = done, .userdata = userdata };
+        if (m->reloading) {
+                while (*tail)
+                        tail = &(*tail)->next;
+                *tail = w;
+                return 0;
+        }
+        m->reload_applying = w;
+        r = reload_start(m);
+        if (r < 0) {
+                /* -ENOMEM, fatal: done is not called, and no reload is left pending */
+                m->reload_applying = reload_waiters_free(m->reload_applying);
+                m->reloading = false;
+        }
+        return r;
+}
+
+/* The stop: the replies a reload owes go nowhere (the loop is over). */
+static void manager_cancel_waits(Manager *m) {
+        applier_cancel_waiters(m->applier);
+        reload_cancel(m);
 }
 
 static int on_sighup(sd_event_source *s _unused_, const struct signalfd_siginfo *si _unused_, void *userdata) {
         Manager *m = userdata;
-        cJSON *errors = NULL;
 
-        if (manager_reload(m, &errors) == -ENOMEM)
+        /* the errors are logged as file:line; nobody waits for a reply */
+        if (manager_reload(m, NULL, NULL) == -ENOMEM)
                 return manager_fatal(m, -ENOMEM);
-        cJSON_Delete(errors);   /* already logged as file:line */
         return 0;
 }
 
@@ -441,6 +558,8 @@ int manager_new(const Options *o, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        if (m->applier)
+                manager_cancel_waits(m);
         control_server_free(m->control);
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
@@ -536,6 +655,13 @@ int manager_run(Manager *m, ControlHandler handler) {
         r = sd_event_loop(m->event);
         m->stopping = true;
         (void) sd_notify(false, "STOPPING=1");
+        /* Before the drains below, which hand jobs back: no reload is
+         * finished (no READY=1 after STOPPING=1) and no request answered
+         * now. The drains block the loop, which is over: systemd stops
+         * the watchdog at STOPPING=1, and TimeoutStopSec= bounds a write
+         * the kernel holds (then SIGKILL; the records stay for the next
+         * start or --restore). */
+        manager_cancel_waits(m);
         if (m->handover) {
                 applier_drain(m->applier);
                 log_info("Handing over: %zu devices keep their settings; the next blkpolicyd takes them over "

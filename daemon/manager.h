@@ -70,6 +70,9 @@ typedef struct TickRead {
         size_t kept;                    /* bytes of a cut line at the front of the buffer */
 } TickRead;
 
+/* Who waits for a reload (manager_reload()). */
+typedef struct ReloadWaiter ReloadWaiter;
+
 /* A flip dynamic_step() decided during a tick, applied after the pass. */
 typedef struct PendingFlip {
         dev_t devnum;
@@ -131,6 +134,11 @@ struct Manager {
         uint64_t start_usec;
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
         uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
+        bool reloading;                 /* a reload's writes are being applied */
+        int reload_result;              /* of the config and the decisions, for its waiters */
+        cJSON *reload_result_errors;    /* why the config was refused, for its waiters */
+        ReloadWaiter *reload_applying;  /* who asked for the reload being applied */
+        ReloadWaiter *reload_queued;    /* who asked meanwhile: one reload after it, for all of them */
 };
 
 /* Inline: device.c, drift.c and commands.c ask these of the Manager, which
@@ -165,8 +173,15 @@ static inline bool manager_restores(const Manager *m) {
 /* Re-reads config and policies, by the rule of the start: policy files
  * with errors are skipped (they mask nothing) and listed in the set's
  * errors. A config with errors leaves the running config and policies in
- * force: -EINVAL, and *errors names it (a JSON array). */
-int manager_reload(Manager *m, cJSON **errors);
+ * force: r = -EINVAL, and errors names it (a JSON array, the callee's).
+ * The reload is done when what it changed is applied: then READY=1, then
+ * done (NULL: nobody waits, SIGHUP), from the loop, which serves
+ * everything else meanwhile. A reload asked while one is applied waits
+ * for it; all those asked meanwhile are one reload, which reads the files
+ * after each of them asked. At the stop, done gets -ECANCELED. Returns 0,
+ * or -ENOMEM (done is not called). */
+typedef void (*ManagerReloadDone)(Manager *m, int r, const cJSON *errors, void *userdata);
+int manager_reload(Manager *m, ManagerReloadDone done, void *userdata);
 /* pause/resume one device, or all with d == NULL. Resume clears overrides. */
 int manager_pause(Manager *m, Device *d, bool pause);
 

@@ -203,6 +203,16 @@ int metrics_build_step(MetricsBuild *b, Manager *m) {
         return b->read < b->n;
 }
 
+/* A build with every read done, in one go: callers that make the text
+ * now. -ENOMEM. */
+static int build_whole(Manager *m, MetricsBuild **ret) {
+        int r = metrics_build_new(m, ret);
+
+        while (r >= 0 && metrics_build_step(*ret, m) > 0)
+                ;
+        return r;
+}
+
 /* The devices read that are still there, and what was seen of them, in
  * place: the text shows no disk gone meanwhile. */
 static int build_compact(MetricsBuild *b, Manager *m, Device ***ret) {
@@ -286,9 +296,7 @@ int metrics_build(Manager *m, char **ret) {
 
         if (!f)
                 return -ENOMEM;
-        r = metrics_build_new(m, &mb);
-        while (r >= 0 && metrics_build_step(mb, m) > 0)
-                ;
+        r = build_whole(m, &mb);
         if (r >= 0)
                 r = metrics_build_write(mb, m, f);
         metrics_build_free(mb);
@@ -362,4 +370,28 @@ int metrics_remove_textfile(const char *dir) {
         if (unlinkat(dfd, TEXTFILE_TMP, 0) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         return r;
+}
+
+void metrics_move_textfile(Manager *m, const char *old_dir) {
+        const char *dir = m->config.metrics_textfile_dir;
+        MetricsBuild *b = NULL;
+        int r;
+
+        /* a daemon that never ticked wrote none: the old dir's file, if
+         * any, is not ours (main.c's rule at the stop) */
+        if (streq_ptr(old_dir, dir) || m->tick == 0)
+                return;
+        r = metrics_remove_textfile(old_dir);
+        if (r < 0)
+                log_warning_errno(r, "Cannot remove the metrics file in %s: %m", old_dir);
+        if (!dir)
+                return;
+        /* now, not at the next metrics tick: a reader of the new dir finds it
+         * at once (a reload decides every disk on the loop anyway) */
+        r = build_whole(m, &b);
+        if (r == 0)
+                r = metrics_write_textfile(m, b, dir);
+        metrics_build_free(b);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", dir);
 }

@@ -27,3 +27,8 @@ int metrics_write_textfile(Manager *m, MetricsBuild *b, const char *dir);
 /* Removes <dir>/blkpolicyd.prom (and a temp file of ours) when the daemon
  * stops; NULL dir: nothing to do. 0, or -errno of the first failure. */
 int metrics_remove_textfile(const char *dir);
+/* A reload moved metrics_textfile_dir from old_dir (NULL: there was
+ * none) or dropped it: the file left in old_dir would be served as if
+ * this daemon still wrote it, its gauges frozen. Removes it and writes
+ * the new one. Failures are logged, as the ticks' writes. */
+void metrics_move_textfile(Manager *m, const char *old_dir);

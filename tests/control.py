@@ -244,6 +244,41 @@ def test_metrics(ctl, env):
     wait_for(lambda: not os.path.exists(tmp), 10, "the textfile's temp file renamed away")
 
 
+def test_reload_moves_the_textfile(call, env):
+    """A reload that moves metrics_textfile_dir, then drops it: the file
+    left in the old dir would be served frozen (blkpolicyd_build_info 1
+    after the daemon stopped writing it). Only blkpolicyd.prom goes."""
+    work = env["work"]
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf) as f:
+        original = f.read()
+    old, new = os.path.join(work, "blkpolicyd.prom"), os.path.join(work, "moved", "blkpolicyd.prom")
+    other = os.path.join(work, "node.prom")
+    with open(other, "w") as f:
+        f.write("node_other 1\n")       # another collector's file in the same dir
+    os.makedirs(os.path.dirname(new), exist_ok=True)
+    wait_for(lambda: os.path.exists(old), 10, "the textfile in the configured dir")
+    try:
+        with open(conf, "w") as f:
+            f.write(original.replace(f"metrics_textfile_dir = {work}\n",
+                                     f"metrics_textfile_dir = {os.path.dirname(new)}\n"))
+        assert call({"command": "reload"})["ok"]
+        assert not os.path.exists(old) and os.path.exists(new) and "blkpolicyd_build_info" in open(new).read() \
+            and os.path.exists(other), \
+            f"a moved dir: the old file is gone at the reply, the new one written, others' stay: {os.listdir(work)}"
+        with open(conf, "w") as f:
+            f.write(original.replace(f"metrics_textfile_dir = {work}\n", ""))
+        assert call({"command": "reload"})["ok"]
+        assert not os.path.exists(new) and not os.path.exists(old) and os.path.exists(other), \
+            "a dropped dir: the file is gone"
+    finally:
+        with open(conf, "w") as f:
+            f.write(original)
+        call({"command": "reload"})
+        os.unlink(other)
+    assert os.path.exists(old), "back in the first dir: written at the reload"
+
+
 def test_pause_needs_root(ctl):
     r = ctl("pause", "vda")
     assert r.returncode == (0 if os.geteuid() == 0 else 1)
