@@ -3,9 +3,10 @@
 fixture machine (kvm-6.18's disks, plus a root with udev rules in every
 rules.d directory, masked and overriding ones among them, an active tuned
 profile that extends a shipped one of the same name, the GCE guest agent,
-and elevator= on the kernel command line). Checks status, explain, doctor
-(text against a golden file, --json, exit codes), metrics, and the writer
-named for a drift. No root: the fake kernel takes the writes.
+and elevator= on the kernel command line). Checks status, explain, doctor (text against a golden file, --json,
+exit codes), metrics, the writer named for a drift, the resume that
+blkpolicyd-settle.service runs, and that a tuned which does not run is not
+named as the writer. No root: the fake kernel takes the writes.
 
 One daemon serves the file's tests, which run in file order (the drift
 test changes vda's scheduler; the last one stops it for a clean system)."""
@@ -162,6 +163,10 @@ def test_start_log_and_doctor(main, ctl, top):
         f"doctor --json: the same, and the count:\n{r.stdout}"
     assert d.get("warnings") == ["/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped"], \
         f"doctor --json: the unreadable rule named as a warning: {d}"
+    gce = [c for c in d.get("conflicts", []) if c["source"] == "gce-guest-agent"]
+    assert len(gce) == 1 and "enable blkpolicyd-settle.service" in gce[0]["advice"] \
+        and "After=google-guest-agent.service" not in gce[0]["advice"], \
+        f"doctor: the advice for the agent is the settle unit, not an ordering cycle: {gce}"
 
 
 @pytest.mark.parametrize("line", [
@@ -208,6 +213,21 @@ def test_reload_logs_the_writers_again(main):
     assert text.count("Conflict: ") == before + 14, f"reload: the writers logged again\n{text[-2000:]}"
 
 
+def test_settle_resume_writes_over_the_late_writer(main, machine, ctl):
+    # what blkpolicyd-settle.service runs after tuned and the agent: vda,
+    # overridden since the drift test, is set again and managed again
+    sock = main["sock"]
+    sched = os.path.join(machine, "sys", "block", "vda", "queue", "scheduler")
+    assert call(sock, {"command": "device", "device": "vda"})["overridden"], "vda is overridden (the drift test)"
+    r = ctl(sock, "resume")
+    assert r.returncode == 0, f"blkpolicyctl resume: {r}"
+    with open(sched) as f:
+        live = f.read()
+    d = call(sock, {"command": "device", "device": "vda"})
+    assert live.startswith("[none]") and not d["overridden"], \
+        f"resume wrote blkpolicyd's none over the late writer's mq-deadline: {live!r} {d}"
+
+
 def test_doctor_on_a_clean_system(main, start, machine, module_work, ctl):
     # nothing else writes these settings: doctor says so and exits 0
     main["daemon"].cleanup()        # SIGKILL, as before: nothing of its stop is checked
@@ -220,3 +240,29 @@ def test_doctor_on_a_clean_system(main, start, machine, module_work, ctl):
     assert r.returncode == 0 and r.stdout == "No other writer of blkpolicyd's settings found.\n", \
         f"doctor on a clean system: exit 0: {r}"
     assert call(sock, {"command": "status"})["conflicts"] == [], "status: no conflicts"
+
+
+def test_a_writer_that_does_not_run_is_not_named(start, machine, module_work, ctl):
+    # tuned installed, its profile active, but tuned.service neither enabled
+    # nor running: a bfq on vda came from someone else
+    root = os.path.join(module_work, "dormant-root")
+    for path, text in {"etc/tuned/active_profile": "blkpd\n",
+                       "etc/tuned/profiles/blkpd/tuned.conf": "[disk]\nelevator=bfq\n",
+                       "usr/lib/systemd/system/tuned.service": "[Service]\nExecStart=/usr/sbin/tuned\n"}.items():
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+    d, sock = start("dormant", root, append_log=True)
+    doctor = json.loads(ctl(sock, "doctor", "--json").stdout)["result"]["conflicts"]
+    assert len(doctor) == 1 and doctor[0]["dormant"] and doctor[0]["advice"].startswith(
+        "tuned.service is installed but neither enabled nor running: it writes nothing until tuned is started"), \
+        f"doctor reports the profile and says that tuned does not run: {doctor}"
+    with open(os.path.join(machine, "sys", "block", "vda", "queue", "scheduler"), "w") as f:
+        f.write("none mq-deadline kyber [bfq]\n")
+    v = poll(lambda: call(sock, {"command": "verify"}), lambda v: v["drifted"])
+    drift = [x for dev in v["devices"] for x in dev["drift"]]
+    assert len(drift) == 1 and drift[0]["live"] == "bfq" and drift[0]["writer"] == \
+        "an unknown writer (not tuned profile /etc/tuned/profiles/blkpd/tuned.conf:2 sets queue/scheduler=bfq " \
+        "([disk] devices=*), whose unit is neither enabled nor running)", \
+        f"verify: not tuned, which does not run: {v}"
+    d.cleanup()

@@ -255,7 +255,10 @@ TEST(tuned_fixture_include_chain) {
         ASSERT_TRUE(c && streq(c->advice, "add drop=elevator to [disk] of a profile virtual-guest-blk in /etc/tuned/profiles/ "
                                           "(/etc/tuned/ before tuned 2.23) with include=virtual-guest-blk, or set devices= "
                                           "there to leave out the disks blkpolicyd manages; tuned writes it at each profile "
-                                          "load and at each disk's add event"));
+                                          "load and at each disk's add event (to keep the profile but have blkpolicyd's "
+                                          "value last at boot, enable blkpolicyd-settle.service)"));
+        /* tuned.service is enabled in the fixture: it runs, it is a writer */
+        ASSERT_TRUE(c && !c->dormant);
         ASSERT_TRUE(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
         ASSERT_TRUE(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
         /* tuned's disk plugin leaves removable disks alone */
@@ -294,8 +297,11 @@ TEST(tuned_merge_rules) {
         ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
         ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
         ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_MAYBE);   /* removable unknown */
-        /* tuned.service not enabled: said so */
-        ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
+        /* no tuned.service at all: said so, and never the likely writer */
+        ASSERT_TRUE(startswith(s.items[1].advice, "tuned.service is not installed: it writes nothing until tuned is "
+                                                  "started; add drop=elevator"));
+        ASSERT_TRUE(s.items[1].dormant && !conflicts_attribute(&s, &sda, TUNABLE_SCHEDULER, "kyber"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &sda, TUNABLE_SCHEDULER, "kyber") == &s.items[1]);
         ASSERT_TRUE(!s.warnings);
         conflict_set_done(&s);
 
@@ -327,6 +333,10 @@ TEST(gce_agent) {
         ASSERT_EQ_INT(conflict_matches(&s.items[0], &mq, NULL), CONFLICT_MATCH_YES);
         ASSERT_EQ_INT(conflict_matches(&s.items[0], &bio, NULL), CONFLICT_MATCH_NO);
         ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
+        /* the advice is the cycle-free unit, not an After= on blkpolicyd.service */
+        ASSERT_TRUE(strstr(s.items[0].advice, "enable blkpolicyd-settle.service"));
+        ASSERT_TRUE(!strstr(s.items[0].advice, "a drop-in with After="));
+        ASSERT_TRUE(!s.items[0].dormant);
         conflict_set_done(&s);
 
         ASSERT_TRUE(mkdtemp(dir));
@@ -338,12 +348,28 @@ TEST(gce_agent) {
         write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
         ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
         ASSERT_EQ_INT(s.n_items, 5);
-        /* not enabled: the fixture's is, this one is not */
-        ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
+        /* not enabled: the fixture's is, this one is not; nor can it be running
+         * (a fixture root asks no systemd), so it writes nothing */
+        ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is installed but neither enabled nor "
+                                                  "running: it writes nothing until it is started; the agent writes"));
+        for (size_t i = 0; i < s.n_items; i++)
+                ASSERT_TRUE(s.items[i].dormant);
+        ASSERT_TRUE(!conflicts_attribute(&s, &mq, TUNABLE_SCHEDULER, "none"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &mq, TUNABLE_SCHEDULER, "none") == &s.items[0]);
         ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
         ASSERT_EQ_INT(conflict_matches(&s.items[4], &lssd, NULL), CONFLICT_MATCH_YES);
         ASSERT_EQ_INT(conflict_matches(&s.items[4], &mq, NULL), CONFLICT_MATCH_MAYBE);
         conflict_set_done(&s);
+
+        /* enabled by a link in some .wants/: it starts at boot, it writes */
+        write_file(dir, "/etc/systemd/system/graphical.target.wants/.keep", "");
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/graphical.target.wants/google-guest-agent.service", dir);
+        ASSERT_EQ_INT(symlink("/lib/systemd/system/google-guest-agent.service", path), 0);
+        ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
+        ASSERT_TRUE(s.n_items == 5 && !s.items[0].dormant && startswith(s.items[0].advice, "the agent writes none"));
+        ASSERT_TRUE(conflicts_attribute(&s, &mq, TUNABLE_SCHEDULER, "none") == &s.items[0]);
+        conflict_set_done(&s);
+        ASSERT_EQ_INT(unlink(path), 0);
 
         /* masked in /etc: the agent does not run */
         write_file(dir, "/etc/systemd/system/multi-user.target.wants/.keep", "");
@@ -413,5 +439,56 @@ TEST(drift_attribution) {
         ASSERT_EQ_INT(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s), 0);
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
         ASSERT_TRUE(c && streq(c->value, "deadline"));
+        conflict_set_done(&s);
+}
+
+TEST(unit_state_from_files) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX", path[PATH_MAX];
+
+        ASSERT_TRUE(mkdtemp(dir));
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ABSENT);
+        write_file(dir, "/usr/lib/systemd/system/tuned.service", "[Service]\n");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_INSTALLED);
+        ASSERT_STREQ(unit_state_to_string(UNIT_INSTALLED), "installed but neither enabled nor running");
+        /* a package's static dependency counts as enabled as systemctl enable's link does */
+        write_file(dir, "/usr/lib/systemd/system/multi-user.target.wants/tuned.service", "");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ENABLED);
+        snprintf(path, sizeof(path), "%s/usr/lib/systemd/system/multi-user.target.wants/tuned.service", dir);
+        ASSERT_EQ_INT(unlink(path), 0);
+        write_file(dir, "/etc/systemd/system/sysinit.target.requires/.keep", "");
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/sysinit.target.requires/tuned.service", dir);
+        ASSERT_EQ_INT(symlink("/usr/lib/systemd/system/tuned.service", path), 0);
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ENABLED);
+        /* a link of another name, or in a directory that is not .wants/ */
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned-ppd.service"), UNIT_ABSENT);
+        /* masked in /run (systemctl mask --runtime) beats enabled */
+        write_file(dir, "/run/systemd/system/tuned.service", "");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_MASKED);
+        snprintf(path, sizeof(path), "%s/run/systemd/system/tuned.service", dir);
+        ASSERT_EQ_INT(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/tuned.service", dir);
+        ASSERT_EQ_INT(symlink("/dev/null", path), 0);
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_MASKED);
+        /* the fixture: both enabled by links in multi-user.target.wants */
+        ASSERT_EQ_INT(conflicts_unit_state(ROOT, "google-guest-agent.service"), UNIT_ENABLED);
+        ASSERT_EQ_INT(conflicts_unit_state(ROOT, "tuned.service"), UNIT_ENABLED);
+}
+
+TEST(dormant_writer_not_named) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX";
+        Roots roots = { .proc = PROC };
+        ConflictDevice vda = disk("vda", true, NULL);
+        ConflictSet s = {};
+        const Conflict *c;
+
+        /* the bug: the agent was installed, not running, and named "likely" */
+        ASSERT_TRUE(mkdtemp(dir));
+        roots.root = dir;
+        write_file(dir, "/usr/lib/systemd/system/google-guest-agent.service", "[Service]\n");
+        ASSERT_EQ_INT(conflicts_scan(&roots, &s), 0);
+        c = find(&s, "/usr/lib/systemd/system/google-guest-agent.service", 0);
+        ASSERT_TRUE(c && c->dormant);
+        ASSERT_TRUE(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "none"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &vda, TUNABLE_SCHEDULER, "none") == c);
         conflict_set_done(&s);
 }
