@@ -2,7 +2,8 @@
 #pragma once
 
 /* What the readers of the other writers share (conflicts.c and a file per
- * further source): files below a root, the directories of a systemd-style
+ * further source: conflicts-sysfsd.c, conflicts-tmpfiles.c,
+ * conflicts-lvm.c): files below a root, the directories of a systemd-style
  * configuration with its masking, and the set the readers fill. Nothing
  * here is for the rest of the daemon, which has conflicts.h. */
 
@@ -50,3 +51,8 @@ int conflict_warn(ConflictSet *s, const char *fmt, ...) _printf_(2, 3);
 
 /* "queue/<attr>" or "bdi/read_ahead_kb" → the tunable, else -ENOENT. */
 int conflicts_attr_tunable(const char *attr);
+/* A path below /sys, without the /sys/ ("block/sd*\/queue/scheduler",
+ * "class/block/vda/queue/nr_requests", "devices/.../block/sda/queue/...")
+ * → the disk glob it names and the tunable; -ENOENT when it is not a
+ * queue setting blkpolicyd manages, -ENOMEM. */
+int conflicts_sysfs_path(const char *rel, char **ret_glob, unsigned *ret_tunable);

@@ -6,7 +6,7 @@
  *    (/etc, /run, /usr/local/lib, /usr/lib, /lib; a file masks every file
  *    of its name in the directories after it, and a link to /dev/null or an
  *    empty file masks without adding rules), ATTR{queue/...}= assignments
- *    and RUN+= programs that echo into queue/;
+ *    and RUN+= programs that echo into queue/ or run blockdev --setra;
  *  - tuned: the profiles named in /etc/tuned/active_profile (and
  *    post_loaded_profile), include= chains merged as tuned's merger does
  *    (tuned/profiles/merger.py: a unit's options override, replace=1
@@ -18,7 +18,9 @@
  *    google-guest-agent's core plugin), unconditionally; with
  *    optimize_local_ssd (default true) google_optimize_local_ssd also
  *    sets add_random, nr_requests, rq_affinity and nomerges on local SSDs;
- *  - a kernel elevator= on the command line, which blk-mq ignores.
+ *  - a kernel elevator= on the command line, which blk-mq ignores;
+ *  - sysfsutils, tmpfiles.d and LVM, each in its own file
+ *    (conflicts-sysfsd.c, conflicts-tmpfiles.c, conflicts-lvm.c).
  *
  * Nothing here writes anything; paths are reported as the system sees
  * them (without the root). */
@@ -39,6 +41,9 @@ static const char *const source_names[_CONFLICT_SOURCE_MAX] = {
         [CONFLICT_TUNED] = "tuned",
         [CONFLICT_GCE] = "gce-guest-agent",
         [CONFLICT_CMDLINE] = "kernel-cmdline",
+        [CONFLICT_SYSFSD] = "sysfsutils",
+        [CONFLICT_TMPFILES] = "tmpfiles",
+        [CONFLICT_LVM] = "lvm",
 };
 
 const char *conflict_source_to_string(ConflictSource s) {
@@ -325,6 +330,38 @@ static int udev_note_labels_and_gotos(UdevFile *u, const UdevRule *rule) {
         return 0;
 }
 
+/* RUN+="/sbin/blockdev --setra 8192 /dev/%k": BLKRASET and BLKFRASET set
+ * the same read-ahead, in 512-byte sectors, which the kernel keeps in whole
+ * pages (block/ioctl.c: ra_pages = arg * 512 / PAGE_SIZE). The value is
+ * read_ahead_kb as the kernel then shows it, "?" when not a number. */
+static int udev_run_blockdev(const char *program, char *value, size_t size) {
+        long long page = sysconf(_SC_PAGESIZE), sectors;
+        const char *o;
+        char *end;
+
+        if (!strstr(program, "blockdev") || page < 1024)
+                return 0;
+        for (o = strstr(program, "--set"); o; o = strstr(o + 1, "--set")) {
+                const char *a = o + strlen("--set");
+
+                if (startswith(a, "ra "))
+                        a += strlen("ra ");
+                else if (startswith(a, "fra "))
+                        a += strlen("fra ");
+                else
+                        continue;
+                a += strspn(a, " \t");
+                errno = 0;
+                sectors = strtoll(a, &end, 10);
+                if (errno || end == a || sectors < 0 || sectors > LLONG_MAX / 512)
+                        (void) strscpy(value, size, "?");
+                else
+                        snprintf(value, size, "%lld", sectors * 512 / page * (page / 1024));
+                return 1;
+        }
+        return 0;
+}
+
 /* RUN+="/bin/sh -c 'echo none > /sys/block/%k/queue/scheduler'": old
  * guides set schedulers so. The value is the word after echo, if any. */
 static int udev_run_writes(const char *program, unsigned *ret_tunable, char *value, size_t size) {
@@ -333,6 +370,10 @@ static int udev_run_writes(const char *program, unsigned *ret_tunable, char *val
         size_t n;
         int t;
 
+        if (udev_run_blockdev(program, value, size) > 0) {
+                *ret_tunable = (unsigned) tunable_find_attr("read_ahead_kb");
+                return 1;
+        }
         if (!q)
                 return 0;
         q += strlen("queue/");
@@ -1166,6 +1207,12 @@ int conflicts_scan(const Roots *roots, ConflictSet *ret) {
                 r = conflicts_scan_tuned(root, &s);
         if (r >= 0 && root)
                 r = conflicts_scan_gce(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_sysfsd(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_tmpfiles(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_lvm(root, &s);
         if (r >= 0)
                 r = conflicts_scan_cmdline(roots->proc, &s);
         if (r < 0) {
@@ -1340,6 +1387,18 @@ char *conflict_describe(const Conflict *c) {
         case CONFLICT_GCE:
                 r = asprintf(&s, "the GCE guest agent (%s) sets queue/%s=%s on %s at each start", c->path, attr,
                              c->value, c->match ?: "every disk");
+                break;
+        case CONFLICT_SYSFSD:
+                r = asprintf(&s, "sysfsutils %s:%u sets queue/%s=%s (%s)", c->path, c->line, attr, c->value,
+                             c->match ?: "");
+                break;
+        case CONFLICT_TMPFILES:
+                r = asprintf(&s, "tmpfiles.d %s:%u writes queue/%s=%s (%s)", c->path, c->line, attr, c->value,
+                             c->match ?: "");
+                break;
+        case CONFLICT_LVM:
+                r = asprintf(&s, "LVM (%s%s%.0u) sets the read-ahead of its logical volumes: %s", c->path,
+                             c->line ? ":" : "", c->line, c->value);
                 break;
         default:
                 r = asprintf(&s, "the kernel command line sets elevator=%s, which blk-mq ignores", c->value);

@@ -2,7 +2,8 @@
 #pragma once
 
 /* Conflicts: the other writers of the settings blkpolicyd manages. udev
- * rules, an active tuned profile, the GCE guest agent and a kernel
+ * rules, an active tuned profile, the GCE guest agent, sysfsutils'
+ * sysfs.conf, systemd-tmpfiles' w lines, LVM's read-ahead and a kernel
  * elevator= each write a queue attribute at their own time; an admin who
  * does not know they are there sees blkpolicyd's value "drift" and blames
  * the wrong tool. conflicts_scan() finds them below a root (a fixture tree
@@ -19,6 +20,9 @@ typedef enum ConflictSource {
         CONFLICT_TUNED,
         CONFLICT_GCE,
         CONFLICT_CMDLINE,
+        CONFLICT_SYSFSD,
+        CONFLICT_TMPFILES,
+        CONFLICT_LVM,
         _CONFLICT_SOURCE_MAX,
 } ConflictSource;
 
@@ -97,8 +101,17 @@ int conflicts_scan_udev(const char *root, ConflictSet *s);
 int conflicts_scan_tuned(const char *root, ConflictSet *s);
 int conflicts_scan_gce(const char *root, ConflictSet *s);
 int conflicts_scan_cmdline(const char *proc, ConflictSet *s);
+int conflicts_scan_sysfsd(const char *root, ConflictSet *s);
+int conflicts_scan_tmpfiles(const char *root, ConflictSet *s);
+int conflicts_scan_lvm(const char *root, ConflictSet *s);
 /* One rules file's text, as if read from path. */
 int conflicts_parse_udev_text(const char *path, const char *text, ConflictSet *s);
+/* The line formats, the same way (the fuzzers' entry points): a sysfs.conf,
+ * a tmpfiles.d file, an lvm.conf (whose activation/readahead, or the
+ * default, is added as one conflict). */
+int conflicts_parse_sysfsd_text(const char *path, const char *text, ConflictSet *s);
+int conflicts_parse_tmpfiles_text(const char *path, const char *text, ConflictSet *s);
+int conflicts_parse_lvm_text(const char *path, const char *text, ConflictSet *s);
 
 /* Whether another writer's unit runs: a unit only installed writes nothing
  * until someone starts it. Enabled: a link of its name in a .wants/ or
