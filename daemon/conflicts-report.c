@@ -239,7 +239,7 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
         for (size_t i = 0; i < set->n_items; i++)
                 per_source[set->items[i].source]++;
         fputs("# HELP blkpolicyd_conflicts Other writers found of settings blkpolicyd manages (udev rules, tuned, "
-              "the GCE guest agent, elevator=)\n# TYPE blkpolicyd_conflicts gauge\n", f);
+              "the GCE guest agent, elevator=, sysfsutils, tmpfiles.d, LVM)\n# TYPE blkpolicyd_conflicts gauge\n", f);
         for (int s = 0; s < _CONFLICT_SOURCE_MAX; s++)
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
         fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
