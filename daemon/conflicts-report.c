@@ -94,6 +94,7 @@ static cJSON *conflict_json(const Conflict *c) {
         else
                 cJSON_AddNullToObject(o, "match");
         cJSON_AddBoolToObject(o, "effective", c->effective);
+        cJSON_AddBoolToObject(o, "dormant", c->dormant);
         cJSON_AddStringToObject(o, "advice", c->advice);
         return o;
 }
@@ -238,7 +239,7 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
         for (size_t i = 0; i < set->n_items; i++)
                 per_source[set->items[i].source]++;
         fputs("# HELP blkpolicyd_conflicts Other writers found of settings blkpolicyd manages (udev rules, tuned, "
-              "the GCE guest agent, elevator=)\n# TYPE blkpolicyd_conflicts gauge\n", f);
+              "the GCE guest agent, elevator=, sysfsutils, tmpfiles.d, LVM)\n# TYPE blkpolicyd_conflicts gauge\n", f);
         for (int s = 0; s < _CONFLICT_SOURCE_MAX; s++)
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
         fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
@@ -316,6 +317,15 @@ void conflicts_report_log(Manager *m) {
         }
 }
 
+static char *dormant_note(const Conflict *c) {
+        _cleanup_free_ char *what = conflict_describe(c);
+        char *s;
+
+        if (!what || asprintf(&s, "an unknown writer (not %s, whose unit is neither enabled nor running)", what) < 0)
+                return NULL;
+        return s;
+}
+
 char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
         const ConflictSet *set = scanned(m, false);
         DeviceRead dr = { &m->roots, d };
@@ -325,5 +335,10 @@ char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable,
         if (!set)
                 return NULL;
         c = conflicts_attribute(set, &cd, tunable, live);
-        return c ? conflict_describe(c) : NULL;
+        if (c)
+                return conflict_describe(c);
+        /* one that would write the value but does not run: the change came
+         * from elsewhere, and the admin must not go after that one */
+        c = conflicts_attribute_dormant(set, &cd, tunable, live);
+        return c ? dormant_note(c) : NULL;
 }

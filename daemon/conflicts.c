@@ -6,7 +6,7 @@
  *    (/etc, /run, /usr/local/lib, /usr/lib, /lib; a file masks every file
  *    of its name in the directories after it, and a link to /dev/null or an
  *    empty file masks without adding rules), ATTR{queue/...}= assignments
- *    and RUN+= programs that echo into queue/;
+ *    and RUN+= programs that echo into queue/ or run blockdev --setra;
  *  - tuned: the profiles named in /etc/tuned/active_profile (and
  *    post_loaded_profile), include= chains merged as tuned's merger does
  *    (tuned/profiles/merger.py: a unit's options override, replace=1
@@ -18,7 +18,9 @@
  *    google-guest-agent's core plugin), unconditionally; with
  *    optimize_local_ssd (default true) google_optimize_local_ssd also
  *    sets add_random, nr_requests, rq_affinity and nomerges on local SSDs;
- *  - a kernel elevator= on the command line, which blk-mq ignores.
+ *  - a kernel elevator= on the command line, which blk-mq ignores;
+ *  - sysfsutils, tmpfiles.d and LVM, each in its own file
+ *    (conflicts-sysfsd.c, conflicts-tmpfiles.c, conflicts-lvm.c).
  *
  * Nothing here writes anything; paths are reported as the system sees
  * them (without the root). */
@@ -28,11 +30,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "conflicts.h"
+#include "conflicts-internal.h"
 #include "tunables.h"
 #include "util.h"
 
-#define CONFLICT_FILE_MAX ((size_t) 1024 * 1024)
 #define TUNED_INCLUDE_DEPTH 16
 
 static const char *const source_names[_CONFLICT_SOURCE_MAX] = {
@@ -40,35 +41,13 @@ static const char *const source_names[_CONFLICT_SOURCE_MAX] = {
         [CONFLICT_TUNED] = "tuned",
         [CONFLICT_GCE] = "gce-guest-agent",
         [CONFLICT_CMDLINE] = "kernel-cmdline",
+        [CONFLICT_SYSFSD] = "sysfsutils",
+        [CONFLICT_TMPFILES] = "tmpfiles",
+        [CONFLICT_LVM] = "lvm",
 };
 
 const char *conflict_source_to_string(ConflictSource s) {
         return s >= 0 && s < _CONFLICT_SOURCE_MAX ? source_names[s] : NULL;
-}
-
-static bool root_is_system(const char *root) {
-        return !root || !*root || streq(root, "/");
-}
-
-/* <root><path>, path absolute. */
-static char *root_path(const char *root, const char *path) {
-        char *p;
-
-        if (root_is_system(root))
-                return strdup(path);
-        return asprintf(&p, "%s%s", root, path) < 0 ? NULL : p;
-}
-
-static void rule_token_done(RuleToken *t) {
-        free(t->key);
-        free(t->attr);
-        free(t->value);
-}
-
-static void rule_tokens_free(RuleToken *t, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                rule_token_done(&t[i]);
-        free(t);
 }
 
 void udev_rule_done(UdevRule *r) {
@@ -90,28 +69,6 @@ void conflict_set_done(ConflictSet *s) {
         free(s->items);
         strv_free(s->warnings);
         *s = (ConflictSet) {};
-}
-
-static int token_copy(const RuleToken *t, RuleToken *ret) {
-        *ret = (RuleToken) { .key = strdup(t->key), .attr = t->attr ? strdup(t->attr) : NULL,
-                             .value = strdup(t->value), .op = t->op };
-        if (!ret->key || !ret->value || (t->attr && !ret->attr)) {
-                rule_token_done(ret);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int tokens_push(RuleToken **tokens, size_t *n, const RuleToken *t) {
-        RuleToken *a = realloc(*tokens, (*n + 1) * sizeof(RuleToken));
-
-        if (!a)
-                return -ENOMEM;
-        *tokens = a;
-        if (token_copy(t, &a[*n]) < 0)
-                return -ENOMEM;
-        (*n)++;
-        return 0;
 }
 
 /* ---- udev rule syntax ---- */
@@ -235,16 +192,6 @@ static bool rule_is_condition(const RuleToken *t) {
         return t->op == RULE_OP_MATCH || t->op == RULE_OP_NOMATCH;
 }
 
-/* "queue/scheduler" or "bdi/read_ahead_kb" (the same setting, seen from
- * the backing device) → the tunable, else -ENOENT. */
-static int udev_attr_tunable(const char *attr) {
-        if (streq(attr, "bdi/read_ahead_kb"))
-                return tunable_find_attr("read_ahead_kb");
-        if (!startswith(attr, "queue/"))
-                return -ENOENT;
-        return tunable_find_attr(attr + strlen("queue/"));
-}
-
 /* udev patterns: shell globs, with | between alternatives. */
 static bool udev_pattern_match(const char *pattern, const char *s) {
         _cleanup_free_ char *copy = strdup(pattern);
@@ -258,54 +205,6 @@ static bool udev_pattern_match(const char *pattern, const char *s) {
                 if (fnmatch(alt, s, 0) == 0)
                         return true;
         return false;
-}
-
-/* ---- collecting what was found ---- */
-
-static Conflict *conflict_push(ConflictSet *s) {
-        Conflict *a = realloc(s->items, (s->n_items + 1) * sizeof(Conflict));
-
-        if (!a)
-                return NULL;
-        s->items = a;
-        a[s->n_items] = (Conflict) { .effective = true };
-        return &a[s->n_items++];
-}
-
-/* Adds a conflict with copies of the strings; conditions are copied too. */
-static int conflict_add(ConflictSet *s, ConflictSource source, const char *path, unsigned line, unsigned tunable,
-                        const char *value, const RuleToken *conds, size_t n_conds, const char *match,
-                        const char *advice, Conflict **ret) {
-        Conflict *c = conflict_push(s);
-
-        if (!c)
-                return -ENOMEM;
-        c->source = source;
-        c->line = line;
-        c->tunable = tunable;
-        c->path = strdup(path);
-        c->value = strdup(value);
-        c->match = match ? strdup(match) : NULL;
-        c->advice = strdup(advice);
-        if (!c->path || !c->value || (match && !c->match) || !c->advice)
-                return -ENOMEM;
-        for (size_t i = 0; i < n_conds; i++)
-                if (tokens_push(&c->conditions, &c->n_conditions, &conds[i]) < 0)
-                        return -ENOMEM;
-        if (ret)
-                *ret = c;
-        return 0;
-}
-
-static int warn(ConflictSet *s, const char *fmt, ...) _printf_(2, 3);
-static int warn(ConflictSet *s, const char *fmt, ...) {
-        _cleanup_free_ char *m = NULL;
-        va_list ap;
-
-        va_start(ap, fmt);
-        m = vstrdupf(fmt, ap);
-        va_end(ap);
-        return m ? strv_push(&s->warnings, m) : -ENOMEM;
 }
 
 int rule_token_format(const RuleToken *t, char *buf, size_t size) {
@@ -348,142 +247,6 @@ static const char *const udev_dirs[] = {
         "/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d", "/usr/lib/udev/rules.d",
         "/lib/udev/rules.d",
 };
-
-typedef struct RulesFile {
-        char *name;
-        char *path;             /* as on the system */
-        bool masked;
-} RulesFile;
-
-static int rules_file_compare(const void *a, const void *b) {
-        return strcmp(((const RulesFile *) a)->name, ((const RulesFile *) b)->name);
-}
-
-/* Reads <root><path> whole. A link to /dev/null reads as empty (masked);
- * an absolute link under a fixture root resolves inside it. */
-static int read_under_root(const char *root, const char *path, char **ret) {
-        _cleanup_free_ char *full = root_path(root, path), *target = NULL, *text = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        char link[PATH_MAX];
-        struct stat st;
-        size_t n;
-        ssize_t k;
-        int r;
-
-        if (!full)
-                return -ENOMEM;
-        if (lstat(full, &st) < 0)
-                return -errno;
-        if (S_ISLNK(st.st_mode)) {
-                k = readlink(full, link, sizeof(link) - 1);
-                if (k < 0)
-                        return -errno;
-                link[k] = 0;
-                if (streq(link, "/dev/null"))
-                        return -ENODATA;
-                if (link[0] == '/' && !root_is_system(root)) {
-                        target = root_path(root, link);
-                        if (!target)
-                                return -ENOMEM;
-                }
-        }
-        r = fopen_regular(target ?: full, &f);
-        if (r < 0)
-                return r;
-        text = malloc(CONFLICT_FILE_MAX + 1);
-        if (!text)
-                return -ENOMEM;
-        n = fread(text, 1, CONFLICT_FILE_MAX + 1, f);
-        if (ferror(f))
-                return -EIO;
-        if (n > CONFLICT_FILE_MAX)
-                return -EFBIG;
-        text[n] = 0;
-        if (n == 0)
-                return -ENODATA;
-        *ret = text;
-        text = NULL;
-        return 0;
-}
-
-static bool rules_file_is_masked(const char *root, const char *path) {
-        _cleanup_free_ char *full = root_path(root, path);
-        char link[16];
-        struct stat st;
-        ssize_t k;
-
-        if (!full || lstat(full, &st) < 0)
-                return false;
-        if (S_ISLNK(st.st_mode)) {
-                k = readlink(full, link, sizeof(link) - 1);
-                if (k < 0)
-                        return false;
-                link[k] = 0;
-                return streq(link, "/dev/null");
-        }
-        return S_ISREG(st.st_mode) && st.st_size == 0;
-}
-
-static void rules_files_free(RulesFile *f, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(f[i].name);
-                free(f[i].path);
-        }
-        free(f);
-}
-
-static bool rules_files_have(const RulesFile *f, size_t n, const char *name) {
-        for (size_t i = 0; i < n; i++)
-                if (streq(f[i].name, name))
-                        return true;
-        return false;
-}
-
-/* Every *.rules name once, from the first directory that has it. */
-static int udev_list_files(const char *root, RulesFile **ret, size_t *ret_n) {
-        RulesFile *files = NULL;
-        size_t n = 0;
-
-        for (size_t i = 0; i < ELEMENTSOF(udev_dirs); i++) {
-                _cleanup_free_ char *dir = root_path(root, udev_dirs[i]);
-                _cleanup_closedir_ DIR *d = NULL;
-                struct dirent *de;
-
-                if (!dir)
-                        goto oom;
-                d = opendir(dir);
-                if (!d)
-                        continue;
-                while ((de = readdir(d))) {
-                        size_t len = strlen(de->d_name);
-                        RulesFile *a;
-
-                        if (de->d_name[0] == '.' || len < 7 || !streq(de->d_name + len - 6, ".rules") ||
-                            rules_files_have(files, n, de->d_name))
-                                continue;
-                        a = realloc(files, (n + 1) * sizeof(RulesFile));
-                        if (!a)
-                                goto oom;
-                        files = a;
-                        files[n] = (RulesFile) { .name = strdup(de->d_name) };
-                        if (!files[n].name || asprintf(&files[n].path, "%s/%s", udev_dirs[i], de->d_name) < 0) {
-                                files[n].path = NULL;
-                                n++;
-                                goto oom;
-                        }
-                        files[n].masked = rules_file_is_masked(root, files[n].path);
-                        n++;
-                }
-        }
-        if (n > 0)
-                qsort(files, n, sizeof(RulesFile), rules_file_compare);
-        *ret = files;
-        *ret_n = n;
-        return 0;
-oom:
-        rules_files_free(files, n);
-        return -ENOMEM;
-}
 
 static const char *udev_advice(const char *path) {
         if (startswith(path, "/etc/"))
@@ -557,13 +320,45 @@ static int udev_note_labels_and_gotos(UdevFile *u, const UdevRule *rule) {
         if (!a[u->n_guards].label)
                 return -ENOMEM;
         if (n_conds == 1) {
-                if (token_copy(only, &a[u->n_guards].cond) < 0) {
+                if (rule_token_copy(only, &a[u->n_guards].cond) < 0) {
                         free(a[u->n_guards].label);
                         return -ENOMEM;
                 }
                 a[u->n_guards].cond.op = only->op == RULE_OP_MATCH ? RULE_OP_NOMATCH : RULE_OP_MATCH;
         }
         u->n_guards++;
+        return 0;
+}
+
+/* RUN+="/sbin/blockdev --setra 8192 /dev/%k": BLKRASET and BLKFRASET set
+ * the same read-ahead, in 512-byte sectors, which the kernel keeps in whole
+ * pages (block/ioctl.c: ra_pages = arg * 512 / PAGE_SIZE). The value is
+ * read_ahead_kb as the kernel then shows it, "?" when not a number. */
+static int udev_run_blockdev(const char *program, char *value, size_t size) {
+        long long page = sysconf(_SC_PAGESIZE), sectors;
+        const char *o;
+        char *end;
+
+        if (!strstr(program, "blockdev") || page < 1024)
+                return 0;
+        for (o = strstr(program, "--set"); o; o = strstr(o + 1, "--set")) {
+                const char *a = o + strlen("--set");
+
+                if (startswith(a, "ra "))
+                        a += strlen("ra ");
+                else if (startswith(a, "fra "))
+                        a += strlen("fra ");
+                else
+                        continue;
+                a += strspn(a, " \t");
+                errno = 0;
+                sectors = strtoll(a, &end, 10);
+                if (errno || end == a || sectors < 0 || sectors > LLONG_MAX / 512)
+                        (void) strscpy(value, size, "?");
+                else
+                        snprintf(value, size, "%lld", sectors * 512 / page * (page / 1024));
+                return 1;
+        }
         return 0;
 }
 
@@ -575,6 +370,10 @@ static int udev_run_writes(const char *program, unsigned *ret_tunable, char *val
         size_t n;
         int t;
 
+        if (udev_run_blockdev(program, value, size) > 0) {
+                *ret_tunable = (unsigned) tunable_find_attr("read_ahead_kb");
+                return 1;
+        }
         if (!q)
                 return 0;
         q += strlen("queue/");
@@ -647,7 +446,7 @@ static int udev_process_rule(UdevFile *u, const UdevRule *rule, unsigned line) {
 
                 if (streq(t->key, "ATTR") && t->attr &&
                     (t->op == RULE_OP_ASSIGN || t->op == RULE_OP_ASSIGN_FINAL)) {
-                        k = udev_attr_tunable(t->attr);
+                        k = conflicts_attr_tunable(t->attr);
                         if (k >= 0)
                                 r = udev_add_conflict(u, rule, line, (unsigned) k, t->value);
                 } else if (streq(t->key, "RUN") && t->op != RULE_OP_MATCH && t->op != RULE_OP_NOMATCH &&
@@ -695,7 +494,7 @@ int conflicts_parse_udev_text(const char *path, const char *text, ConflictSet *s
                         if (k == -ENOMEM)
                                 r = k;
                         else if (k < 0)
-                                r = warn(s, "%s:%u: not a valid udev rule, skipped", path, first);
+                                r = conflict_warn(s, "%s:%u: not a valid udev rule, skipped", path, first);
                         else {
                                 r = udev_process_rule(&u, &rule, first);
                                 udev_rule_done(&rule);
@@ -710,11 +509,11 @@ int conflicts_parse_udev_text(const char *path, const char *text, ConflictSet *s
 }
 
 int conflicts_scan_udev(const char *root, ConflictSet *s) {
-        RulesFile *files = NULL;
+        ConfFile *files = NULL;
         size_t n = 0;
         int r;
 
-        r = udev_list_files(root, &files, &n);
+        r = conflicts_list_files(root, udev_dirs, ELEMENTSOF(udev_dirs), ".rules", &files, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
@@ -723,17 +522,17 @@ int conflicts_scan_udev(const char *root, ConflictSet *s) {
 
                 if (files[i].masked)
                         continue;
-                k = read_under_root(root, files[i].path, &text);
+                k = conflicts_read_file(root, files[i].path, &text);
                 if (k == -ENOMEM)
                         r = k;
                 else if (k == -ENODATA)
                         continue;
                 else if (k < 0)
-                        r = warn(s, "%s: cannot be read (%s), skipped", files[i].path, strerror(-k));
+                        r = conflict_warn(s, "%s: cannot be read (%s), skipped", files[i].path, strerror(-k));
                 else
                         r = conflicts_parse_udev_text(files[i].path, text, s);
         }
-        rules_files_free(files, n);
+        conf_files_free(files, n);
         return r;
 }
 
@@ -1009,6 +808,7 @@ static bool tuned_name_is_safe(const char *name) {
 typedef struct TunedLoad {
         const char *root;
         ConflictSet *set;
+        UnitState unit;         /* tuned.service's */
         char **processed;
         TunedProfile acc;
 } TunedLoad;
@@ -1024,7 +824,7 @@ static int tuned_load_one(TunedLoad *l, const char *name, unsigned depth) {
         if (conditional)
                 name++;
         if (!tuned_name_is_safe(name))
-                return warn(l->set, "tuned profile name '%s' is not one tuned loads, skipped", name);
+                return conflict_warn(l->set, "tuned profile name '%s' is not one tuned loads, skipped", name);
         /* as tuned's Locator.get_config(): a file already loaded is passed
          * over, so /etc/tuned/profiles/X can include=X to extend the shipped X */
         for (size_t i = 0; i < ELEMENTSOF(tuned_dirs); i++) {
@@ -1037,7 +837,7 @@ static int tuned_load_one(TunedLoad *l, const char *name, unsigned depth) {
                         skipped = true;
                         continue;
                 }
-                r = read_under_root(l->root, path, &text);
+                r = conflicts_read_file(l->root, path, &text);
                 if (r == -ENODATA)
                         r = 0;          /* empty: loaded, sets nothing */
                 if (r != -ENOENT && r != -ENOTDIR)
@@ -1046,9 +846,9 @@ static int tuned_load_one(TunedLoad *l, const char *name, unsigned depth) {
         if (r == -ENOMEM)
                 return r;
         if (r == -ENOENT || r == -ENOTDIR)
-                return conditional || skipped ? 0 : warn(l->set, "tuned profile '%s' not found", name);
+                return conditional || skipped ? 0 : conflict_warn(l->set, "tuned profile '%s' not found", name);
         if (r < 0)
-                return warn(l->set, "%s: cannot be read (%s), skipped", path, strerror(-r));
+                return conflict_warn(l->set, "%s: cannot be read (%s), skipped", path, strerror(-r));
         if (strv_push(&l->processed, path) < 0)
                 return -ENOMEM;
         r = tuned_parse(path, text ?: "", &p);
@@ -1057,7 +857,7 @@ static int tuned_load_one(TunedLoad *l, const char *name, unsigned depth) {
         /* parents first, then this profile over them, as tuned's loader does */
         if (p.include) {
                 if (depth >= TUNED_INCLUDE_DEPTH)
-                        return warn(l->set, "%s:%u: includes nest too deep, stopped", path, p.include_line);
+                        return conflict_warn(l->set, "%s:%u: includes nest too deep, stopped", path, p.include_line);
                 r = tuned_load(l, p.include, depth + 1);
                 if (r < 0)
                         return r;
@@ -1070,7 +870,7 @@ static int tuned_load(TunedLoad *l, char *const *names, unsigned depth) {
                 int r;
 
                 if (strstr(*n, "${"))
-                        r = warn(l->set, "tuned include '%s' uses a variable, not followed", *n);
+                        r = conflict_warn(l->set, "tuned include '%s' uses a variable, not followed", *n);
                 else
                         r = tuned_load_one(l, *n, depth);
                 if (r < 0)
@@ -1101,7 +901,12 @@ static void tuned_readahead_kb(const char *value, char *buf, size_t size) {
 /* tuned's own way to take an option out of an included profile is drop=
  * (merger.py); a shipped profile is overridden by one of the same name in
  * /etc that includes it (the loader passes over the file already loaded). */
-static char *tuned_advice(const TunedUnit *u, const TunedOpt *o, bool enabled) {
+static bool unit_runs(UnitState s) {
+        return s >= UNIT_ENABLED;
+}
+
+static char *tuned_advice(const TunedUnit *u, const TunedOpt *o, UnitState unit) {
+        _cleanup_free_ char *idle = NULL;
         _cleanup_free_ char *dir = strdup(o->path);
         const char *name;
         char *slash, *a;
@@ -1113,19 +918,23 @@ static char *tuned_advice(const TunedUnit *u, const TunedOpt *o, bool enabled) {
                 *slash = 0;
         slash = strrchr(dir, '/');
         name = slash ? slash + 1 : dir;
+        if (!unit_runs(unit) &&
+            asprintf(&idle, "tuned.service is %s: it writes nothing until tuned is started; ",
+                     unit_state_to_string(unit)) < 0)
+                return NULL;
         if (asprintf(&a, "%sadd drop=%s to [%s] of a profile %s in /etc/tuned/profiles/ (/etc/tuned/ before tuned "
                          "2.23) with include=%s, or set devices= there to leave out the disks blkpolicyd manages; "
-                         "tuned writes it at each profile load and at each disk's add event",
-                     enabled ? "" : "tuned.service is not enabled, so this applies only when tuned is started; ",
-                     o->key, u->name, name, name) < 0)
+                         "tuned writes it at each profile load and at each disk's add event (to keep the profile but "
+                         "have blkpolicyd's value last at boot, enable blkpolicyd-settle.service)",
+                     idle ?: "", o->key, u->name, name, name) < 0)
                 return NULL;
         return a;
 }
 
 static int tuned_add(TunedLoad *l, const TunedUnit *u, const TunedOpt *o, unsigned tunable, const char *value,
-                     const char *glob, bool enabled) {
+                     const char *glob) {
         RuleToken conds[3];
-        _cleanup_free_ char *match = NULL, *advice = tuned_advice(u, o, enabled);
+        _cleanup_free_ char *match = NULL, *advice = tuned_advice(u, o, l->unit);
         size_t n = 0;
         Conflict *c;
         int r;
@@ -1151,11 +960,12 @@ static int tuned_add(TunedLoad *l, const TunedUnit *u, const TunedOpt *o, unsign
         if (r < 0)
                 return r;
         c->maybe = u->conditional;
+        c->dormant = !unit_runs(l->unit);
         return 0;
 }
 
 /* [sysfs] /sys/block/<glob>/queue/<attr> = value */
-static int tuned_add_sysfs(TunedLoad *l, const TunedUnit *u, const TunedOpt *o, bool enabled) {
+static int tuned_add_sysfs(TunedLoad *l, const TunedUnit *u, const TunedOpt *o) {
         const char *k = o->key, *q;
         _cleanup_free_ char *glob = NULL;
         int t;
@@ -1172,10 +982,10 @@ static int tuned_add_sysfs(TunedLoad *l, const TunedUnit *u, const TunedOpt *o, 
         glob = strndup(k, (size_t) (q - k));
         if (!glob)
                 return -ENOMEM;
-        return tuned_add(l, u, o, (unsigned) t, o->value, glob, enabled);
+        return tuned_add(l, u, o, (unsigned) t, o->value, glob);
 }
 
-static int tuned_emit(TunedLoad *l, bool enabled) {
+static int tuned_emit(TunedLoad *l) {
         for (size_t i = 0; i < l->acc.n_units; i++) {
                 const TunedUnit *u = &l->acc.units[i];
                 const char *type = u->type ?: u->name;
@@ -1190,17 +1000,15 @@ static int tuned_emit(TunedLoad *l, bool enabled) {
                         if (!o->value[0])
                                 continue;
                         if (streq(type, "disk") && streq(o->key, "elevator"))
-                                r = tuned_add(l, u, o, TUNABLE_SCHEDULER, o->value, NULL, enabled);
+                                r = tuned_add(l, u, o, TUNABLE_SCHEDULER, o->value, NULL);
                         else if (streq(type, "disk") && streq(o->key, "readahead")) {
                                 tuned_readahead_kb(o->value, ra, sizeof(ra));
-                                r = tuned_add(l, u, o, (unsigned) tunable_find_attr("read_ahead_kb"), ra, NULL,
-                                              enabled);
+                                r = tuned_add(l, u, o, (unsigned) tunable_find_attr("read_ahead_kb"), ra, NULL);
                         } else if (streq(type, "disk") && streq(o->key, "readahead_multiply")) {
                                 snprintf(ra, sizeof(ra), "x%s", o->value);
-                                r = tuned_add(l, u, o, (unsigned) tunable_find_attr("read_ahead_kb"), ra, NULL,
-                                              enabled);
+                                r = tuned_add(l, u, o, (unsigned) tunable_find_attr("read_ahead_kb"), ra, NULL);
                         } else if (streq(type, "sysfs"))
-                                r = tuned_add_sysfs(l, u, o, enabled);
+                                r = tuned_add_sysfs(l, u, o);
                         if (r < 0)
                                 return r;
                 }
@@ -1208,17 +1016,10 @@ static int tuned_emit(TunedLoad *l, bool enabled) {
         return 0;
 }
 
-static bool path_exists_under(const char *root, const char *path) {
-        _cleanup_free_ char *full = root_path(root, path);
-        struct stat st;
-
-        return full && lstat(full, &st) == 0;
-}
-
 /* Words of a small file, or NULL. */
 static int read_words(const char *root, const char *path, char ***ret) {
         _cleanup_free_ char *text = NULL;
-        int r = read_under_root(root, path, &text);
+        int r = conflicts_read_file(root, path, &text);
 
         if (r == -ENOENT || r == -ENODATA || r == -ENOTDIR) {
                 *ret = NULL;
@@ -1232,23 +1033,22 @@ static int read_words(const char *root, const char *path, char ***ret) {
 int conflicts_scan_tuned(const char *root, ConflictSet *s) {
         _cleanup_strv_free_ char **names = NULL, **post = NULL;
         TunedLoad l = { .root = root, .set = s };
-        bool enabled;
         int r;
 
         r = read_words(root, "/etc/tuned/active_profile", &names);
         if (r == 0)
                 r = read_words(root, "/etc/tuned/post_loaded_profile", &post);
         if (r < 0)
-                return r == -ENOMEM ? r : warn(s, "/etc/tuned/active_profile: cannot be read (%s)", strerror(-r));
+                return r == -ENOMEM ? r : conflict_warn(s, "/etc/tuned/active_profile: cannot be read (%s)", strerror(-r));
         for (char **p = post; p && *p; p++)
                 if (strv_push(&names, *p) < 0)
                         return -ENOMEM;
         if (!names)
                 return 0;
-        enabled = path_exists_under(root, "/etc/systemd/system/multi-user.target.wants/tuned.service");
+        l.unit = conflicts_unit_state(root, "tuned.service");
         r = tuned_load(&l, names, 0);
         if (r >= 0)
-                r = tuned_emit(&l, enabled);
+                r = tuned_emit(&l);
         tuned_profile_done(&l.acc);
         strv_free(l.processed);
         return r;
@@ -1277,7 +1077,7 @@ static bool gce_optimize_local_ssd(const char *root) {
                 bool in_setup = false;
                 char *save = NULL;
 
-                if (read_under_root(root, files[i], &text) < 0)
+                if (conflicts_read_file(root, files[i], &text) < 0)
                         continue;
                 for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                         char *eq, *k = strstrip(l);
@@ -1294,50 +1094,73 @@ static bool gce_optimize_local_ssd(const char *root) {
         return on;
 }
 
-int conflicts_scan_gce(const char *root, ConflictSet *s) {
+/* Why not order blkpolicyd.service after the agent: blkpolicyd runs
+ * before sysinit.target and the agent, like every service with default
+ * dependencies, after it, so After=google-guest-agent.service is a cycle
+ * that systemd breaks by dropping blkpolicyd's start. The settle unit is
+ * an ordinary service, After= the late writers. */
+#define GCE_ADVICE                                                                                                  \
+        "the agent writes none to every blk-mq disk at each of its starts and has no option to stop it: enable "    \
+        "blkpolicyd-settle.service (systemctl enable blkpolicyd-settle.service), which runs after the agent and "   \
+        "tuned and has blkpolicyd write its settings again, and set on_drift=reapply in blkpolicyd.conf for an "    \
+        "agent restarted later; do not order blkpolicyd.service itself after the agent, which makes an ordering "   \
+        "cycle through sysinit.target"
+
+static int gce_add_local_ssd(const char *root, ConflictSet *s, bool dormant) {
         static const char *const ssd_attrs[][2] = {
                 { "add_random", "0" }, { "nr_requests", "512" }, { "rq_affinity", "0" }, { "nomerges", "1" },
         };
-        const char *unit = NULL;
-        _cleanup_free_ char *advice = NULL;
-        Conflict *c;
-        int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(gce_units) && !unit; i++)
-                if (path_exists_under(root, gce_units[i]))
-                        unit = gce_units[i];
-        if (!unit || rules_file_is_masked(root, gce_units[0]))
-                return 0;       /* not installed, or masked in /etc */
-        if (asprintf(&advice, "%sthe agent writes none to every blk-mq disk at each of its starts and has no option "
-                              "to stop it: order blkpolicyd after it (a drop-in with After=google-guest-agent.service) "
-                              "so that blkpolicyd's pass comes last, and set on_drift=reapply in blkpolicyd.conf for a "
-                              "restarted agent",
-                     path_exists_under(root, "/etc/systemd/system/multi-user.target.wants/google-guest-agent.service")
-                             ? ""
-                             : "google-guest-agent.service is not enabled, so this applies only when it is started; ") < 0)
-                return advice = NULL, -ENOMEM;
-        r = conflict_add(s, CONFLICT_GCE, unit, 0, TUNABLE_SCHEDULER, "none", NULL, 0, "every disk with mq/", advice,
-                         &c);
-        if (r < 0)
-                return r;
-        c->needs_blk_mq = true;
-        if (!path_exists_under(root, "/usr/bin/google_optimize_local_ssd") || !gce_optimize_local_ssd(root))
+        if (!conflicts_path_exists(root, "/usr/bin/google_optimize_local_ssd") || !gce_optimize_local_ssd(root))
                 return 0;
         for (size_t i = 0; i < ELEMENTSOF(ssd_attrs); i++) {
                 /* the script picks virtio-scsi disks whose model is EphemeralDisk */
                 RuleToken model = { .key = (char *) "ATTR", .attr = (char *) "device/model",
                                     .value = (char *) "*EphemeralDisk*", .op = RULE_OP_MATCH };
+                Conflict *c;
+                int r;
 
                 r = conflict_add(s, CONFLICT_GCE, "/usr/bin/google_optimize_local_ssd", 0,
                                  (unsigned) tunable_find_attr(ssd_attrs[i][0]), ssd_attrs[i][1], &model, 1,
                                  "local SSDs (model EphemeralDisk)",
                                  "set optimize_local_ssd = false in [InstanceSetup] of "
                                  "/etc/default/instance_configs.cfg; the agent runs the script at each of its starts",
-                                 NULL);
+                                 &c);
                 if (r < 0)
                         return r;
+                c->dormant = dormant;
         }
         return 0;
+}
+
+int conflicts_scan_gce(const char *root, ConflictSet *s) {
+        UnitState state = conflicts_unit_state(root, "google-guest-agent.service");
+        _cleanup_free_ char *advice = NULL;
+        const char *unit = NULL;
+        Conflict *c;
+        int r;
+
+        if (state == UNIT_ABSENT || state == UNIT_MASKED)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(gce_units) && !unit; i++)
+                if (conflicts_path_exists(root, gce_units[i]))
+                        unit = gce_units[i];
+        if (!unit)
+                unit = "google-guest-agent.service";    /* in /run or /usr/local: found, not named here */
+        if (unit_runs(state))
+                advice = strdup(GCE_ADVICE);
+        else if (asprintf(&advice, "google-guest-agent.service is %s: it writes nothing until it is started; " GCE_ADVICE,
+                          unit_state_to_string(state)) < 0)
+                advice = NULL;
+        if (!advice)
+                return -ENOMEM;
+        r = conflict_add(s, CONFLICT_GCE, unit, 0, TUNABLE_SCHEDULER, "none", NULL, 0, "every disk with mq/", advice,
+                         &c);
+        if (r < 0)
+                return r;
+        c->needs_blk_mq = true;
+        c->dormant = !unit_runs(state);
+        return gce_add_local_ssd(root, s, c->dormant);
 }
 
 /* ---- the kernel command line ---- */
@@ -1350,7 +1173,7 @@ int conflicts_scan_cmdline(const char *proc, ConflictSet *s) {
 
         if (asprintf(&path, "%s/cmdline", proc ?: "/proc") < 0)
                 return path = NULL, -ENOMEM;
-        r = read_under_root(NULL, path, &text);
+        r = conflicts_read_file(NULL, path, &text);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -1384,6 +1207,12 @@ int conflicts_scan(const Roots *roots, ConflictSet *ret) {
                 r = conflicts_scan_tuned(root, &s);
         if (r >= 0 && root)
                 r = conflicts_scan_gce(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_sysfsd(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_tmpfiles(root, &s);
+        if (r >= 0 && root)
+                r = conflicts_scan_lvm(root, &s);
         if (r >= 0)
                 r = conflicts_scan_cmdline(roots->proc, &s);
         if (r < 0) {
@@ -1504,8 +1333,8 @@ static bool value_equivalent(unsigned tunable, const char *written, const char *
         return !errno && end != live && a == b;
 }
 
-const Conflict *conflicts_attribute(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable,
-                                    const char *live) {
+static const Conflict *attribute(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable, const char *live,
+                                 bool dormant) {
         const Conflict *best = NULL;
         ConflictMatch best_m = CONFLICT_MATCH_NO;
 
@@ -1513,7 +1342,9 @@ const Conflict *conflicts_attribute(const ConflictSet *s, const ConflictDevice *
                 const Conflict *c = &s->items[i];
                 ConflictMatch m;
 
-                if (c->tunable != tunable || !value_equivalent(tunable, c->value, live))
+                /* a program that does not run wrote nothing: naming it sent
+                 * admins after an agent that was only installed */
+                if (c->dormant != dormant || c->tunable != tunable || !value_equivalent(tunable, c->value, live))
                         continue;
                 m = conflict_matches(c, dev, NULL);
                 /* a sure match over a maybe; then a udev rule (it names the
@@ -1527,6 +1358,16 @@ const Conflict *conflicts_attribute(const ConflictSet *s, const ConflictDevice *
                 }
         }
         return best;
+}
+
+const Conflict *conflicts_attribute(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable,
+                                    const char *live) {
+        return attribute(s, dev, tunable, live, false);
+}
+
+const Conflict *conflicts_attribute_dormant(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable,
+                                            const char *live) {
+        return attribute(s, dev, tunable, live, true);
 }
 
 char *conflict_describe(const Conflict *c) {
@@ -1546,6 +1387,18 @@ char *conflict_describe(const Conflict *c) {
         case CONFLICT_GCE:
                 r = asprintf(&s, "the GCE guest agent (%s) sets queue/%s=%s on %s at each start", c->path, attr,
                              c->value, c->match ?: "every disk");
+                break;
+        case CONFLICT_SYSFSD:
+                r = asprintf(&s, "sysfsutils %s:%u sets queue/%s=%s (%s)", c->path, c->line, attr, c->value,
+                             c->match ?: "");
+                break;
+        case CONFLICT_TMPFILES:
+                r = asprintf(&s, "tmpfiles.d %s:%u writes queue/%s=%s (%s)", c->path, c->line, attr, c->value,
+                             c->match ?: "");
+                break;
+        case CONFLICT_LVM:
+                r = asprintf(&s, "LVM (%s%s%.0u) sets the read-ahead of its logical volumes: %s", c->path,
+                             c->line ? ":" : "", c->line, c->value);
                 break;
         default:
                 r = asprintf(&s, "the kernel command line sets elevator=%s, which blk-mq ignores", c->value);

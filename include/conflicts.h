@@ -2,7 +2,8 @@
 #pragma once
 
 /* Conflicts: the other writers of the settings blkpolicyd manages. udev
- * rules, an active tuned profile, the GCE guest agent and a kernel
+ * rules, an active tuned profile, the GCE guest agent, sysfsutils'
+ * sysfs.conf, systemd-tmpfiles' w lines, LVM's read-ahead and a kernel
  * elevator= each write a queue attribute at their own time; an admin who
  * does not know they are there sees blkpolicyd's value "drift" and blames
  * the wrong tool. conflicts_scan() finds them below a root (a fixture tree
@@ -19,6 +20,9 @@ typedef enum ConflictSource {
         CONFLICT_TUNED,
         CONFLICT_GCE,
         CONFLICT_CMDLINE,
+        CONFLICT_SYSFSD,
+        CONFLICT_TMPFILES,
+        CONFLICT_LVM,
         _CONFLICT_SOURCE_MAX,
 } ConflictSource;
 
@@ -74,6 +78,9 @@ typedef struct Conflict {
         bool needs_blk_mq;      /* GCE: only disks with mq/ */
         bool effective;         /* false: it cannot take effect (elevator= on blk-mq) */
         bool maybe;             /* a condition outside the rule could not be followed (a GOTO guard) */
+        /* its program is installed but its unit neither enabled nor
+         * running: reported, never named as the likely writer of a value */
+        bool dormant;
 } Conflict;
 
 typedef struct ConflictSet {
@@ -94,8 +101,35 @@ int conflicts_scan_udev(const char *root, ConflictSet *s);
 int conflicts_scan_tuned(const char *root, ConflictSet *s);
 int conflicts_scan_gce(const char *root, ConflictSet *s);
 int conflicts_scan_cmdline(const char *proc, ConflictSet *s);
+int conflicts_scan_sysfsd(const char *root, ConflictSet *s);
+int conflicts_scan_tmpfiles(const char *root, ConflictSet *s);
+int conflicts_scan_lvm(const char *root, ConflictSet *s);
 /* One rules file's text, as if read from path. */
 int conflicts_parse_udev_text(const char *path, const char *text, ConflictSet *s);
+/* The line formats, the same way (the fuzzers' entry points): a sysfs.conf,
+ * a tmpfiles.d file, an lvm.conf (whose activation/readahead, or the
+ * default, is added as one conflict). */
+int conflicts_parse_sysfsd_text(const char *path, const char *text, ConflictSet *s);
+int conflicts_parse_tmpfiles_text(const char *path, const char *text, ConflictSet *s);
+int conflicts_parse_lvm_text(const char *path, const char *text, ConflictSet *s);
+
+/* Whether another writer's unit runs: a unit only installed writes nothing
+ * until someone starts it. Enabled: a link of its name in a .wants/ or
+ * .requires/ directory of /etc, /run, /usr/lib or /lib systemd/system;
+ * masked: its name linked to /dev/null in /etc or /run. Active is asked of
+ * systemd (its private socket) and only on the live root: on a fixture
+ * root, or before systemd answers, enabled is all that is known. */
+typedef enum UnitState {
+        UNIT_ABSENT,            /* no unit file */
+        UNIT_MASKED,
+        UNIT_INSTALLED,         /* neither enabled nor active */
+        UNIT_ENABLED,
+        UNIT_ACTIVE,
+} UnitState;
+
+UnitState conflicts_unit_state(const char *root, const char *unit);
+/* "installed, neither enabled nor running", ... for advice and logs. */
+const char *unit_state_to_string(UnitState s);
 
 /* What the matcher knows of a disk. read_attr reads <disk>/<attr> (the
  * udev ATTR{} path, e.g. "queue/rotational"); read_env a udev property
@@ -119,11 +153,16 @@ ConflictMatch conflict_matches(const Conflict *c, const ConflictDevice *dev, con
 int rule_token_format(const RuleToken *t, char *buf, size_t size);
 
 /* The writer most likely to have set tunable to live on dev: one that
- * applies to dev and writes that very value; a sure match before a maybe,
- * a udev rule before tuned before the GCE agent, and of udev rules the
- * last (its write is the one that stays). NULL when none is known. */
+ * applies to dev and writes that very value and is not dormant; a sure
+ * match before a maybe, a udev rule before the others (the set's order),
+ * and of udev rules the last (its write is the one that stays). NULL when
+ * none is known. */
 const Conflict *conflicts_attribute(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable,
                                     const char *live);
+/* The same among the dormant writers only: one that would have written
+ * the value had it run, to say that it did not. */
+const Conflict *conflicts_attribute_dormant(const ConflictSet *s, const ConflictDevice *dev, unsigned tunable,
+                                            const char *live);
 
 /* "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")": malloc'd, NULL on ENOMEM. */

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Other writers of the same settings, named: a daemon on the `conflicts`
 fixture machine (kvm-6.18's disks, plus a root with udev rules in every
-rules.d directory, masked and overriding ones among them, an active tuned
-profile that extends a shipped one of the same name, the GCE guest agent,
-and elevator= on the kernel command line). Checks status, explain, doctor
-(text against a golden file, --json, exit codes), metrics, and the writer
-named for a drift. No root: the fake kernel takes the writes.
+rules.d directory, masked and overriding ones among them, blockdev --setra
+rules, an active tuned profile that extends a shipped one of the same name,
+the GCE guest agent, sysfsutils' sysfs.conf and sysfs.d, tmpfiles.d w lines
+with masking, LVM's readahead = "none", and elevator= on the kernel command
+line). Checks status, explain, doctor (text against a golden file, --json,
+exit codes), metrics, the writer named for a drift, the resume that
+blkpolicyd-settle.service runs, and that a tuned which does not run is not
+named as the writer. No root: the fake kernel takes the writes.
 
 One daemon serves the file's tests, which run in file order (the drift
 test changes vda's scheduler; the last one stops it for a clean system)."""
@@ -118,6 +121,25 @@ def test_status_names_every_writer(main, top):
         and tuned.get("read_ahead_kb", {}).get("path") == "/usr/lib/tuned/profiles/throughput-performance/tuned.conf" \
         and [d["name"] for d in tuned["scheduler"]["devices"]] == ["vda"], \
         f"tuned: the admin's profile in /etc overrides the shipped elevator, the parent's readahead stays: {tuned}"
+    sysfsd = by_source.get("sysfsutils", [])
+    assert [(c["path"], c["line"], c["attr"], c["value"], [d["name"] for d in c["devices"]]) for c in sysfsd] == [
+        ("/etc/sysfs.conf", 11, "scheduler", "kyber", ["vda"]),
+        ("/etc/sysfs.d/60-loop.conf", 2, "nr_requests", "64", ["loop0"])], \
+        f"sysfsutils: sysfs.conf then sysfs.d, mode/owner lines are no writes, its glob matched: {sysfsd}"
+    tmpfiles = by_source.get("tmpfiles", [])
+    assert [(c["path"], c["attr"], [d["name"] for d in c["devices"]]) for c in tmpfiles] == [
+        ("/usr/lib/tmpfiles.d/blk-latency.conf", "wbt_lat_usec", ["vda"]),
+        ("/run/tmpfiles.d/blk-runtime.conf", "rq_affinity", ["loop0"]),
+        ("/etc/tmpfiles.d/zz-local.conf", "add_random", ["vda"])], \
+        f"tmpfiles.d: /etc masks (a link to /dev/null), /run overrides /usr/lib: {tmpfiles}"
+    lvm = by_source.get("lvm", [])
+    assert len(lvm) == 1 and lvm[0]["value"] == "0" and lvm[0]["line"] == 13 \
+        and [(d["name"], d["match"]) for d in lvm[0]["devices"]] == [("dm-0", "yes")] \
+        and "which doctor does not read" in lvm[0]["advice"], \
+        f"LVM: readahead = none on the logical volume (DM_UUID LVM-...), per-LV settings said to be unread: {lvm}"
+    blockdev = [c for c in by_source["udev"] if c["path"] == "/etc/udev/rules.d/68-blockdev.rules"]
+    assert [(c["line"], c["value"], [d["name"] for d in c["devices"]]) for c in blockdev] == \
+        [(2, "512", ["vda"]), (3, "128", ["loop0"])], f"udev RUN+= blockdev --setra/--setfra, in KiB: {blockdev}"
     gce = by_source.get("gce-guest-agent", [])
     assert len(gce) == 1 and gce[0]["value"] == "none" \
         and [d["name"] for d in gce[0]["devices"]] == ["loop0", "vda"], \
@@ -131,14 +153,16 @@ def test_explain_names_the_writers_that_apply(main):
     sock = main["sock"]
     ex = call(sock, {"command": "explain", "device": "vda"})["conflicts"]
     assert sorted((c["source"], c["line"], c["affects"]) for c in ex) == \
-        [("gce-guest-agent", None, True), ("tuned", 9, True), ("tuned", 13, False), ("tuned", 16, False),
-         ("udev", 5, False), ("udev", 18, True)], f"explain vda: the writers that apply, which of them fight blkpolicyd: {ex}"
+        [("gce-guest-agent", None, True), ("sysfsutils", 11, True), ("tmpfiles", 2, False), ("tmpfiles", 2, False),
+         ("tuned", 9, True), ("tuned", 13, False), ("tuned", 16, False), ("udev", 2, False), ("udev", 5, False),
+         ("udev", 18, True)], f"explain vda: the writers that apply, which of them fight blkpolicyd: {ex}"
     assert all(c["intended"] == ("none" if c["attr"] == "scheduler" else None) for c in ex), \
         f"explain vda: blkpolicyd's own target alongside: {ex}"
     ex = call(sock, {"command": "explain", "device": "loop0"})["conflicts"]
     assert sorted((c["source"], c["attr"]) for c in ex) == \
-        [("gce-guest-agent", "scheduler"), ("udev", "nomerges"), ("udev", "read_ahead_kb"),
-         ("udev", "wbt_lat_usec")], f"explain loop0: tuned's devices=!loop* leaves it out: {ex}"
+        [("gce-guest-agent", "scheduler"), ("sysfsutils", "nr_requests"), ("tmpfiles", "rq_affinity"),
+         ("udev", "nomerges"), ("udev", "read_ahead_kb"), ("udev", "read_ahead_kb"), ("udev", "wbt_lat_usec")], \
+        f"explain loop0: tuned's devices=!loop* leaves it out: {ex}"
     ex = call(sock, {"command": "explain", "device": "zram0"})["conflicts"]
     assert sorted((c["source"], c["attr"]) for c in ex) == [("tuned", "read_ahead_kb")], \
         f"explain zram0 (bio-based): a scheduler writer cannot apply, a readahead one can: {ex}"
@@ -146,7 +170,7 @@ def test_explain_names_the_writers_that_apply(main):
 
 def test_start_log_and_doctor(main, ctl, top):
     started = main["daemon"].text()
-    assert started.count("Conflict: ") == 14 and \
+    assert started.count("Conflict: ") == 22 and \
         'Conflict: udev rule /etc/udev/rules.d/60-ioschedulers.rules:18 sets queue/scheduler=mq-deadline ' \
         '(KERNEL=="vd[a-z]"); applies to vda (managed); to fix: remove the assignment' in started, \
         f"start: one log line per writer, with the disks and what to do:\n{started}"
@@ -154,20 +178,27 @@ def test_start_log_and_doctor(main, ctl, top):
     golden(top, "conflicts-doctor.txt", r.stdout)
     assert r.returncode == 4, f"doctor: exit 4 when a writer fights blkpolicyd on a managed disk: {r}"
     r = ctl(main["sock"], "status")
-    assert "other writers of these settings: 14, 3 setting what blkpolicyd manages (blkpolicyctl doctor)\n" \
+    assert "other writers of these settings: 22, 4 setting what blkpolicyd manages (blkpolicyctl doctor)\n" \
         in r.stdout, f"blkpolicyctl status counts them and points to doctor:\n{r.stdout}"
     r = ctl(main["sock"], "doctor", "--json")
     d = json.loads(r.stdout)["result"] if r.stdout else {}
-    assert r.returncode == 4 and d.get("affecting") == 3 and len(d.get("conflicts", [])) == len(main["conflicts"]), \
+    assert r.returncode == 4 and d.get("affecting") == 4 and len(d.get("conflicts", [])) == len(main["conflicts"]), \
         f"doctor --json: the same, and the count:\n{r.stdout}"
-    assert d.get("warnings") == ["/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped"], \
-        f"doctor --json: the unreadable rule named as a warning: {d}"
+    assert d.get("warnings") == ["/usr/lib/udev/rules.d/66-run-echo.rules:3: not a valid udev rule, skipped",
+                                 "/etc/sysfs.d/60-loop.conf:3: syntax error, sysfsutils reads no further lines of it"], \
+        f"doctor --json: the unreadable rule and sysfs.conf line named as warnings: {d}"
+    gce = [c for c in d.get("conflicts", []) if c["source"] == "gce-guest-agent"]
+    assert len(gce) == 1 and "enable blkpolicyd-settle.service" in gce[0]["advice"] \
+        and "After=google-guest-agent.service" not in gce[0]["advice"], \
+        f"doctor: the advice for the agent is the settle unit, not an ordering cycle: {gce}"
 
 
 @pytest.mark.parametrize("line", [
-    'blkpolicyd_conflicts{source="udev"} 9', 'blkpolicyd_conflicts{source="tuned"} 3',
+    'blkpolicyd_conflicts{source="udev"} 11', 'blkpolicyd_conflicts{source="tuned"} 3',
     'blkpolicyd_conflicts{source="gce-guest-agent"} 1', 'blkpolicyd_conflicts{source="kernel-cmdline"} 1',
-    'blkpolicyd_device_conflicts{device="vda"} 3', 'blkpolicyd_device_conflicts{device="loop0"} 1'])
+    'blkpolicyd_conflicts{source="sysfsutils"} 2', 'blkpolicyd_conflicts{source="tmpfiles"} 3',
+    'blkpolicyd_conflicts{source="lvm"} 1',
+    'blkpolicyd_device_conflicts{device="vda"} 4', 'blkpolicyd_device_conflicts{device="loop0"} 1'])
 def test_metrics(main, line):
     text = call(main["sock"], {"command": "metrics"})["text"]
     assert line in text.splitlines(), text
@@ -204,8 +235,23 @@ def test_reload_logs_the_writers_again(main):
     d = main["daemon"]
     before = d.text().count("Conflict: ")
     d.signal(signal.SIGHUP)
-    text = poll(d.text, lambda t: "Reloaded: " in t and t.count("Conflict: ") == before + 14)
-    assert text.count("Conflict: ") == before + 14, f"reload: the writers logged again\n{text[-2000:]}"
+    text = poll(d.text, lambda t: "Reloaded: " in t and t.count("Conflict: ") == before + 22)
+    assert text.count("Conflict: ") == before + 22, f"reload: the writers logged again\n{text[-2000:]}"
+
+
+def test_settle_resume_writes_over_the_late_writer(main, machine, ctl):
+    # what blkpolicyd-settle.service runs after tuned and the agent: vda,
+    # overridden since the drift test, is set again and managed again
+    sock = main["sock"]
+    sched = os.path.join(machine, "sys", "block", "vda", "queue", "scheduler")
+    assert call(sock, {"command": "device", "device": "vda"})["overridden"], "vda is overridden (the drift test)"
+    r = ctl(sock, "resume")
+    assert r.returncode == 0, f"blkpolicyctl resume: {r}"
+    with open(sched) as f:
+        live = f.read()
+    d = call(sock, {"command": "device", "device": "vda"})
+    assert live.startswith("[none]") and not d["overridden"], \
+        f"resume wrote blkpolicyd's none over the late writer's mq-deadline: {live!r} {d}"
 
 
 def test_doctor_on_a_clean_system(main, start, machine, module_work, ctl):
@@ -220,3 +266,29 @@ def test_doctor_on_a_clean_system(main, start, machine, module_work, ctl):
     assert r.returncode == 0 and r.stdout == "No other writer of blkpolicyd's settings found.\n", \
         f"doctor on a clean system: exit 0: {r}"
     assert call(sock, {"command": "status"})["conflicts"] == [], "status: no conflicts"
+
+
+def test_a_writer_that_does_not_run_is_not_named(start, machine, module_work, ctl):
+    # tuned installed, its profile active, but tuned.service neither enabled
+    # nor running: a bfq on vda came from someone else
+    root = os.path.join(module_work, "dormant-root")
+    for path, text in {"etc/tuned/active_profile": "blkpd\n",
+                       "etc/tuned/profiles/blkpd/tuned.conf": "[disk]\nelevator=bfq\n",
+                       "usr/lib/systemd/system/tuned.service": "[Service]\nExecStart=/usr/sbin/tuned\n"}.items():
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+    d, sock = start("dormant", root, append_log=True)
+    doctor = json.loads(ctl(sock, "doctor", "--json").stdout)["result"]["conflicts"]
+    assert len(doctor) == 1 and doctor[0]["dormant"] and doctor[0]["advice"].startswith(
+        "tuned.service is installed but neither enabled nor running: it writes nothing until tuned is started"), \
+        f"doctor reports the profile and says that tuned does not run: {doctor}"
+    with open(os.path.join(machine, "sys", "block", "vda", "queue", "scheduler"), "w") as f:
+        f.write("none mq-deadline kyber [bfq]\n")
+    v = poll(lambda: call(sock, {"command": "verify"}), lambda v: v["drifted"])
+    drift = [x for dev in v["devices"] for x in dev["drift"]]
+    assert len(drift) == 1 and drift[0]["live"] == "bfq" and drift[0]["writer"] == \
+        "an unknown writer (not tuned profile /etc/tuned/profiles/blkpd/tuned.conf:2 sets queue/scheduler=bfq " \
+        "([disk] devices=*), whose unit is neither enabled nor running)", \
+        f"verify: not tuned, which does not run: {v}"
+    d.cleanup()

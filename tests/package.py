@@ -26,6 +26,7 @@ check = res.check
 
 EXPECTED = [
     "./usr/sbin/blkpolicyd", "./usr/bin/blkpolicyctl", "./lib/systemd/system/blkpolicyd.service",
+    "./lib/systemd/system/blkpolicyd-settle.service",
     "./lib/udev/rules.d/90-blkpolicyd.rules", "./etc/blkpolicyd/blkpolicyd.conf",
     "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy", "./etc/blkpolicyd/policies.d/",
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",

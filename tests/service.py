@@ -51,6 +51,7 @@ def test_installed_files(dest, dirs):
         os.path.join(prefix, "sbin/blkpolicyd"),
         os.path.join(prefix, "bin/blkpolicyctl"),
         os.path.join(dirs["unitdir"], "blkpolicyd.service"),
+        os.path.join(dirs["unitdir"], "blkpolicyd-settle.service"),
         os.path.join(dirs["udevdir"], "rules.d/90-blkpolicyd.rules"),
         os.path.join(dirs["sysconfdir"], "blkpolicyd/blkpolicyd.conf"),
         os.path.join(prefix, "lib/blkpolicyd/policies.d/20-fast-virtual.policy"),
@@ -78,6 +79,76 @@ def test_unit(dest, dirs):
     score = float(m.group(1)) if m else 99
     print(f"systemd-analyze security: exposure {score}")
     assert score <= 2.0, "exposure at most 2.0\n" + r.stdout[-2000:]
+
+
+LATE_WRITERS = {
+    # as the fixture machine has them (tests/fixtures/conflicts/root), trimmed
+    "google-guest-agent.service": "[Unit]\nAfter=network-online.target\nWants=network-online.target\n"
+                                  "[Service]\nType=notify\nExecStart=/usr/bin/google_guest_agent\n"
+                                  "[Install]\nWantedBy=multi-user.target\n",
+    "tuned.service": "[Service]\nType=dbus\nBusName=com.redhat.tuned\nExecStart=/usr/sbin/tuned -l -P\n"
+                     "[Install]\nWantedBy=multi-user.target\n",
+}
+
+
+def boot_root(work, dest, dirs, dropin):
+    """The host's units, blkpolicyd's installed ones, the late writers, all
+    enabled as a package would; dropin: a blkpolicyd.service drop-in."""
+    root = os.path.join(work, "boot-root")
+    shutil.rmtree(root, ignore_errors=True)
+    unitdir = os.path.join(root, "usr/lib/systemd/system")
+    shutil.copytree("/lib/systemd/system", unitdir, symlinks=True)
+    for name in ("blkpolicyd.service", "blkpolicyd-settle.service"):
+        shutil.copy(dest + os.path.join(dirs["unitdir"], name), unitdir)
+    for name, text in LATE_WRITERS.items():
+        with open(os.path.join(unitdir, name), "w") as f:
+            f.write(text)
+    # the programs the units run: verify checks that they exist
+    for exe in (f"{dirs['prefix']}/sbin/blkpolicyd", f"{dirs['prefix']}/bin/blkpolicyctl", "/usr/bin/google_guest_agent",
+                "/usr/sbin/tuned"):
+        os.makedirs(os.path.dirname(root + exe), exist_ok=True)
+        with open(root + exe, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(root + exe, 0o755)
+    etc = os.path.join(root, "etc/systemd/system")
+    for target, units in {"sysinit.target.wants": ["blkpolicyd.service"],
+                          "multi-user.target.wants": ["blkpolicyd-settle.service", *LATE_WRITERS]}.items():
+        os.makedirs(os.path.join(etc, target), exist_ok=True)
+        for u in units:
+            os.symlink(f"/usr/lib/systemd/system/{u}", os.path.join(etc, target, u))
+    if dropin:
+        os.makedirs(os.path.join(etc, "blkpolicyd.service.d"))
+        with open(os.path.join(etc, "blkpolicyd.service.d", "doctor.conf"), "w") as f:
+            f.write(dropin)
+    return root
+
+
+@pytest.mark.skipif(not os.path.exists("/lib/systemd/system/sysinit.target"), reason="no systemd units on this host")
+@pytest.mark.parametrize("dropin,cycle", [
+    # doctor's old advice: blkpolicyd runs before sysinit.target, the agent after it
+    ("[Unit]\nAfter=google-guest-agent.service\n", True),
+    # the settle unit, enabled, without a drop-in: what doctor advises now
+    (None, False)])
+def test_boot_ordering_with_late_writers(dest, dirs, module_work, dropin, cycle):
+    root = boot_root(module_work, dest, dirs, dropin)
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", f"--root={root}", "multi-user.target"],
+                       capture_output=True, text=True)
+    broken = "Job blkpolicyd.service/start deleted to break ordering cycle" in r.stderr
+    if cycle:
+        assert broken, "an After= on the agent makes blkpolicyd's start a cycle that systemd breaks\n" + r.stderr
+    else:
+        assert r.returncode == 0 and not r.stderr.strip(), \
+            "blkpolicyd early, the settle unit after tuned and the agent: no cycle, nothing to say\n" + r.stderr
+
+
+def test_settle_unit(dest, dirs):
+    text = open(dest + os.path.join(dirs["unitdir"], "blkpolicyd-settle.service")).read()
+    after = " ".join(line[len("After="):] for line in text.splitlines() if line.startswith("After=")).split()
+    assert {"blkpolicyd.service", "tuned.service", "google-guest-agent.service"} <= set(after), \
+        f"after blkpolicyd and the late writers: {after}"
+    assert "DefaultDependencies=no" not in text and "Before=sysinit.target" not in text, \
+        "an ordinary service: after sysinit.target, like the writers it follows"
+    assert f"ExecStart={dirs['prefix']}/bin/blkpolicyctl resume" in text, "has blkpolicyd set every device again"
 
 
 @pytest.mark.parametrize("page", MAN_PAGES)

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "conflicts-internal.h"
 #include "conflicts.h"
 #include "tests.h"
 #include "tunables.h"
@@ -216,6 +217,9 @@ TEST(udev_fixture_masking_and_order) {
                 { "/usr/lib/udev/rules.d/64-readahead.rules", 5, "read_ahead_kb", "4096" },
                 { "/usr/lib/udev/rules.d/64-readahead.rules", 8, "wbt_lat_usec", "0" },
                 { "/usr/lib/udev/rules.d/66-run-echo.rules", 2, "nomerges", "2" },
+                /* blockdev --setra 1024 and --setfra 256: sectors, as KiB */
+                { "/etc/udev/rules.d/68-blockdev.rules", 2, "read_ahead_kb", "512" },
+                { "/etc/udev/rules.d/68-blockdev.rules", 3, "read_ahead_kb", "128" },
                 { "/lib/udev/rules.d/99-gce.rules", 6, "scheduler", "none" },
         };
 
@@ -255,7 +259,10 @@ TEST(tuned_fixture_include_chain) {
         ASSERT_TRUE(c && streq(c->advice, "add drop=elevator to [disk] of a profile virtual-guest-blk in /etc/tuned/profiles/ "
                                           "(/etc/tuned/ before tuned 2.23) with include=virtual-guest-blk, or set devices= "
                                           "there to leave out the disks blkpolicyd manages; tuned writes it at each profile "
-                                          "load and at each disk's add event"));
+                                          "load and at each disk's add event (to keep the profile but have blkpolicyd's "
+                                          "value last at boot, enable blkpolicyd-settle.service)"));
+        /* tuned.service is enabled in the fixture: it runs, it is a writer */
+        ASSERT_TRUE(c && !c->dormant);
         ASSERT_TRUE(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
         ASSERT_TRUE(c && conflict_matches(c, &loop0, NULL) == CONFLICT_MATCH_NO);
         /* tuned's disk plugin leaves removable disks alone */
@@ -294,8 +301,11 @@ TEST(tuned_merge_rules) {
         ASSERT_TRUE(streq(s.items[1].match, "[disk] devices=*"));
         ASSERT_TRUE(streq(s.items[3].value, "bfq") && streq(s.items[3].match, "[other] devices=*"));
         ASSERT_EQ_INT(conflict_matches(&s.items[1], &sda, NULL), CONFLICT_MATCH_MAYBE);   /* removable unknown */
-        /* tuned.service not enabled: said so */
-        ASSERT_TRUE(strstr(s.items[1].advice, "not enabled"));
+        /* no tuned.service at all: said so, and never the likely writer */
+        ASSERT_TRUE(startswith(s.items[1].advice, "tuned.service is not installed: it writes nothing until tuned is "
+                                                  "started; add drop=elevator"));
+        ASSERT_TRUE(s.items[1].dormant && !conflicts_attribute(&s, &sda, TUNABLE_SCHEDULER, "kyber"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &sda, TUNABLE_SCHEDULER, "kyber") == &s.items[1]);
         ASSERT_TRUE(!s.warnings);
         conflict_set_done(&s);
 
@@ -327,6 +337,10 @@ TEST(gce_agent) {
         ASSERT_EQ_INT(conflict_matches(&s.items[0], &mq, NULL), CONFLICT_MATCH_YES);
         ASSERT_EQ_INT(conflict_matches(&s.items[0], &bio, NULL), CONFLICT_MATCH_NO);
         ASSERT_TRUE(startswith(s.items[0].advice, "the agent writes none"));
+        /* the advice is the cycle-free unit, not an After= on blkpolicyd.service */
+        ASSERT_TRUE(strstr(s.items[0].advice, "enable blkpolicyd-settle.service"));
+        ASSERT_TRUE(!strstr(s.items[0].advice, "a drop-in with After="));
+        ASSERT_TRUE(!s.items[0].dormant);
         conflict_set_done(&s);
 
         ASSERT_TRUE(mkdtemp(dir));
@@ -338,12 +352,28 @@ TEST(gce_agent) {
         write_file(dir, "/etc/default/instance_configs.cfg.template", "[instancesetup]\nOptimize_Local_SSD = true\n");
         ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
         ASSERT_EQ_INT(s.n_items, 5);
-        /* not enabled: the fixture's is, this one is not */
-        ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is not enabled"));
+        /* not enabled: the fixture's is, this one is not; nor can it be running
+         * (a fixture root asks no systemd), so it writes nothing */
+        ASSERT_TRUE(startswith(s.items[0].advice, "google-guest-agent.service is installed but neither enabled nor "
+                                                  "running: it writes nothing until it is started; the agent writes"));
+        for (size_t i = 0; i < s.n_items; i++)
+                ASSERT_TRUE(s.items[i].dormant);
+        ASSERT_TRUE(!conflicts_attribute(&s, &mq, TUNABLE_SCHEDULER, "none"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &mq, TUNABLE_SCHEDULER, "none") == &s.items[0]);
         ASSERT_TRUE(s.items[1].tunable == T("add_random") && streq(s.items[1].value, "0"));
         ASSERT_EQ_INT(conflict_matches(&s.items[4], &lssd, NULL), CONFLICT_MATCH_YES);
         ASSERT_EQ_INT(conflict_matches(&s.items[4], &mq, NULL), CONFLICT_MATCH_MAYBE);
         conflict_set_done(&s);
+
+        /* enabled by a link in some .wants/: it starts at boot, it writes */
+        write_file(dir, "/etc/systemd/system/graphical.target.wants/.keep", "");
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/graphical.target.wants/google-guest-agent.service", dir);
+        ASSERT_EQ_INT(symlink("/lib/systemd/system/google-guest-agent.service", path), 0);
+        ASSERT_EQ_INT(conflicts_scan_gce(dir, &s), 0);
+        ASSERT_TRUE(s.n_items == 5 && !s.items[0].dormant && startswith(s.items[0].advice, "the agent writes none"));
+        ASSERT_TRUE(conflicts_attribute(&s, &mq, TUNABLE_SCHEDULER, "none") == &s.items[0]);
+        conflict_set_done(&s);
+        ASSERT_EQ_INT(unlink(path), 0);
 
         /* masked in /etc: the agent does not run */
         write_file(dir, "/etc/systemd/system/multi-user.target.wants/.keep", "");
@@ -375,13 +405,17 @@ TEST(drift_attribution) {
         FakeDisk fixed = { .attrs = (const char *const[]) { "removable=0", "queue/rotational=1", NULL },
                            .env = (const char *const[]) { "ID_VENDOR=Google", NULL } };
         FakeDisk virtio = { .attrs = fixed.attrs, .env = (const char *const[]) { "ID_PATH=pci-0000:00:02.0", NULL } };
+        FakeDisk lvm = { .attrs = fixed.attrs, .env = (const char *const[]) { "DM_UUID=LVM-0123", NULL } };
         ConflictDevice vda = disk("vda", true, &virtio), sda = disk("sda", true, &fixed), dm = disk("dm-0", false, &fixed);
+        ConflictDevice lv = disk("dm-0", false, &lvm);
         ConflictSet s = {};
         const Conflict *c;
         char *text;
 
         ASSERT_EQ_INT(conflicts_scan(&roots, &s), 0);
-        ASSERT_EQ_INT(s.n_items, 14);
+        /* 14 of udev, tuned, the agent and the command line; 2 blockdev
+         * rules, 2 of sysfsutils, 3 tmpfiles lines, 1 of LVM */
+        ASSERT_EQ_INT(s.n_items, 22);
         /* the udev rule that names vda and writes what is live */
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
         ASSERT_TRUE(c && c->source == CONFLICT_UDEV && c->line == 18);
@@ -403,7 +437,15 @@ TEST(drift_attribution) {
         ASSERT_TRUE(c && c->source == CONFLICT_UDEV && strstr(c->path, "99-gce.rules"));
         /* the kernel command line's elevator=deadline never counts */
         ASSERT_TRUE(!conflicts_attribute(&s, &dm, TUNABLE_SCHEDULER, "mq-deadline"));
-        ASSERT_TRUE(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "kyber"));
+        /* kyber on vda: /etc/sysfs.conf names it */
+        c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "kyber");
+        text = c ? conflict_describe(c) : NULL;
+        ASSERT_STREQ(text, "sysfsutils /etc/sysfs.conf:11 sets queue/scheduler=kyber (/sys/block/vda/queue/scheduler)");
+        free(text);
+        ASSERT_TRUE(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "bfq-mq"));
+        /* LVM's none on the logical volume dm-0 */
+        c = conflicts_attribute(&s, &lv, T("read_ahead_kb"), "0");
+        ASSERT_TRUE(c && c->source == CONFLICT_LVM);
         /* udev's 64-readahead.rules and tuned both write 4096 on vda: the rule */
         c = conflicts_attribute(&s, &vda, T("read_ahead_kb"), "4096");
         ASSERT_TRUE(c && c->source == CONFLICT_UDEV && c->line == 5);
@@ -413,5 +455,308 @@ TEST(drift_attribution) {
         ASSERT_EQ_INT(conflicts_parse_udev_text("/r", "KERNEL==\"vda\", ATTR{queue/scheduler}=\"deadline\"\n", &s), 0);
         c = conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "mq-deadline");
         ASSERT_TRUE(c && streq(c->value, "deadline"));
+        conflict_set_done(&s);
+}
+
+TEST(unit_state_from_files) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX", path[PATH_MAX];
+
+        ASSERT_TRUE(mkdtemp(dir));
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ABSENT);
+        write_file(dir, "/usr/lib/systemd/system/tuned.service", "[Service]\n");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_INSTALLED);
+        ASSERT_STREQ(unit_state_to_string(UNIT_INSTALLED), "installed but neither enabled nor running");
+        /* a package's static dependency counts as enabled as systemctl enable's link does */
+        write_file(dir, "/usr/lib/systemd/system/multi-user.target.wants/tuned.service", "");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ENABLED);
+        snprintf(path, sizeof(path), "%s/usr/lib/systemd/system/multi-user.target.wants/tuned.service", dir);
+        ASSERT_EQ_INT(unlink(path), 0);
+        write_file(dir, "/etc/systemd/system/sysinit.target.requires/.keep", "");
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/sysinit.target.requires/tuned.service", dir);
+        ASSERT_EQ_INT(symlink("/usr/lib/systemd/system/tuned.service", path), 0);
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_ENABLED);
+        /* a link of another name, or in a directory that is not .wants/ */
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned-ppd.service"), UNIT_ABSENT);
+        /* masked in /run (systemctl mask --runtime) beats enabled */
+        write_file(dir, "/run/systemd/system/tuned.service", "");
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_MASKED);
+        snprintf(path, sizeof(path), "%s/run/systemd/system/tuned.service", dir);
+        ASSERT_EQ_INT(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/etc/systemd/system/tuned.service", dir);
+        ASSERT_EQ_INT(symlink("/dev/null", path), 0);
+        ASSERT_EQ_INT(conflicts_unit_state(dir, "tuned.service"), UNIT_MASKED);
+        /* the fixture: both enabled by links in multi-user.target.wants */
+        ASSERT_EQ_INT(conflicts_unit_state(ROOT, "google-guest-agent.service"), UNIT_ENABLED);
+        ASSERT_EQ_INT(conflicts_unit_state(ROOT, "tuned.service"), UNIT_ENABLED);
+}
+
+TEST(udev_run_blockdev) {
+        ConflictSet s = {};
+
+        ASSERT_EQ_INT(conflicts_parse_udev_text("/r",
+                                                "KERNEL==\"sd*\", RUN+=\"/sbin/blockdev --setra 8192 /dev/%k\"\n"
+                                                "KERNEL==\"sd*\", RUN+=\"/bin/sh -c '/sbin/blockdev --setfra 255 /dev/%k'\"\n"
+                                                "KERNEL==\"sd*\", RUN+=\"/sbin/blockdev --setra $env{RA} /dev/%k\"\n"
+                                                "KERNEL==\"sd*\", RUN+=\"/sbin/blockdev --getra /dev/%k\"\n"
+                                                "KERNEL==\"sd*\", RUN+=\"/sbin/blockdev --setro /dev/%k\"\n",
+                                                &s), 0);
+        ASSERT_EQ_INT(s.n_items, 3);
+        /* 8192 sectors of 512 bytes: 4 MiB; 255 sectors are 31 whole 4 KiB pages */
+        ASSERT_TRUE(s.n_items > 0 && s.items[0].tunable == T("read_ahead_kb") && streq(s.items[0].value, "4096"));
+        ASSERT_TRUE(s.n_items > 1 && streq(s.items[1].value, "124") && s.items[1].line == 2);
+        ASSERT_TRUE(s.n_items > 2 && streq(s.items[2].value, "?"));
+        conflict_set_done(&s);
+}
+
+TEST(sysfsd_text) {
+        ConflictSet s = {};
+        ConflictDevice vda = disk("vda", true, NULL), sda = disk("sda", true, NULL);
+        const Conflict *c;
+
+        ASSERT_EQ_INT(conflicts_parse_sysfsd_text("/etc/sysfs.d/t.conf",
+                                                  "# comment block/sda/queue/scheduler = bfq\n"
+                                                  "block/sdb/queue/scheduler = kyber\n"
+                                                  "mode block/sdb/queue/scheduler = 0644\n"
+                                                  "owner block/sdb/queue/scheduler = root:disk\n"
+                                                  "  class/block/vd*/queue/nr_requests=64   # after a value too\n"
+                                                  "block/sda/queue/rotational = 0\n"
+                                                  "devices/pci0000:00/0000:00:04.0/virtio2/block/vdb/queue/read_ahead_kb 512\n"
+                                                  "block/sdc/bdi/read_ahead_kb = 1024\n"
+                                                  "\n"
+                                                  "block/sdd/queue/scheduler = mq deadline\n"
+                                                  "block/sde/queue/scheduler = none\n",
+                                                  &s), 0);
+        ASSERT_EQ_INT(s.n_items, 4);
+        c = find(&s, "/etc/sysfs.d/t.conf", 2);
+        ASSERT_TRUE(c && c->source == CONFLICT_SYSFSD && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "kyber"));
+        ASSERT_TRUE(c && streq(c->match, "/sys/block/sdb/queue/scheduler") && c->n_conditions == 1);
+        /* mode and owner lines set permissions; no value of them is reported */
+        ASSERT_TRUE(!find(&s, "/etc/sysfs.d/t.conf", 3) && !find(&s, "/etc/sysfs.d/t.conf", 4));
+        /* the script's glob is unquoted: vd* is every virtio disk */
+        c = find(&s, "/etc/sysfs.d/t.conf", 5);
+        ASSERT_TRUE(c && c->tunable == T("nr_requests") && streq(c->value, "64"));
+        ASSERT_TRUE(c && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(c && conflict_matches(c, &sda, NULL) == CONFLICT_MATCH_NO);
+        /* a line without '=' is split as it is: a write */
+        c = find(&s, "/etc/sysfs.d/t.conf", 7);
+        ASSERT_TRUE(c && c->tunable == T("read_ahead_kb") && streq(c->value, "512") && streq(c->conditions[0].value, "vdb"));
+        c = find(&s, "/etc/sysfs.d/t.conf", 8);
+        ASSERT_TRUE(c && c->tunable == T("read_ahead_kb") && streq(c->value, "1024"));
+        /* a value with white space stops the script's reading of the file */
+        ASSERT_TRUE(!find(&s, "/etc/sysfs.d/t.conf", 11));
+        ASSERT_TRUE(strv_length(s.warnings) == 1 &&
+                    streq(s.warnings[0], "/etc/sysfs.d/t.conf:10: syntax error, sysfsutils reads no further lines of it"));
+        conflict_set_done(&s);
+
+        /* a name alone is a syntax error too; "= x" has no attribute */
+        ASSERT_EQ_INT(conflicts_parse_sysfsd_text("/x", "block/sda/queue/scheduler\n", &s), 0);
+        ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 1);
+        conflict_set_done(&s);
+        ASSERT_EQ_INT(conflicts_parse_sysfsd_text("/x", "= kyber\n", &s), 0);
+        ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 1);
+        conflict_set_done(&s);
+}
+
+TEST(sysfsd_fixture) {
+        ConflictSet s = {};
+        ConflictDevice vda = disk("vda", true, NULL), loop0 = disk("loop0", true, NULL);
+
+        ASSERT_EQ_INT(conflicts_scan_sysfsd(ROOT, &s), 0);
+        /* /etc/sysfs.conf first, then sysfs.d by name (10-power sets no queue) */
+        ASSERT_EQ_INT(s.n_items, 2);
+        ASSERT_TRUE(s.n_items == 2 && streq(s.items[0].path, "/etc/sysfs.conf") && s.items[0].line == 11);
+        ASSERT_TRUE(s.n_items == 2 && streq(s.items[0].value, "kyber") && conflict_matches(&s.items[0], &vda, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(s.n_items == 2 && streq(s.items[1].path, "/etc/sysfs.d/60-loop.conf") && s.items[1].line == 2);
+        ASSERT_TRUE(s.n_items == 2 && conflict_matches(&s.items[1], &loop0, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(strv_length(s.warnings) == 1 &&
+                    streq(s.warnings[0], "/etc/sysfs.d/60-loop.conf:3: syntax error, sysfsutils reads no further lines of it"));
+        conflict_set_done(&s);
+}
+
+TEST(sysfs_paths) {
+        static const struct {
+                const char *rel, *glob, *attr;
+        } good[] = {
+                { "block/sda/queue/scheduler", "sda", "scheduler" },
+                { "class/block/nvme*n1/queue/iosched/slice_idle", "nvme*n1", "iosched/slice_idle" },
+                { "devices/pci0000:00/0000:00:1d.0/nvme/nvme0/nvme0n1/queue/nr_requests", "nvme0n1", "nr_requests" },
+                { "block/vda/bdi/read_ahead_kb", "vda", "read_ahead_kb" },
+        };
+        static const char *const bad[] = {
+                "block/sda/queue/rotational", "block/sda/sda1/queue/scheduler", "module/x/queue/scheduler",
+                "block//queue/scheduler", "block/sda/queue/", "kernel/mm/transparent_hugepage/enabled",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                _cleanup_free_ char *glob = NULL;
+                unsigned t = 0;
+
+                ASSERT_EQ_INT(conflicts_sysfs_path(good[i].rel, &glob, &t), 0);
+                ASSERT_STREQ(glob, good[i].glob);
+                ASSERT_EQ_INT(t, T(good[i].attr));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *glob = NULL;
+                unsigned t;
+
+                ASSERT_EQ_INT(conflicts_sysfs_path(bad[i], &glob, &t), -ENOENT);
+                ASSERT_TRUE(!glob);
+        }
+}
+
+TEST(tmpfiles_text) {
+        ConflictSet s = {};
+        ConflictDevice sdb = disk("sdb", true, NULL), vda = disk("vda", true, NULL);
+        const Conflict *c;
+
+        ASSERT_EQ_INT(conflicts_parse_tmpfiles_text("/etc/tmpfiles.d/t.conf",
+                                                    "# w /sys/block/vda/queue/scheduler - - - - bfq\n"
+                                                    "w /sys/block/vda/queue/scheduler - - - - mq-deadline\n"
+                                                    "w+ /sys/class/block/sd*/queue/nr_requests - - - - 128\n"
+                                                    "w- \"/sys/block/loop0/queue/read_ahead_kb\" - - - - 2048\n"
+                                                    "w~ /sys/block/vda/queue/nomerges - - - - MQ==\n"
+                                                    "w /sys/block/vda/queue/rq_affinity - - - - -\n"
+                                                    "w /sys/block/vda/queue/rq_affinity - - - -\n"
+                                                    "d /run/x 0755 root root -\n"
+                                                    "w /proc/sys/vm/swappiness - - - - 10\n"
+                                                    "wx /sys/block/vda/queue/scheduler - - - - none\n"
+                                                    "w \"/sys/block/vda/queue/scheduler - - - - none\n"
+                                                    "  w! /sys/block/vda/queue/wbt_lat_usec - - - - 0  \n"
+                                                    "w /sys/block/vda/queue/iosched/fifo_batch - - - - 1\\x32\n"
+                                                    "w\n",
+                                                    &s), 0);
+        ASSERT_EQ_INT(s.n_items, 6);
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 2);
+        ASSERT_TRUE(c && c->source == CONFLICT_TMPFILES && c->tunable == TUNABLE_SCHEDULER && streq(c->value, "mq-deadline"));
+        ASSERT_TRUE(c && streq(c->match, "/sys/block/vda/queue/scheduler") && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_YES);
+        /* w+ appends, which to a sysfs file is the same write; a glob path */
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 3);
+        ASSERT_TRUE(c && c->tunable == T("nr_requests") && streq(c->value, "128"));
+        ASSERT_TRUE(c && conflict_matches(c, &sdb, NULL) == CONFLICT_MATCH_YES && conflict_matches(c, &vda, NULL) == CONFLICT_MATCH_NO);
+        /* a quoted path */
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 4);
+        ASSERT_TRUE(c && c->tunable == T("read_ahead_kb") && streq(c->value, "2048"));
+        /* base64: the value is not known here */
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 5);
+        ASSERT_TRUE(c && streq(c->value, "?"));
+        /* no argument, not a write, not a queue, an unknown modifier: nothing */
+        for (unsigned l = 6; l <= 11; l++)
+                ASSERT_TRUE(!find(&s, "/etc/tmpfiles.d/t.conf", l));
+        /* boot-only lines write at boot, which is when it matters */
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 12);
+        ASSERT_TRUE(c && c->tunable == T("wbt_lat_usec") && streq(c->value, "0"));
+        /* escapes in the argument are resolved as tmpfiles does */
+        c = find(&s, "/etc/tmpfiles.d/t.conf", 13);
+        ASSERT_TRUE(c && c->tunable == T("iosched/fifo_batch") && streq(c->value, "12"));
+        ASSERT_TRUE(strv_length(s.warnings) == 2 &&
+                    streq(s.warnings[0], "/etc/tmpfiles.d/t.conf:11: unbalanced quoting, the line is skipped") &&
+                    streq(s.warnings[1], "/etc/tmpfiles.d/t.conf:14: no path, the line is skipped"));
+        conflict_set_done(&s);
+}
+
+TEST(tmpfiles_fixture_masking) {
+        ConflictSet s = {};
+        static const struct {
+                const char *path;
+                unsigned line;
+                const char *attr, *value, *glob;
+        } want[] = {
+                { "/usr/lib/tmpfiles.d/blk-latency.conf", 2, "wbt_lat_usec", "0", "vd*" },
+                /* blk-masked.conf: /etc links it to /dev/null; blk-runtime.conf:
+                 * /run's copy is read, not /usr/lib's */
+                { "/run/tmpfiles.d/blk-runtime.conf", 1, "rq_affinity", "2", "loop*" },
+                { "/etc/tmpfiles.d/zz-local.conf", 2, "add_random", "0", "vda" },
+        };
+
+        ASSERT_EQ_INT(conflicts_scan_tmpfiles(ROOT, &s), 0);
+        ASSERT_EQ_INT(s.n_items, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want) && i < s.n_items; i++) {
+                ASSERT_STREQ(s.items[i].path, want[i].path);
+                ASSERT_EQ_INT(s.items[i].line, want[i].line);
+                ASSERT_STREQ(tunables[s.items[i].tunable].attr, want[i].attr);
+                ASSERT_STREQ(s.items[i].value, want[i].value);
+                ASSERT_STREQ(s.items[i].conditions[0].value, want[i].glob);
+        }
+        ASSERT_TRUE(s.n_items == 3 && startswith(s.items[0].advice, "put a file of the same name in /etc/tmpfiles.d"));
+        ASSERT_TRUE(s.n_items == 3 && startswith(s.items[2].advice, "remove the line from this file"));
+        ASSERT_TRUE(!s.warnings);
+        conflict_set_done(&s);
+}
+
+TEST(lvm_config) {
+        FakeDisk lv = { .env = (const char *const[]) { "DM_UUID=LVM-abcdef", NULL } };
+        FakeDisk crypt = { .env = (const char *const[]) { "DM_UUID=CRYPT-LUKS2-abcdef", NULL } };
+        ConflictDevice dm0 = disk("dm-0", false, &lv), dm1 = disk("dm-1", false, &crypt), vda = disk("vda", true, NULL);
+        char dir[] = "/tmp/test-conflicts-XXXXXX";
+        ConflictSet s = {};
+
+        /* the fixture: readahead = "none" in activation { }, not the commented
+         * one in devices { } */
+        ASSERT_EQ_INT(conflicts_scan_lvm(ROOT, &s), 0);
+        ASSERT_TRUE(s.n_items == 1 && !s.warnings);
+        ASSERT_TRUE(s.n_items == 1 && s.items[0].source == CONFLICT_LVM && streq(s.items[0].path, "/etc/lvm/lvm.conf"));
+        ASSERT_TRUE(s.n_items == 1 && s.items[0].line == 13 && streq(s.items[0].value, "0") &&
+                    s.items[0].tunable == T("read_ahead_kb"));
+        /* only LVM's logical volumes; the per-LV setting is said to be unread */
+        ASSERT_TRUE(s.n_items == 1 && conflict_matches(&s.items[0], &dm0, NULL) == CONFLICT_MATCH_YES);
+        ASSERT_TRUE(s.n_items == 1 && conflict_matches(&s.items[0], &dm1, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(s.n_items == 1 && conflict_matches(&s.items[0], &vda, NULL) == CONFLICT_MATCH_NO);
+        ASSERT_TRUE(s.n_items == 1 && strstr(s.items[0].advice, "in the VG metadata, which doctor does not read"));
+        conflict_set_done(&s);
+
+        ASSERT_TRUE(mkdtemp(dir));
+        /* no LVM: nothing */
+        ASSERT_TRUE(conflicts_scan_lvm(dir, &s) == 0 && s.n_items == 0);
+        /* installed, readahead nowhere: the default, auto, writes too */
+        write_file(dir, "/etc/lvm/lvm.conf", "activation {\n\tudev_rules = 1\n}\n");
+        ASSERT_EQ_INT(conflicts_scan_lvm(dir, &s), 0);
+        ASSERT_TRUE(s.n_items == 1 && s.items[0].line == 0 && streq(s.items[0].value, "auto"));
+        ASSERT_TRUE(s.n_items == 1 && startswith(s.items[0].advice, "with readahead = auto (the default)"));
+        conflict_set_done(&s);
+        /* lvmlocal.conf overrides lvm.conf; the path form at the top */
+        write_file(dir, "/etc/lvm/lvm.conf", "activation {\n  readahead = \"none\"\n}\n");
+        write_file(dir, "/etc/lvm/lvmlocal.conf", "# local\nactivation/readahead = \"AUTO\"\n");
+        ASSERT_EQ_INT(conflicts_scan_lvm(dir, &s), 0);
+        ASSERT_TRUE(s.n_items == 1 && streq(s.items[0].path, "/etc/lvm/lvmlocal.conf") && s.items[0].line == 2 &&
+                    streq(s.items[0].value, "auto"));
+        conflict_set_done(&s);
+
+        /* what LVM refuses, and what is not LVM's syntax */
+        ASSERT_EQ_INT(conflicts_parse_lvm_text("/l", "activation { readahead = \"fast\" }\n", &s), 0);
+        ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 1 &&
+                    streq(s.warnings[0], "/l:1: readahead = \"fast\" is neither auto nor none: LVM refuses to run"));
+        conflict_set_done(&s);
+        static const char *const broken[] = {
+                "activation {\n", "}\n", "activation { readahead = \"none }\n", "a = [ 1, { ]\n", "{ }\n",
+                "activation readahead\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(broken); i++) {
+                ASSERT_EQ_INT(conflicts_parse_lvm_text("/l", broken[i], &s), 0);
+                ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 1);
+                conflict_set_done(&s);
+        }
+        /* readahead outside activation, or nested deeper, is another key */
+        ASSERT_EQ_INT(conflicts_parse_lvm_text("/l", "devices { readahead = \"none\" }\n"
+                                                     "global { activation { readahead = \"none\" } }\n", &s), 0);
+        ASSERT_TRUE(s.n_items == 0 && !s.warnings);
+        conflict_set_done(&s);
+}
+
+TEST(dormant_writer_not_named) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX";
+        Roots roots = { .proc = PROC };
+        ConflictDevice vda = disk("vda", true, NULL);
+        ConflictSet s = {};
+        const Conflict *c;
+
+        /* the bug: the agent was installed, not running, and named "likely" */
+        ASSERT_TRUE(mkdtemp(dir));
+        roots.root = dir;
+        write_file(dir, "/usr/lib/systemd/system/google-guest-agent.service", "[Service]\n");
+        ASSERT_EQ_INT(conflicts_scan(&roots, &s), 0);
+        c = find(&s, "/usr/lib/systemd/system/google-guest-agent.service", 0);
+        ASSERT_TRUE(c && c->dormant);
+        ASSERT_TRUE(!conflicts_attribute(&s, &vda, TUNABLE_SCHEDULER, "none"));
+        ASSERT_TRUE(conflicts_attribute_dormant(&s, &vda, TUNABLE_SCHEDULER, "none") == c);
         conflict_set_done(&s);
 }

@@ -16,6 +16,13 @@ systemd. A test unit then checks, from inside:
     policy file is skipped at reload, a broken config refused;
   - a reload that adds a property= policy reads the udev property it names
     (devices keep only the properties the policies name);
+  - other writers: Debian's tuned, active, with a profile that sets vdd's
+    elevator, and a stand-in google-guest-agent.service that writes none
+    to vdd, both enabled; doctor names them as running and advises the
+    settle unit; systemd-analyze verify multi-user.target breaks
+    blkpolicyd's start with the old After= drop-in and is clean with
+    blkpolicyd-settle.service enabled; tuned restarted wins vdd, the settle
+    unit gives it back to blkpolicyd;
   - systemctl stop restores what the kernel had.
 The lines come back over the serial console as "ok - ..." / "not ok - ...".
 
@@ -35,9 +42,12 @@ import vmtest  # noqa: E402
 # vmtest put tests/ on the path: the shared harness, as vmtest's own
 from blkptest.results import Results  # noqa: E402
 
-# what the image needs beyond minbase: systemd as init, udevd, modprobe, and
-# the .deb's dependencies (dpkg -i runs offline)
-PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "libinih1", "libnl-3-200", "libcjson1"]
+# what the image needs beyond minbase: systemd as init, udevd, modprobe,
+# the .deb's dependencies (dpkg -i runs offline), and tuned, a writer of the
+# same settings, with libpam-systemd for polkitd's logind (debootstrap does
+# not choose among a virtual package's providers)
+PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "libinih1", "libnl-3-200", "libcjson1", "tuned",
+            "libpam-systemd"]
 MIRROR = "http://deb.debian.org/debian"
 ROOT_MODULES = ["virtio_pci", "virtio_blk", "ext4"]
 
@@ -114,21 +124,68 @@ pending_in_metrics() {
         grep -q '^blkpolicyd_enforcing 0$' /run/metrics.txt &&
         grep -q '^blkpolicyd_device_pending_changes{device="vdb"} 1$' /run/metrics.txt
 }
-# another writer of the same settings: a udev rule in /etc and an active
-# tuned profile (files only: tuned is not installed), named by doctor with
-# exit 4; removed again before anything can trigger the rule
+# another writer of the same settings: a udev rule in /etc and a tuned
+# profile (files only: tuned does not load it), named by doctor with exit
+# 4; removed again, and tuned's own profile put back, before anything can
+# trigger the rule or reload tuned
 doctor_names_writers() {
         printf 'ACTION=="add|change", KERNEL=="vdb", ATTR{queue/scheduler}="mq-deadline"\n' \
                 > /etc/udev/rules.d/60-blkpd-test.rules
         mkdir -p /etc/tuned/profiles/blkpd-test
         printf '[disk]\ndevices=vdc\nelevator=kyber\n' > /etc/tuned/profiles/blkpd-test/tuned.conf
+        cp /etc/tuned/active_profile /run/active_profile.saved
         echo blkpd-test > /etc/tuned/active_profile
         blkpolicyctl doctor > /run/doctor.txt
         rc=$?
-        rm -rf /etc/udev/rules.d/60-blkpd-test.rules /etc/tuned
+        rm -rf /etc/udev/rules.d/60-blkpd-test.rules /etc/tuned/profiles
+        mv /run/active_profile.saved /etc/tuned/active_profile
         cat /run/doctor.txt
         [ $rc = 4 ] && grep -q '60-blkpd-test.rules' /run/doctor.txt && grep -q 'blkpd-test/tuned.conf' /run/doctor.txt
 }
+# Debian's tuned, running its profile, and the stand-in agent: writers that
+# run. tuned 2.19 keeps profiles in /etc/tuned/<name>/
+tuned_runs_its_profile() { systemctl is-active -q tuned && tuned-adm active | grep -q blkpd-vm; }
+doctor_json() { blkpolicyctl --json doctor | tr -d ' \n\t'; }
+doctor_sees_tuned_running() {
+        doctor_json | grep -q '"source":"tuned","path":"/etc/tuned/blkpd-vm/tuned.conf","line":[0-9]*,"attr":"scheduler","value":"kyber","match":"\[disk\]devices=vdd","effective":true,"dormant":false'
+}
+# running but not enabled: only systemd can say that it runs (ActiveState
+# over its private socket, from inside blkpolicyd's sandbox)
+doctor_asks_systemd() {
+        systemctl disable -q tuned.service || return 1
+        doctor_sees_tuned_running
+        r=$?
+        systemctl enable -q tuned.service
+        [ $r = 0 ] && systemctl is-active -q tuned
+}
+doctor_sees_agent_running() {
+        doctor_json | grep -q '"source":"gce-guest-agent","path":"/etc/systemd/system/google-guest-agent.service",[^}]*"dormant":false,"advice":"theagentwritesnone[^"]*enableblkpolicyd-settle.service'
+}
+# doctor's old advice, an After= drop-in, makes systemd drop blkpolicyd's
+# start; the settle unit enabled instead leaves no ordering cycle. Both
+# with blkpolicyd.service enabled, as the package installs it (this image
+# has it disabled, for the udev rule's check): else the boot's transaction
+# has no start of it to order
+verify_boot() {
+        systemctl enable -q blkpolicyd.service || return 1
+        systemd-analyze verify multi-user.target > "$1" 2>&1
+        systemctl disable -q blkpolicyd.service
+        cat "$1"
+}
+cycle_with_old_advice() {
+        mkdir -p /etc/systemd/system/blkpolicyd.service.d
+        printf '[Unit]\nAfter=google-guest-agent.service\n' > /etc/systemd/system/blkpolicyd.service.d/after-gce.conf
+        verify_boot /run/verify-old.txt
+        rm -r /etc/systemd/system/blkpolicyd.service.d
+        grep -q 'Job blkpolicyd.service/start deleted to break ordering cycle' /run/verify-old.txt
+}
+no_cycle_with_settle() {
+        systemctl enable -q blkpolicyd-settle.service || return 1
+        verify_boot /run/verify-new.txt
+        ! grep -qi 'ordering cycle' /run/verify-new.txt && not_enabled
+}
+tuned_wins_vdd() { systemctl restart tuned && until_true 300 runs vdd kyber; }
+settle_takes_vdd_back() { systemctl start blkpolicyd-settle.service && runs vdd none && runs vdb none && runs vdc bfq; }
 enforce_by_dropin() {
         mkdir -p /etc/blkpolicyd/blkpolicyd.conf.d &&
         printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
@@ -166,6 +223,14 @@ check "one drop-in with mode = enforce and a reload: applied" enforce_by_dropin
 check "the single-queue virtio disk vdb was set to none, under ProtectSystem=strict" runs vdb none
 check "vdc got bfq, which the kernel loaded on the write (an admin's policy)" bfq_loaded
 check "doctor names a udev rule and a tuned profile that write the same settings, exit 4" doctor_names_writers
+check "Debian's tuned runs its profile, which sets vdd's elevator" until_true 300 tuned_runs_its_profile
+check "... doctor names it as a writer that runs" doctor_sees_tuned_running
+check "... and still when tuned runs but is not enabled (systemd asked over its private socket)" doctor_asks_systemd
+check "... and the running agent stand-in, with the settle unit as advice" doctor_sees_agent_running
+check "doctor's old advice (After= the agent) makes systemd drop blkpolicyd's start" cycle_with_old_advice
+check "... blkpolicyd-settle.service enabled instead: no ordering cycle" no_cycle_with_settle
+check "tuned restarted writes kyber over blkpolicyd's none on vdd" tuned_wins_vdd
+check "... blkpolicyd-settle.service sets none again, the other disks as they were" settle_takes_vdd_back
 check "blkpolicyctl reaches the control socket" blkpolicyctl status
 check "it follows udevd's monitor, not raw uevents" udev_monitor
 check "a null_blk made after boot" nullb
@@ -210,6 +275,28 @@ name = vdc
 scheduler = bfq mq-deadline
 """,
 }
+
+# tuned's profile for the VM: only vdd, so that the other disks' checks
+# see blkpolicyd's values alone
+TUNED_PROFILE = """[main]
+summary=blkpolicyd VM test: an elevator for vdd
+[disk]
+devices=vdd
+elevator=kyber
+"""
+
+# stands in for the GCE guest agent: what the real one does at each start
+# (none on blk-mq disks), on vdd only, whose policy wants none anyway
+FAKE_AGENT = """[Unit]
+Description=Google Compute Engine Guest Agent (blkpolicyd VM test stand-in)
+After=network-online.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'echo none > /sys/block/vdd/queue/scheduler'
+[Install]
+WantedBy=multi-user.target
+"""
 
 TEST_UNIT = """[Unit]
 Description=blkpolicyd VM test
@@ -263,6 +350,16 @@ def build_image(base, deb, kdir, kver, out):
         with open(os.path.join(root, "etc/systemd/system/blkpolicyd-vmtest.service"), "w") as f:
             f.write(TEST_UNIT)
         chroot(root, "systemctl", "enable", "blkpolicyd-vmtest.service")
+        os.makedirs(os.path.join(root, "etc/tuned/blkpd-vm"), exist_ok=True)
+        with open(os.path.join(root, "etc/tuned/blkpd-vm/tuned.conf"), "w") as f:
+            f.write(TUNED_PROFILE)
+        with open(os.path.join(root, "etc/tuned/active_profile"), "w") as f:
+            f.write("blkpd-vm\n")
+        with open(os.path.join(root, "etc/tuned/profile_mode"), "w") as f:
+            f.write("manual\n")
+        with open(os.path.join(root, "etc/systemd/system/google-guest-agent.service"), "w") as f:
+            f.write(FAKE_AGENT)
+        chroot(root, "systemctl", "enable", "tuned.service", "google-guest-agent.service")
         with open(os.path.join(root, "etc/fstab"), "w") as f:
             f.write("/dev/vda / ext4 defaults 0 1\n")
         shutil.copytree(os.path.join(kdir, "lib/modules", kver), os.path.join(root, "lib/modules", kver),
@@ -273,11 +370,12 @@ def build_image(base, deb, kdir, kver, out):
 
 
 def boot(kdir, kver, initrd, image, work):
-    disks = vmtest.scratch_disks(work, ["vdb", "vdc"])
+    disks = vmtest.scratch_disks(work, ["vdb", "vdc", "vdd"])
     devices = ["-drive", f"if=none,id=root,file={image},format=raw", "-device", "virtio-blk-pci,drive=root",
                "-drive", f"if=none,id=d1,file={disks[0]},format=raw", "-device", "virtio-blk-pci,drive=d1,num-queues=1",
                "-drive", f"if=none,id=d2,file={disks[1]},format=raw",
-               "-device", "virtio-blk-pci,drive=d2,num-queues=1,serial=blkpd-vdc"]
+               "-device", "virtio-blk-pci,drive=d2,num-queues=1,serial=blkpd-vdc",
+               "-drive", f"if=none,id=d3,file={disks[2]},format=raw", "-device", "virtio-blk-pci,drive=d3,num-queues=1"]
     return vmtest.qemu(kdir, kver, initrd, "console=ttyS0 panic=-1 loglevel=3 systemd.show_status=0 rw", devices,
                        timeout=900)
 
