@@ -24,6 +24,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,6 +51,29 @@ def cpu_s(pid):
         return int(f.read().split()[0]) / 1e9
 
 
+class StatusProbe:
+    """Another client's `status`, asked over and over while a reply is made:
+    its worst answer time is how long the reply held the loop."""
+
+    def __init__(self, sock):
+        self.sock, self.worst, self.stop = sock, 0.0, threading.Event()
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self):
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            control_call(self.sock, {"command": "status"}, timeout=120)
+            self.worst = max(self.worst, time.monotonic() - t0)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def roots_args(root):
     """The fake tree's roots, or none: sysfs itself."""
     if root is None:
@@ -73,14 +97,16 @@ def measure(binary, root, n, repeat):
         d.wait_for("READY=1", timeout=600)
         out = {}
         for req in REQUESTS:
-            cpu, wall = [], []
+            cpu, wall, worst = [], [], []
             for _ in range(repeat):
                 c0, t0 = cpu_s(d.proc.pid), time.monotonic()
-                reply = control_call(sock, req, timeout=120)
+                with StatusProbe(sock) as probe:
+                    reply = control_call(sock, req, timeout=120)
                 wall.append(time.monotonic() - t0)
                 cpu.append(cpu_s(d.proc.pid) - c0)
+                worst.append(probe.worst)
                 assert reply["ok"], reply
-            out[req["command"]] = (statistics.median(cpu), statistics.median(wall))
+            out[req["command"]] = (statistics.median(cpu), statistics.median(wall), max(worst))
         return out
     finally:
         if d:
@@ -116,15 +142,18 @@ def main():
                 order = builds if r % 2 == 0 else builds[::-1]
                 for b in order:
                     rows[b].append(measure(os.path.join(b, "daemon", "blkpolicyd"), root, n, a.repeat))
-            print(f"## {n} {'loop devices' if loops else 'fake disks'}, {a.rounds} rounds of {a.repeat} requests each, medians (daemon CPU ms / wall ms)")
+            print(f"## {n} {'loop devices' if loops else 'fake disks'}, {a.rounds} rounds of {a.repeat} requests "
+                  "each: the loop's CPU ms and the wall ms per reply (medians), the worst `status` of another client "
+                  "meanwhile (ms)")
             print("| request | " + " | ".join(os.path.relpath(b, TOP) for b in builds) + " | CPU ratio |")
             print("|---|" + "---|" * (len(builds) + 1))
             for req in REQUESTS:
                 c = req["command"]
                 med = {b: (statistics.median(x[c][0] for x in rows[b]) * 1000,
-                           statistics.median(x[c][1] for x in rows[b]) * 1000) for b in builds}
+                           statistics.median(x[c][1] for x in rows[b]) * 1000,
+                           max(x[c][2] for x in rows[b]) * 1000) for b in builds}
                 first = med[builds[0]][0]
-                cells = " | ".join(f"{med[b][0]:.0f} / {med[b][1]:.0f}" for b in builds)
+                cells = " | ".join(f"{med[b][0]:.0f} / {med[b][1]:.0f} / {med[b][2]:.0f}" for b in builds)
                 ratio = med[builds[-1]][0] / first if first > 0 else float("nan")
                 print(f"| {c} | {cells} | {ratio:.2f} |")
         finally:

@@ -192,6 +192,23 @@ enforce_by_dropin() {
         systemctl reload blkpolicyd && runs vdb none &&
         blkpolicyctl --json status | grep -q '"mode":[[:space:]]*"enforce"'
 }
+# backing out by reload is a transition, not drift: every value back and
+# nothing overridden after ticks of drift checks; enforcing again by reload
+# applies again, no resume
+tick_count() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"tick":{"count":\([0-9]*\).*/\1/'; }
+ticks_pass() { t=$(tick_count); until_true 300 test "$(tick_count)" -ge $((t + 5)); }
+none_overridden() {
+        blkpolicyctl --json status | grep -Eq '"overridden":[[:space:]]*0,' &&
+        ! blkpolicyctl metrics | grep -q '^blkpolicyd_device_overridden{.*} 1$'
+}
+back_out() {
+        rm /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf && systemctl reload blkpolicyd &&
+        runs vdb mq-deadline && runs vdc mq-deadline && ticks_pass && none_overridden && observing
+}
+enforce_again() {
+        printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
+        systemctl reload blkpolicyd && runs vdb none && runs vdc bfq && ticks_pass && none_overridden
+}
 sched_writes() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
 put_backs() { journalctl -b -u blkpolicyd -o cat | grep -c "put back"; }
 upgrade_no_churn() {
@@ -243,6 +260,8 @@ check "systemctl reload with a broken policy: done, that file skipped and counte
 check "systemctl reload with a broken config fails, and the running one stays" reload_refused
 check "a reload with a property= policy matches vdc by its udev ID_SERIAL" property_reload
 check "... and a reload without it puts vdc back to bfq" property_dropped
+check "backing out to observe by reload: every value back, nothing overridden" back_out
+check "... and enforce again by reload: applied again, nothing overridden" enforce_again
 check "no restarts" no_restarts
 check "a package upgrade restarts the daemon (new PID) and writes no scheduler again" upgrade_no_churn
 check "... the disks keep their settings through it" runs vdb none
