@@ -355,6 +355,8 @@ def test_hostile_state_dir(tree):
     with open(os.path.join(tree.work, "victim")) as f:
         assert f.read() == "precious\n" and r.returncode == 0, \
             "a planted temporary symlink is not followed"
+    assert not os.path.lexists(os.path.join(tree.state, "devices", ".7:0.tmp")), \
+        "a temporary left in the records' dir is removed at start (it can only be a crashed writer's)"
 
 
 def test_earlier_disks_record_is_not_applied(tree):
