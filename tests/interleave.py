@@ -67,7 +67,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from blkptest import faketree                                   # noqa: E402
-from blkptest.daemon import Daemon, control_call  # noqa: E402
+from blkptest.daemon import Daemon, control_call, wait_for  # noqa: E402
 
 # Invariants that fail on this branch until other fixes of #32 merge:
 # name -> the bug. Switch one on with BLKPOLICYD_INTERLEAVE_ENFORCE.
@@ -704,7 +704,19 @@ class Harness:
         self.write_config()
         if self.daemon:
             self.daemon.reload(timeout=60)
+            if what == "mode" or (what == "metrics" and self.metrics):
+                # what the drift check makes of the values a mode change
+                # left (#32 bug 1), a textfile in the new dir (bug 7):
+                # every disk checked once, the file written, then look
+                self.wait_ticks(2)
         return True
+
+    def wait_ticks(self, n):
+        """Until the sampling tick has run n more times (drift_checks_per_tick
+        covers every disk in one)."""
+        count = lambda: self.call("status")["result"]["tick"]["count"]
+        start = count()
+        wait_for(lambda: count() >= start + n, 30, f"{n} ticks")
 
     def step_control(self, s):
         op, dev = s["op"], s["dev"]
