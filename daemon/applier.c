@@ -141,11 +141,10 @@ static bool devnum_running(const Applier *a, dev_t devnum) {
  * one's pass may still be inside the save of its record. Both passes
  * name the same file, and the old one would rename its record over the
  * new disk's, whose originals would then be lost. The new pass waits
- * instead; when it runs, the old one is done, and whatever that left
- * under the number names the old queue (a record of another identity,
- * dropped where it is read), until the new pass saves over it. Returns
- * the link to the first job no pass of its number runs ahead of, or
- * NULL; with the lock held. */
+ * instead; when it runs, the old one is done, and has removed what it
+ * saved once it found its disk gone (apply_device()). Returns the link
+ * to the first job no pass of its number runs ahead of, or NULL; with
+ * the lock held. */
 static ApplyJob **first_runnable(Applier *a) {
         for (ApplyJob **p = &a->pending; *p; p = &(*p)->next)
                 if (!devnum_running(a, (*p)->devnum))
