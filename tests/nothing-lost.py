@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Nothing lost, on the fake kernel (no root): a copy of a fixture tree whose
 writes behave as the block layer's (BLKPOLICYD_FAKE_KERNEL, test builds).
-Every situation of the "nothing lost" issue that needs no uevent, each
+Every situation of the "nothing lost" issue that needs no kernel, each
 asserting the exact values the disks hold after the daemon is gone:
 
   a scheduler switch with tunables; SIGKILL at every step of apply (fault
@@ -11,7 +11,9 @@ asserting the exact values the disks hold after the daemon is gone:
   unreadable record writes nothing; a hostile state dir; --once undone by
   --restore; a switch's read-back cut short; a queue with no current
   scheduler; a record left by an earlier disk at the same number; a disk
-  replaced under its name while a write of its pass is held; a
+  replaced under its name while a write of its pass is held; a disk
+  removed and added again at its number while its first save is held
+  (the fake uevent socket brings the events), then SIGKILL; a
   [Dynamic] flip to busy settings and back, on load faked in diskstats; a
   record of the first format (an upgrade after a crash) taken over.
 

@@ -8,7 +8,8 @@ exact sysfs values after the daemon is gone:
   a switch from none with nr_requests set; SIGKILL at the scheduler write
   and at the next write, then restart + SIGTERM, and --restore; a disk
   removed and added again at the same number while the daemon is stopped
-  (SIGSTOP) and after a SIGKILL; a reload that drops a policy; the admin's
+  (SIGSTOP) and after a SIGKILL, and while the disk's first save is held
+  (then SIGKILL and --restore); a reload that drops a policy; the admin's
   change after blkpolicyd's, kept at stop.
 
 Two devices for the file; each test starts from the admin's values
