@@ -24,6 +24,8 @@ Invariants, after every step:
   I2-admin     a value the admin wrote over blkpolicyd's stays, unless the
                step was a resume of its disk (or all)
   I2-admin-restart  the same, across a handover or a SIGKILL and restart
+  I2-admin-giveback the same, after blkpolicyd gave the disk back
+               (exclude=, observe, its policy gone, restore) and took it again
   I3-current   `device DEV`: settings.*.current is the live value
   I3-verify-live    `verify`: each drift or pending entry's live is the
                live value
@@ -80,9 +82,13 @@ KNOWN_FAILING = {
     "I2-admin-restart": "not in #32's list: a pause or an override lives in the daemon's memory only; "
                         "after restore (which pauses) or a give-back (exclude=, observe) has dropped the "
                         "record, the next daemon (handover, SIGKILL) sets its policy over the admin's value",
+    "I2-admin-giveback": "not in #32's list: an admin's change not yet noticed by the drift check when "
+                         "blkpolicyd gives the disk back (exclude=, observe, no policy) loses its record line; "
+                         "managed again, the disk gets the policy's value over the admin's",
 }
-INVARIANTS = ("I1-record", "I2-admin", "I2-admin-restart", "I3-current", "I3-verify-live", "I3-verify-listed",
-              "I3-devices", "I3-overridden", "I3-resume", "I3-metrics", "F-exit", "F-final", "F-records")
+INVARIANTS = ("I1-record", "I2-admin", "I2-admin-restart", "I2-admin-giveback", "I3-current", "I3-verify-live",
+              "I3-verify-listed", "I3-devices", "I3-overridden", "I3-resume", "I3-metrics", "F-exit", "F-final",
+              "F-records")
 
 SLOTS = ("loop0", "loop1", "loop2")
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
@@ -205,6 +211,7 @@ class Queue:
         self.history = {}       # attr -> every value the test put there
         self.found = {}         # attr -> originals seen in records of this queue
         self.kept = {}          # attr -> an admin's value written over blkpolicyd's (I2)
+        self.given_back = set()  # the slot, once blkpolicyd gave it back while kept was set
         self.overridden = False  # someone else changed a value blkpolicyd had written
 
     def put(self, attr, value):
@@ -289,11 +296,12 @@ class Harness:
         os.rename(tmp, path)            # whole, as a sysfs read sees it
 
     def switch(self, slot, sched):
-        """A scheduler write as the kernel does it (fake-kernel.c's switch)."""
+        """A scheduler write as the kernel does it, in fake-kernel.c's
+        order: iosched/ replaced and nr_requests reset before the list
+        shows the new scheduler, so a pass never reads a scheduler without
+        its tunables (it would not record them, and its switch back would
+        lose them)."""
         q = self.queues[slot]
-        self.write(self.qpath(slot, "scheduler"),
-                   " ".join(f"[{s}]" if s == sched else s for s in SCHEDULERS))
-        q.put("scheduler", sched)
         for attr in q.last:
             if attr.startswith("iosched/"):
                 q.last[attr] = None     # gone with the old scheduler, whoever set it
@@ -303,6 +311,9 @@ class Harness:
         for name, value in IOSCHED_DEFAULTS[sched].items():
             self.write(self.qpath(slot, "iosched/" + name), value)
             q.put("iosched/" + name, value)
+        self.write(self.qpath(slot, "scheduler"),
+                   " ".join(f"[{s}]" if s == sched else s for s in SCHEDULERS))
+        q.put("scheduler", sched)
 
     def set_attr(self, slot, attr, value):
         """The admin's write of one attribute, with what the kernel does with it."""
@@ -503,12 +514,18 @@ class Harness:
             for attr, (value, sched, generation) in q.kept.items():
                 if attr != "read_ahead_kb" and attr != "scheduler" and live.get("scheduler") != sched:
                     continue    # a switch resets it: the kernel's, whoever switched
-                if live.get(attr) != value:
-                    # written by a daemon started after the admin's write: what
-                    # the daemon held in memory (pause, override) was lost
-                    name = "I2-admin" if generation == self.generation else "I2-admin-restart"
-                    self.fail(name, f"{slot} {attr}: the admin's {value} was overwritten with {live.get(attr)}"
-                                    f"{' by a daemon started since' if name != 'I2-admin' else ''}")
+                if live.get(attr) == value:
+                    continue
+                # by a daemon started since, or after blkpolicyd gave the
+                # disk back (its record line dropped): what it held in
+                # memory (a pause, an override) was all that was left
+                if generation != self.generation:
+                    name, why = "I2-admin-restart", " by a daemon started since"
+                elif slot in q.given_back:
+                    name, why = "I2-admin-giveback", " after blkpolicyd gave the disk back"
+                else:
+                    name, why = "I2-admin", ""
+                self.fail(name, f"{slot} {attr}: the admin's {value} was overwritten with {live.get(attr)}{why}")
 
     def check_views(self):
         if not self.daemon:
@@ -686,15 +703,27 @@ class Harness:
             self.step_add(dict(s, admin=s["again"]))
         return True
 
+    def give_back(self, slots):
+        """blkpolicyd puts back what it owns there, and drops the record
+        lines of what the admin took over."""
+        for slot in slots:
+            if slot in self.queues and self.queues[slot].kept:
+                self.queues[slot].given_back.add(slot)
+
     def step_reload(self, s):
         what = s["what"]
         if what == "mode":
             self.mode, self.mode_via = s["value"], s["via"]
+            if self.mode == "observe":
+                self.give_back(self.queues)
         elif what == "policy":
             self.policies[SLOTS.index(s["dev"])] = s["policy"]
             self.write_policies()
+            if not POLICIES[s["policy"]]:
+                self.give_back([s["dev"]])
         elif what == "exclude":
             self.exclude = s["value"]
+            self.give_back([s["value"]] if s["value"] else [])
         else:
             if s["value"] != self.metrics:
                 self.old_metrics = self.metrics
@@ -729,6 +758,8 @@ class Harness:
         if op in ("pause", "restore"):
             self.paused |= set(targets)
             self.paused_all |= dev is None
+            if op == "restore":
+                self.give_back(targets)
         else:
             self.paused -= set(targets)
             if dev is None:
@@ -736,6 +767,7 @@ class Harness:
             for slot in targets:
                 # resume writes over what someone else changed
                 self.queues[slot].kept = {}
+                self.queues[slot].given_back = set()
                 self.queues[slot].overridden = False
             self.resumed |= set(targets)
         return True
@@ -775,7 +807,7 @@ class Harness:
         not kept across that, only across a crash or a handover)."""
         self.paused, self.paused_all = set(), False
         for q in self.queues.values():
-            q.kept, q.overridden = {}, False
+            q.kept, q.overridden, q.given_back = {}, False, set()
 
     def step_restart(self, s):
         if not self.daemon:
