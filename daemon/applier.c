@@ -51,6 +51,7 @@ struct Applier {
         pthread_cond_t work;            /* a job waits, or the applier stops */
         pthread_cond_t progress;        /* a job finished, for drain */
         ApplyJob *pending, **pending_tail;
+        dev_t *running;                 /* the numbers of the jobs running, n_running of them */
         ApplyJob *finished, **finished_tail;
         Worker *workers;                /* running, and exited but not joined */
         ApplyJob *spare_jobs;           /* freed while a burst lasts, for the next ones */
@@ -156,6 +157,50 @@ static void run_job(Applier *a, ApplyJob *j) {
         j->end_usec = clock_usec(CLOCK_MONOTONIC);
 }
 
+static bool devnum_running(const Applier *a, dev_t devnum) {
+        for (unsigned i = 0; i < a->n_running; i++)
+                if (a->running[i] == devnum)
+                        return true;
+        return false;
+}
+
+/* One pass per device number at a time, not only per Device: a disk
+ * removed and added again at its number is a new Device, while the old
+ * one's pass may still be inside the save of its record. Both passes
+ * name the same file, and the old one would rename its record over the
+ * new disk's, whose originals would then be lost. The new pass waits
+ * instead; when it runs, the old one is done, and has removed what it
+ * saved once it found its disk gone (apply_device()). Returns the link
+ * to the first job no pass of its number runs ahead of, or NULL; with
+ * the lock held. */
+static ApplyJob **first_runnable(Applier *a) {
+        for (ApplyJob **p = &a->pending; *p; p = &(*p)->next)
+                if (!devnum_running(a, (*p)->devnum))
+                        return p;
+        return NULL;
+}
+
+/* Takes the job at link p out of the pending list, as running. */
+static ApplyJob *start_pending(Applier *a, ApplyJob **p) {
+        ApplyJob *j = *p;
+
+        *p = j->next;
+        if (a->pending_tail == &j->next)
+                a->pending_tail = p;
+        j->next = NULL;
+        a->running[a->n_running++] = j->devnum;
+        return j;
+}
+
+static void end_running(Applier *a, const ApplyJob *j) {
+        for (unsigned i = 0; i < a->n_running; i++)
+                if (a->running[i] == j->devnum) {
+                        a->running[i] = a->running[--a->n_running];
+                        return;
+                }
+}
+
+/* Every job, whether it may run or not: for teardown. */
 static ApplyJob *pop_pending(Applier *a) {
         ApplyJob *j = a->pending;
 
@@ -172,11 +217,12 @@ static void push_finished(Applier *a, ApplyJob *j) {
 }
 
 /* Waits for work with the lock held; false when the worker should exit
- * (a second without work, or the applier stops). */
+ * (a second without work, or the applier stops). A job that waits for a
+ * pass of its number is no work: the worker of that pass takes it. */
 static bool worker_wait(Applier *a) {
         struct timespec deadline;
 
-        while (!a->pending || a->stopping) {
+        while (!first_runnable(a) || a->stopping) {
                 if (a->stopping)
                         return false;
                 clock_gettime(CLOCK_REALTIME, &deadline);
@@ -184,7 +230,7 @@ static bool worker_wait(Applier *a) {
                 a->n_idle++;
                 int r = pthread_cond_timedwait(&a->work, &a->lock, &deadline);
                 a->n_idle--;
-                if (r == ETIMEDOUT && !a->pending)
+                if (r == ETIMEDOUT && !first_runnable(a))
                         return false;
         }
         return true;
@@ -201,13 +247,12 @@ static void *worker_main(void *arg) {
         (void) setpriority(PRIO_PROCESS, (id_t) gettid(), WORKER_NICE);
         pthread_mutex_lock(&a->lock);
         while (worker_wait(a)) {
-                ApplyJob *j = pop_pending(a);
+                ApplyJob *j = start_pending(a, first_runnable(a));
 
-                a->n_running++;
                 pthread_mutex_unlock(&a->lock);
                 run_job(a, j);
                 pthread_mutex_lock(&a->lock);
-                a->n_running--;
+                end_running(a, j);
                 push_finished(a, j);
                 notify_loop(a);
                 pthread_cond_broadcast(&a->progress);
@@ -385,11 +430,13 @@ void applier_submit(Applier *a, ApplyJob *j) {
                 inline_run = true;      /* no thread at all: do it here rather than never */
         pthread_cond_signal(&a->work);
         if (inline_run) {
-                j = pop_pending(a);
+                /* no worker, so no pass runs: the first job may */
+                j = start_pending(a, &a->pending);
                 pthread_mutex_unlock(&a->lock);
                 log_warning("Cannot start an apply thread, applying %s on the event loop", j->dev);
                 run_job(a, j);
                 pthread_mutex_lock(&a->lock);
+                end_running(a, j);
                 push_finished(a, j);
                 notify_loop(a);
         }
@@ -501,7 +548,11 @@ int applier_new(const Roots *roots, const StateDir *state, unsigned parallelism,
         a->waiters_tail = &a->waiters;
         a->finished_tail = &a->finished;
         a->out = calloc(1, sizeof(EpochCount));        /* the current epoch's, while no one waits */
-        if (!a->out) {
+        /* the workers' passes, and one on the loop when no worker starts */
+        a->running = calloc(a->parallelism + 1, sizeof(dev_t));
+        if (!a->out || !a->running) {
+                free(a->out);
+                free(a->running);
                 free(a);
                 return -ENOMEM;
         }
@@ -550,6 +601,7 @@ Applier *applier_free(Applier *a) {
         pthread_cond_destroy(&a->progress);
         pthread_cond_destroy(&a->work);
         pthread_mutex_destroy(&a->lock);
+        free(a->running);
         free(a);
         return NULL;
 }

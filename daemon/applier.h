@@ -12,7 +12,9 @@
  * write. The finished job comes back to the loop through an eventfd, and
  * the loop installs the record and the results. One job per device at a
  * time, so a device's writes stay in order; what is asked of a device
- * while its job runs is decided again when the job is back.
+ * while its job runs is decided again when the job is back. And one per
+ * device number: a disk added again at the number of one whose pass still
+ * runs waits for it, as both passes save to the same record file.
  *
  * Workers start when jobs wait and none is idle, up to `parallelism`, and
  * exit after a second without work: an idle daemon has no threads. Their

@@ -517,6 +517,12 @@ int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out) {
         *out = (ApplyOutcome) { .overridden = -1, .dispatch_direct = TRISTATE_UNKNOWN };
         wanted_from_plan(&p);
         k = apply_pass(&p, out);
+        /* gone: what this pass saved names a queue that is no more. Left,
+         * it would outlive a clean stop when the next disk at the number
+         * (whose pass waits for this one, applier.c) has nothing to save;
+         * no other save at the number runs meanwhile */
+        if (k == -ENODEV && p.saved_once)
+                (void) state_remove(req->state, req->record->id.major, req->record->id.minor);
         queue_dir_close(&p.queue);
         return k;
 }

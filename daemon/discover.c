@@ -5,7 +5,9 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 
+#include "blkpolicyd-paths.h"
 #include "discover.h"
 #include "log.h"
 #include "util.h"
@@ -19,6 +21,13 @@ struct Discover {
         sd_event_source *io;
         DiscoverCallbacks cb;
         const char *kind;
+#if ENABLE_FAULT_INJECTION
+        /* BLKPOLICYD_FAKE_UEVENTS: the senders waiting for a reply */
+        int fake_fd;
+        struct sockaddr_un fake_waiters[FAKE_UEVENT_WAITERS_MAX];
+        socklen_t fake_waiter_len[FAKE_UEVENT_WAITERS_MAX];
+        unsigned n_fake_waiters;
+#endif
 };
 
 int discover_new(const Roots *roots, char *const *device_globs, Discover **ret) {
@@ -28,6 +37,9 @@ int discover_new(const Roots *roots, char *const *device_globs, Discover **ret) 
                 return -ENOMEM;
         d->roots = *roots;
         d->kind = "none";
+#if ENABLE_FAULT_INJECTION
+        d->fake_fd = -1;
+#endif
         for (char *const *g = device_globs; g && *g; g++)
                 if (strv_push(&d->globs, *g) < 0) {
                         discover_free(d);
@@ -231,8 +243,71 @@ static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
         return sd_event_add_io(e, &d->io, fd, EPOLLIN, on_kernel_uevent, d);
 }
 
+#if ENABLE_FAULT_INJECTION
+/* Test builds: a datagram socket a test sends kernel-format uevents to,
+ * handled as the kernel's are (a fixture tree has no uevents: libudev
+ * reads only the live /sys, and the kernel's group takes no sender but
+ * the kernel). Each sender is answered once every pass its event started
+ * is done (discover_fake_settle()), so a test knows when to look; a
+ * datagram that is no uevent ("settle") only waits for that. */
+static int on_fake_uevent(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
+        Discover *d = userdata;
+        char buf[8192];
+        struct sockaddr_un from = {};
+        socklen_t len = sizeof(from);
+        ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *) &from, &len);
+
+        if (n < 0 || (size_t) n > sizeof(buf))
+                return 0;
+        handle_kernel_uevent(d, buf, (size_t) n);
+        if (len > sizeof(sa_family_t) && d->n_fake_waiters < FAKE_UEVENT_WAITERS_MAX) {
+                d->fake_waiters[d->n_fake_waiters] = from;
+                d->fake_waiter_len[d->n_fake_waiters++] = len;
+        }
+        return 0;
+}
+
+static int start_fake_monitor(Discover *d, sd_event *e, const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd, r;
+
+        if (strscpy(sa.sun_path, sizeof(sa.sun_path), path) < 0)
+                return -ENAMETOOLONG;
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);    /* a daemon killed before left it */
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = -errno;
+                (void) close(fd);
+                return r;
+        }
+        d->fake_fd = fd;
+        d->kind = "fake";
+        r = sd_event_add_io(e, &d->io, fd, EPOLLIN, on_fake_uevent, d);
+        if (r >= 0)
+                r = sd_event_source_set_io_fd_own(d->io, true);
+        return r;
+}
+
+void discover_fake_settle(Discover *d, bool idle) {
+        if (!idle)
+                return;
+        for (unsigned i = 0; i < d->n_fake_waiters; i++)
+                (void) sendto(d->fake_fd, "settled", 7, MSG_DONTWAIT, (struct sockaddr *) &d->fake_waiters[i],
+                              d->fake_waiter_len[i]);
+        d->n_fake_waiters = 0;
+}
+#endif
+
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf) {
         d->cb = *cb;
+#if ENABLE_FAULT_INJECTION
+        const char *fake = getenv("BLKPOLICYD_FAKE_UEVENTS");
+
+        if (fake)
+                return start_fake_monitor(d, e, fake);
+#endif
         /* udevd announces itself with its control socket, as libudev checks */
         if (d->udev && access("/run/udev/control", F_OK) == 0)
                 return start_udev_monitor(d, e, rcvbuf);

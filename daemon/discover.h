@@ -5,8 +5,11 @@
  * and go (monitor). udevd's monitor when udevd runs, else the kernel's
  * own uevent netlink group via libnl. Knows nothing of policies. */
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+
+#include "blkpolicyd-paths.h"
 
 #include "sysfs.h"
 #include "uevent.h"
@@ -28,5 +31,18 @@ Discover *discover_free(Discover *d);
 int discover_enumerate(Discover *d, char ***ret);
 
 int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
-/* "udev", "kernel" or "none". */
+/* "udev", "kernel", "none" (or "fake"). */
 const char *discover_monitor_kind(const Discover *d);
+
+/* Test builds only (-Dfault_injection=true), and only when
+ * BLKPOLICYD_FAKE_UEVENTS=<socket path> is set: the monitor is a datagram
+ * socket bound there instead, and what a test sends to it goes through
+ * the kernel uevent parser and handler ("add@/devices/virtual/block/loop0"
+ * then ACTION=, DEVPATH=, SUBSYSTEM=block, DEVTYPE=disk, DEVNAME=, MAJOR=,
+ * MINOR=, DISKSEQ=, NUL-separated). A sender bound to an address of its
+ * own gets "settled" back once the event is handled and the applier is
+ * idle: the manager calls discover_fake_settle() after every dispatch. */
+#define FAKE_UEVENT_WAITERS_MAX 8
+#if ENABLE_FAULT_INJECTION
+void discover_fake_settle(Discover *d, bool idle);
+#endif

@@ -509,7 +509,12 @@ static void on_apply_done(ApplyJob *j, void *userdata) {
 /* After each dispatch: the devices it forgot are freed here, when no
  * callback holds one any more. */
 static int on_post(sd_event_source *s _unused_, void *userdata) {
-        devices_free_forgotten(userdata);
+        Manager *m = userdata;
+
+        devices_free_forgotten(m);
+#if ENABLE_FAULT_INJECTION
+        discover_fake_settle(m->discover, applier_idle(m->applier));
+#endif
         return 0;
 }
 

@@ -2,6 +2,7 @@
 /* State records on disk, reached only through the directory's fd. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/file.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -56,6 +57,8 @@ static int check_parent(int top) {
         return 0;
 }
 
+static int remove_temporaries(const StateDir *d);
+
 int state_dir_open(const char *path, bool create, StateDir *ret) {
         _cleanup_close_ int top = -1;
         int fd, r;
@@ -80,6 +83,10 @@ int state_dir_open(const char *path, bool create, StateDir *ret) {
                 state_dir_close(ret);
                 return -ENOMEM;
         }
+        /* the lock is ours: a temporary there is a crashed writer's; one
+         * not removed (no fd to list with) is only clutter */
+        if (create)
+                (void) remove_temporaries(ret);
         return 0;
 }
 
@@ -161,8 +168,10 @@ int state_load(const StateDir *d, unsigned major, unsigned minor, DeviceRecord *
         return r;
 }
 
-/* A temporary of our own name: a stale one from a crash is ours (nobody
- * else can write here), so it is removed and the open tried once more. */
+/* A temporary of a name no other save of this process takes: a stale one
+ * of the same name is a crashed writer's (nobody else can write here, and
+ * two saves of one process never share one), so it is removed and the
+ * open tried once more. */
 static int open_temporary(int dir, const char *tmp) {
         for (int attempt = 0; attempt < 2; attempt++) {
                 int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -175,10 +184,21 @@ static int open_temporary(int dir, const char *tmp) {
         return -EEXIST;
 }
 
+/* ".M:m.<queue>.<n>.tmp": unique for every save of this process. Saves
+ * of two queues at one number (a disk replaced while a pass of the old
+ * one is in here) or of one queue from the loop and a worker never write
+ * the same temporary, and one never unlinks another's as stale. */
+static void temporary_name(char *buf, size_t size, const char *name, const DeviceRecord *r) {
+        static uint64_t counter;
+
+        snprintf(buf, size, ".%s.%" PRIu64 ".%" PRIu64 ".tmp", name, r->id.queue_id,
+                 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+}
+
 int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
-        char name[32], tmp[48];
+        char name[32], tmp[96];
         int k;
 
         if (d->fd < 0)
@@ -195,7 +215,7 @@ int state_save(const StateDir *d, const DeviceRecord *r, const char *name_now) {
         k = record_fault(d, "save", name);
         if (k < 0)
                 return k;
-        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        temporary_name(tmp, sizeof(tmp), name, r);
         fd = open_temporary(d->fd, tmp);
         if (fd < 0)
                 return fd;
@@ -330,8 +350,32 @@ int state_remove_named(const StateDir *d, const char *name) {
         return fsync(d->fd) < 0 ? -errno : 0;
 }
 
+static bool is_temporary(const char *name) {
+        size_t n = strlen(name);
+
+        return name[0] == '.' && n > strlen(".tmp") && streq(name + n - strlen(".tmp"), ".tmp");
+}
+
+static int remove_temporary(const char *name, void *userdata) {
+        const StateDir *d = userdata;
+
+        if (!is_temporary(name))
+                return 0;
+        /* unlink never follows a link planted there; one that stays is no
+         * harm: every save takes a name of its own */
+        (void) unlinkat(d->fd, name, 0);
+        return 0;
+}
+
+/* A crash between a save's open and its rename leaves a temporary, and
+ * their names are unique: without this they would pile up. */
+static int remove_temporaries(const StateDir *d) {
+        return for_each_entry(d, remove_temporary, (void *) d);
+}
+
 /* Names that are neither records of today ("M:m", "M:m.torn") nor
- * temporaries (".M:m.tmp"): a device's name, as the first format had. */
+ * temporaries (".M:m.<queue>.<n>.tmp"): a device's name, as the first
+ * format had. */
 static int add_named(const char *name, void *userdata) {
         if (name[0] == '.' || strchr(name, ':'))
                 return 0;

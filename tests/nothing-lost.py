@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Nothing lost, on the fake kernel (no root): a copy of a fixture tree whose
 writes behave as the block layer's (BLKPOLICYD_FAKE_KERNEL, test builds).
-Every situation of the "nothing lost" issue that needs no uevent, each
+Every situation of the "nothing lost" issue that needs no kernel, each
 asserting the exact values the disks hold after the daemon is gone:
 
   a scheduler switch with tunables; SIGKILL at every step of apply (fault
@@ -11,7 +11,9 @@ asserting the exact values the disks hold after the daemon is gone:
   unreadable record writes nothing; a hostile state dir; --once undone by
   --restore; a switch's read-back cut short; a queue with no current
   scheduler; a record left by an earlier disk at the same number; a disk
-  replaced under its name while a write of its pass is held; a
+  replaced under its name while a write of its pass is held; a disk
+  removed and added again at its number while its first save is held
+  (the fake uevent socket brings the events), then SIGKILL; a
   [Dynamic] flip to busy settings and back, on load faked in diskstats; a
   record of the first format (an upgrade after a crash) taken over.
 
@@ -98,9 +100,9 @@ class Tree(faketree.Workspace):
         return subprocess.run([self.blkpolicyd, *self.args(*extra)], capture_output=True, text=True, env=env,
                               timeout=60)
 
-    def daemon(self, *extra, faults="", ready=True):
+    def daemon(self, *extra, faults="", ready=True, env=None):
         d = Daemon(self.blkpolicyd, self.work, self.args(*extra),
-                   env={"BLKPOLICYD_FAKE_KERNEL": "1", "BLKPOLICYD_FAULTS": faults})
+                   env={"BLKPOLICYD_FAKE_KERNEL": "1", "BLKPOLICYD_FAULTS": faults, **(env or {})})
         self.running.append(d)
         if ready:
             d.wait_for("READY=1", timeout=30)
@@ -355,6 +357,8 @@ def test_hostile_state_dir(tree):
     with open(os.path.join(tree.work, "victim")) as f:
         assert f.read() == "precious\n" and r.returncode == 0, \
             "a planted temporary symlink is not followed"
+    assert not os.path.lexists(os.path.join(tree.state, "devices", ".7:0.tmp")), \
+        "a temporary left in the records' dir is removed at start (it can only be a crashed writer's)"
 
 
 def test_earlier_disks_record_is_not_applied(tree):
@@ -421,6 +425,62 @@ def test_disk_replaced_while_a_write_is_held(tree):
     rc = d.stop()
     assert rc == 0 and new() == REPLACEMENT, \
         f"... and they are what goes back at stop: {(rc, new())}"
+
+
+def replace_queue(tree, dev, values):
+    """Removes dev's queue and adds a fresh one under its name: a new
+    directory (made before the old one goes, so a new inode: a new queue
+    identity) holding values."""
+    queue = os.path.realpath(tree.qfile(dev, "").rstrip("/"))
+    os.rename(queue, queue + ".old")
+    shutil.copytree(queue + ".old", queue)
+    shutil.rmtree(queue + ".old")
+    shutil.rmtree(tree.qfile(dev, "iosched"), ignore_errors=True)
+    write(tree.qfile(dev, "scheduler"), " ".join(f"[{s}]" if s == values["scheduler"] else s
+                                                 for s in ("none", "mq-deadline", "kyber", "bfq")))
+    for attr, value in values.items():
+        if attr != "scheduler":
+            write(tree.qfile(dev, attr), value)
+    return os.stat(queue).st_ino
+
+
+HOLD_MS = 4000
+
+
+def test_record_saved_over_another_disks(tree):
+    # 8c (#32 item 4). The disk is removed and another added at its number
+    # while its first pass is held inside the save of its record (a slow
+    # fsync of the state dir): the old pass must not rename its record over
+    # the new disk's, nor share its temporary. After SIGKILL, --restore
+    # finds the new disk's originals and puts them back.
+    tree.reset()
+    ue = faketree.Uevents(tree.work)
+    try:
+        d = tree.daemon(faults=f"save:*/7?0:DELAY={HOLD_MS}:1", ready=False, env=ue.env())
+        held = f"fault injection: save {tree.state}/devices/7:0 held"
+        seen = wait_for(lambda: held in d.text(), 20, "loop0's first save to be held")
+        new_queue = replace_queue(tree, "loop0", REPLACEMENT)
+        ue.send("remove", "loop0", 7, 0, 1, wait=False)
+        ue.send("add", "loop0", 7, 0, 2, wait=False)
+        sent = time.monotonic()
+        ue.settled()
+        assert sent - seen < HOLD_MS / 2000, \
+            f"the new disk came while the old pass was held ({sent - seen:.1f} s after the hold began)"
+        with open(os.path.join(tree.state, "devices", "7:0")) as f:
+            rec = f.read()
+        assert (f" queue={new_queue} " in rec and "\nscheduler kyber none -\n" in rec
+                and "\nread_ahead_kb 512 4096 -\n" in rec and tree.live("loop0", "scheduler") == "none"), \
+            f"the record under 7:0 is the new disk's, with its originals: {rec}"
+        assert not [n for n in os.listdir(os.path.join(tree.state, "devices")) if n.endswith(".tmp")], \
+            "no temporary left"
+        d.proc.kill()
+        d.proc.wait(timeout=30)
+    finally:
+        ue.close()
+    r = tree.run("--restore")
+    new = {attr: tree.live("loop0", attr) for attr in REPLACEMENT}
+    assert r.returncode == 0 and new == REPLACEMENT and tree.snapshot("loop1") == ORIGINAL["loop1"], \
+        f"SIGKILL, then --restore: the new disk's originals back: {(r.returncode, new, r.stderr[-1500:])}"
 
 
 def test_sigkill_in_the_stops_restore(tree):

@@ -5,6 +5,7 @@ a copy of tests/fixtures/kvm-6.18 with a second loop disk and the
 sysfs, with no root."""
 import os
 import shutil
+import socket
 
 from .daemon import fixture_roots
 
@@ -67,3 +68,63 @@ class Workspace:
         """blkpolicyd's arguments for this tree, on every loop disk."""
         return ["--config", conf, "--policy-dir", self.policies, *fixture_roots(self.root), "--state-dir", self.state,
                 "--socket", self.sock_path, "--device", "loop*", *extra]
+
+
+class Uevents:
+    """The daemon's fake uevent socket (BLKPOLICYD_FAKE_UEVENTS=path, test
+    builds): kernel-format uevents for a fixture tree, which has none. The
+    daemon answers each datagram with "settled" once it is handled and no
+    pass runs or waits (daemon/discover.h); send() waits for that."""
+
+    def __init__(self, work):
+        self.path = os.path.join(work, "uevents.sock")         # the daemon binds it
+        reply = os.path.join(work, "uevents.reply")
+        if os.path.exists(reply):
+            os.unlink(reply)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(reply)
+        self.outstanding = 0
+        self.seqnum = 0
+
+    def env(self):
+        return {"BLKPOLICYD_FAKE_UEVENTS": self.path}
+
+    def restarted(self):
+        """A daemon killed with replies owed never sends them."""
+        self.outstanding = 0
+        self.sock.setblocking(False)
+        try:
+            while True:
+                self.sock.recv(64)
+        except BlockingIOError:
+            pass
+        self.sock.setblocking(True)
+
+    def _send(self, payload, wait, timeout):
+        assert self.outstanding < 8, "the daemon keeps at most 8 senders waiting"
+        self.sock.sendto(payload, self.path)
+        self.outstanding += 1
+        if wait:
+            self.settled(timeout)
+
+    def send(self, action, dev, major, minor, diskseq, wait=True, timeout=30):
+        self.seqnum += 1
+        devpath = f"/devices/virtual/block/{dev}"
+        fields = [f"{action}@{devpath}", f"ACTION={action}", f"DEVPATH={devpath}", "SUBSYSTEM=block",
+                  f"DEVNAME={dev}", "DEVTYPE=disk", f"MAJOR={major}", f"MINOR={minor}", f"DISKSEQ={diskseq}",
+                  f"SEQNUM={self.seqnum}"]
+        self._send("\0".join(fields).encode() + b"\0", wait, timeout)
+
+    def settle(self, timeout=30):
+        """Returns once no pass runs or waits in the daemon."""
+        self._send(b"settle", True, timeout)
+
+    def settled(self, timeout=30):
+        self.sock.settimeout(timeout)
+        while self.outstanding:
+            reply = self.sock.recv(64)
+            assert reply == b"settled", reply
+            self.outstanding -= 1
+
+    def close(self):
+        self.sock.close()

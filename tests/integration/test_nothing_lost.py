@@ -8,7 +8,8 @@ exact sysfs values after the daemon is gone:
   a switch from none with nr_requests set; SIGKILL at the scheduler write
   and at the next write, then restart + SIGTERM, and --restore; a disk
   removed and added again at the same number while the daemon is stopped
-  (SIGSTOP) and after a SIGKILL; a reload that drops a policy; the admin's
+  (SIGSTOP) and after a SIGKILL, and while the disk's first save is held
+  (then SIGKILL and --restore); a reload that drops a policy; the admin's
   change after blkpolicyd's, kept at stop.
 
 Two devices for the file; each test starts from the admin's values
@@ -17,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -201,3 +203,44 @@ def test_new_medium_with_a_switch_adopts_the_admins_values(case, loops):
     rc = daemon.stop()
     assert rc == 0 and scheduler(a) == "mq-deadline" and sysfs(a, "read_ahead_kb") == "512", \
         f"at stop the new medium's originals are back: {(rc, scheduler(a), sysfs(a, 'read_ahead_kb'))}"
+
+
+def test_record_saved_over_another_disks(case, loops):
+    # #32 item 4 on the kernel: a removed and added again at its number
+    # while its first pass is held inside the save of its record (a slow
+    # fsync of the state dir). The old pass must not rename its record over
+    # the new disk's: after a SIGKILL, --restore puts the new disk's own
+    # originals back. Last in the file: a is a new, attached disk after it.
+    a = case.a
+    case.setup()
+    number = os.path.basename(record_path(case.state, a))
+    glob = number.replace(":", "?")     # ':' separates the fault's fields
+    daemon = case.daemons.start(case.args(), env={"BLKPOLICYD_FAULTS": f"save:*/devices/{glob}:DELAY=4000:1"},
+                                append_log=True, ready=False)
+    again = None
+    try:
+        held = f"fault injection: save {case.state}/devices/{number} held"
+        seen = wait_for(lambda: held in daemon.text(), 20, f"{a}'s first save to be held")
+        loops.remove(a)
+        again = loops.add()         # the first free index: the same number, a new queue
+        set_attr(again, "scheduler", "mq-deadline")     # its admin's, before blkpolicyd's pass
+        set_attr(again, "read_ahead_kb", "512")
+        added = time.monotonic()
+        # READY=1 when the applier is idle: both passes done, whichever order
+        daemon.wait_for("READY=1", timeout=30)
+        assert again == a and added - seen < 2, \
+            f"the disk came back at its number while the old pass was held: {(again, added - seen)}"
+        with open(record_path(case.state, again)) as f:
+            rec = f.read()
+        queue = os.stat(f"/sys/block/{again}/queue").st_ino
+        assert (f" queue={queue} " in rec and "\nscheduler mq-deadline none -\n" in rec
+                and "\nread_ahead_kb 512 4096 -\n" in rec), \
+            f"the record at the number is the new disk's, with its originals: {rec}"
+        daemon.cleanup()            # SIGKILL
+        r = subprocess.run([case.blkpolicyd, "--restore", *case.args()], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and scheduler(again) == "mq-deadline" and sysfs(again, "read_ahead_kb") == "512", \
+            f"SIGKILL, then --restore: the new disk's originals back: {(r.returncode, scheduler(again), r.stderr[-1500:])}"
+    finally:
+        daemon.cleanup()
+        if again:
+            loops.attach(again)     # as the module's disks are

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -180,6 +182,82 @@ TEST(state_dir_refuses_hostile_layouts) {
         DeviceRecord back = {};
         ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), -EBADMSG);          /* a symlink is no record */
         device_record_done(&r);
+        state_dir_close(&sd);
+        rm_rf(dir);
+}
+
+typedef struct Saver {
+        const StateDir *sd;
+        uint64_t queue_id;
+        int failed;
+} Saver;
+
+static void *save_many(void *arg) {
+        Saver *s = arg;
+        DeviceRecord r;
+
+        sample_record(&r);
+        r.id.queue_id = s->queue_id;
+        for (int i = 0; i < 300; i++)
+                s->failed += state_save(s->sd, &r, "loop9") != 0;
+        device_record_done(&r);
+        return NULL;
+}
+
+static bool has_temporary(int dirfd) {
+        DIR *d = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        struct dirent *de;
+        bool found = false;
+
+        ASSERT_TRUE(d != NULL);
+        while ((de = readdir(d)))
+                found |= de->d_name[0] == '.' && strstr(de->d_name, ".tmp") != NULL;
+        closedir(d);
+        return found;
+}
+
+/* Issue #32 item 4: two saves at one number (a disk replaced while a pass
+ * of the old one saves, or the loop and a worker) shared ".M:m.tmp": one
+ * unlinked the other's as stale and renamed a half-written file, or found
+ * its own gone. Every save takes a temporary of its own; those a crash
+ * left are removed when a writer opens the dir. */
+TEST(state_temporaries_unique_and_cleaned) {
+        char dir[] = "/tmp/blkpolicyd-test-state-XXXXXX", target[PATH_MAX];
+        StateDir sd = STATE_DIR_NULL;
+        Saver a = { .sd = &sd, .queue_id = 1001 }, b = { .sd = &sd, .queue_id = 1002 };
+        pthread_t ta, tb;
+        DeviceRecord back = {};
+        struct stat st;
+        FILE *f;
+        int fd;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
+        ASSERT_TRUE(pthread_create(&ta, NULL, save_many, &a) == 0 && pthread_create(&tb, NULL, save_many, &b) == 0);
+        ASSERT_TRUE(pthread_join(ta, NULL) == 0 && pthread_join(tb, NULL) == 0);
+        ASSERT_TRUE(a.failed == 0 && b.failed == 0);
+        ASSERT_EQ_INT(state_load(&sd, 7, 9, &back, NULL), 0);          /* whole: one save's, not a mix */
+        ASSERT_TRUE(device_record_count(&back) == 2 && (back.id.queue_id == 1001 || back.id.queue_id == 1002));
+        device_record_done(&back);
+        ASSERT_TRUE(!has_temporary(sd.fd));
+
+        /* a crash's leftovers: a temporary, and a link planted under that name */
+        snprintf(target, sizeof(target), "%s/victim", dir);
+        f = fopen(target, "we");
+        ASSERT_TRUE(f && fputs("precious\n", f) >= 0 && fclose(f) == 0);
+        fd = openat(sd.fd, ".7:9.1001.7.tmp", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && close(fd) == 0);
+        ASSERT_EQ_INT(symlinkat(target, sd.fd, ".7:8.tmp"), 0);
+        fd = openat(sd.fd, ".keep", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && close(fd) == 0);
+        state_dir_close(&sd);
+        ASSERT_EQ_INT(state_dir_open(dir, false, &sd), 0);            /* a reader removes nothing */
+        ASSERT_TRUE(has_temporary(sd.fd));
+        state_dir_close(&sd);
+        ASSERT_EQ_INT(state_dir_open(dir, true, &sd), 0);
+        ASSERT_TRUE(!has_temporary(sd.fd));
+        ASSERT_TRUE(fstatat(sd.fd, ".keep", &st, 0) == 0 && fstatat(sd.fd, "7:9", &st, 0) == 0);
+        ASSERT_TRUE(stat(target, &st) == 0 && st.st_size == 9);       /* the link's target untouched */
         state_dir_close(&sd);
         rm_rf(dir);
 }

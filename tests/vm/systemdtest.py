@@ -201,13 +201,19 @@ none_overridden() {
         blkpolicyctl --json status | grep -Eq '"overridden":[[:space:]]*0,' &&
         ! blkpolicyctl metrics | grep -q '^blkpolicyd_device_overridden{.*} 1$'
 }
+# what the disks and the daemon say, for a check that failed
+disks_said() {
+        say "  vdb=$(sched vdb) vdc=$(sched vdc) vdd=$(sched vdd) status: $(blkpolicyctl --json status | tr -d ' \n\t' | cut -c1-700)"
+        blkpolicyctl metrics | grep '^blkpolicyd_device_overridden' | grep ' 1$' > /dev/ttyS0
+        return 1
+}
 back_out() {
-        rm /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf && systemctl reload blkpolicyd &&
-        runs vdb mq-deadline && runs vdc mq-deadline && ticks_pass && none_overridden && observing
+        { rm /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf && systemctl reload blkpolicyd &&
+          runs vdb mq-deadline && runs vdc mq-deadline && ticks_pass && none_overridden && observing; } || disks_said
 }
 enforce_again() {
-        printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
-        systemctl reload blkpolicyd && runs vdb none && runs vdc bfq && ticks_pass && none_overridden
+        { printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
+          systemctl reload blkpolicyd && runs vdb none && runs vdc bfq && ticks_pass && none_overridden; } || disks_said
 }
 sched_writes() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
 put_backs() { journalctl -b -u blkpolicyd -o cat | grep -c "put back"; }
