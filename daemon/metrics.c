@@ -377,9 +377,9 @@ void metrics_move_textfile(Manager *m, const char *old_dir) {
         MetricsBuild *b = NULL;
         int r;
 
-        /* a daemon that never ticked wrote none: the old dir's file, if
-         * any, is not ours (main.c's rule at the stop) */
-        if (streq_ptr(old_dir, dir) || m->tick == 0)
+        /* the old dir's file is ours, or a killed predecessor's (we hold
+         * the state dir's lock: no other daemon runs), ticked or not */
+        if (streq_ptr(old_dir, dir))
                 return;
         r = metrics_remove_textfile(old_dir);
         if (r < 0)
