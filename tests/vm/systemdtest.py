@@ -65,7 +65,12 @@ exec switch_root /newroot /sbin/init
 TEST = r"""#!/bin/sh
 # Each check runs a command or a function of this script in this shell.
 say() { echo "$@" > /dev/ttyS0; }
-check() { name=$1; shift; if "$@" >/dev/null 2>&1; then say "ok - $name"; else say "not ok - $name"; fi; }
+# a check's detail (detail()) is said after its "not ok" line, indented
+check() {
+        name=$1; shift; rm -f /run/check-detail
+        if "$@" >/dev/null 2>&1; then say "ok - $name"; else say "not ok - $name"; sed 's/^/  /' /run/check-detail > /dev/ttyS0 2>/dev/null; fi
+}
+detail() { echo "$@" >> /run/check-detail; }
 until_true() { n=$1; shift; for i in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 prop() { systemctl show -p "$1" --value blkpolicyd.service; }
 sched() { sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler; }
@@ -196,24 +201,30 @@ enforce_by_dropin() {
 # nothing overridden after ticks of drift checks; enforcing again by reload
 # applies again, no resume
 tick_count() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"tick":{"count":\([0-9]*\).*/\1/'; }
-ticks_pass() { t=$(tick_count); until_true 300 test "$(tick_count)" -ge $((t + 5)); }
+ticks_since() { [ "$(tick_count)" -ge $(($1 + $2)) ]; }
+ticks_pass() { t=$(tick_count); until_true 300 ticks_since "$t" 5; }
 none_overridden() {
         blkpolicyctl --json status | grep -Eq '"overridden":[[:space:]]*0,' &&
         ! blkpolicyctl metrics | grep -q '^blkpolicyd_device_overridden{.*} 1$'
 }
 # what the disks and the daemon say, for a check that failed
 disks_said() {
-        say "  vdb=$(sched vdb) vdc=$(sched vdc) vdd=$(sched vdd) status: $(blkpolicyctl --json status | tr -d ' \n\t' | cut -c1-700)"
-        blkpolicyctl metrics | grep '^blkpolicyd_device_overridden' | grep ' 1$' > /dev/ttyS0
+        detail "failed at: $1; vdb=$(sched vdb) vdc=$(sched vdc) vdd=$(sched vdd) drop-ins: $(ls /etc/blkpolicyd/blkpolicyd.conf.d 2>&1 | tr '\n' ' ')"
+        detail "status: $(blkpolicyctl --json status | tr -d ' \n\t' | cut -c1-400)"
+        detail "$(blkpolicyctl metrics | grep '^blkpolicyd_device_overridden' | grep ' 1$')"
         return 1
 }
+# each step of a check, named when it fails
+step() { "$@" || { disks_said "$*"; return 1; }; }
 back_out() {
-        { rm /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf && systemctl reload blkpolicyd &&
-          runs vdb mq-deadline && runs vdc mq-deadline && ticks_pass && none_overridden && observing; } || disks_said
+        step rm /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf && step systemctl reload blkpolicyd &&
+        step observing && step runs vdb mq-deadline && step runs vdc mq-deadline && step ticks_pass &&
+        step none_overridden
 }
 enforce_again() {
-        { printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
-          systemctl reload blkpolicyd && runs vdb none && runs vdc bfq && ticks_pass && none_overridden; } || disks_said
+        printf '[Daemon]\nmode = enforce\n' > /etc/blkpolicyd/blkpolicyd.conf.d/50-enforce.conf &&
+        step systemctl reload blkpolicyd && step runs vdb none && step runs vdc bfq && step ticks_pass &&
+        step none_overridden
 }
 sched_writes() { blkpolicyctl --json status | tr -d ' \n\t' | sed 's/.*"writes":{"scheduler":\([0-9]*\).*/\1/'; }
 put_backs() { journalctl -b -u blkpolicyd -o cat | grep -c "put back"; }
@@ -421,8 +432,10 @@ def main():
         res.check("booted Debian 12 with systemd and ran the test unit", "===SYSTEMD-TEST-END===" in serial,
                   serial[-4000:])
         journal = re.search(r"===JOURNAL===\n(.*?)===SYSTEMD-TEST-END===", serial, re.S)
-        for m in re.finditer(r"^(ok|not ok) - (.*)$", serial, re.M):
-            res.check("systemd: " + m.group(2), m.group(1) == "ok", journal.group(1)[-3000:] if journal else "")
+        # a failed check's own lines (indented, right after it), then the journal's end
+        for m in re.finditer(r"^(ok|not ok) - (.*)\n((?:  .*\n)*)", serial, re.M):
+            res.check("systemd: " + m.group(2), m.group(1) == "ok",
+                      m.group(3) + (journal.group(1)[-3000:] if journal else ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     res.finish("systemd: ")
