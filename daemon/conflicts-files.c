@@ -245,6 +245,33 @@ oom:
         return -ENOMEM;
 }
 
+int conflicts_scan_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
+                         ConfFileParse parse, ConflictSet *s) {
+        ConfFile *files = NULL;
+        size_t n = 0;
+        int r;
+
+        r = conflicts_list_files(root, dirs, n_dirs, suffix, &files, &n);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *text = NULL;
+                int k;
+
+                if (files[i].masked)
+                        continue;
+                k = conflicts_read_file(root, files[i].path, &text);
+                if (k == -ENOMEM)
+                        r = k;
+                else if (k == -ENODATA)
+                        continue;
+                else if (k < 0)
+                        r = conflict_warn(s, "%s: cannot be read (%s), skipped", files[i].path, strerror(-k));
+                else
+                        r = parse(files[i].path, text, s);
+        }
+        conf_files_free(files, n);
+        return r;
+}
+
 bool conflicts_path_exists(const char *root, const char *path) {
         _cleanup_free_ char *full = conflicts_root_path(root, path);
         struct stat st;

@@ -37,6 +37,11 @@ typedef struct ConfFile {
 int conflicts_list_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
                          ConfFile **ret, size_t *ret_n);
 void conf_files_free(ConfFile *f, size_t n);
+/* Every file conflicts_list_files() lists that is not masked, read and
+ * given to parse; one that cannot be read is a warning of the set. */
+typedef int (*ConfFileParse)(const char *path, const char *text, ConflictSet *s);
+int conflicts_scan_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
+                         ConfFileParse parse, ConflictSet *s);
 
 void rule_token_done(RuleToken *t);
 void rule_tokens_free(RuleToken *t, size_t n);

@@ -173,27 +173,6 @@ int conflicts_parse_tmpfiles_text(const char *path, const char *text, ConflictSe
 }
 
 int conflicts_scan_tmpfiles(const char *root, ConflictSet *s) {
-        ConfFile *files = NULL;
-        size_t n = 0;
-        int r;
-
-        r = conflicts_list_files(root, tmpfiles_dirs, ELEMENTSOF(tmpfiles_dirs), ".conf", &files, &n);
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_free_ char *text = NULL;
-                int k;
-
-                if (files[i].masked)
-                        continue;
-                k = conflicts_read_file(root, files[i].path, &text);
-                if (k == -ENOMEM)
-                        r = k;
-                else if (k == -ENODATA)
-                        continue;
-                else if (k < 0)
-                        r = conflict_warn(s, "%s: cannot be read (%s), skipped", files[i].path, strerror(-k));
-                else
-                        r = conflicts_parse_tmpfiles_text(files[i].path, text, s);
-        }
-        conf_files_free(files, n);
-        return r;
+        return conflicts_scan_files(root, tmpfiles_dirs, ELEMENTSOF(tmpfiles_dirs), ".conf",
+                                    conflicts_parse_tmpfiles_text, s);
 }

@@ -509,31 +509,7 @@ int conflicts_parse_udev_text(const char *path, const char *text, ConflictSet *s
 }
 
 int conflicts_scan_udev(const char *root, ConflictSet *s) {
-        ConfFile *files = NULL;
-        size_t n = 0;
-        int r;
-
-        r = conflicts_list_files(root, udev_dirs, ELEMENTSOF(udev_dirs), ".rules", &files, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_free_ char *text = NULL;
-                int k;
-
-                if (files[i].masked)
-                        continue;
-                k = conflicts_read_file(root, files[i].path, &text);
-                if (k == -ENOMEM)
-                        r = k;
-                else if (k == -ENODATA)
-                        continue;
-                else if (k < 0)
-                        r = conflict_warn(s, "%s: cannot be read (%s), skipped", files[i].path, strerror(-k));
-                else
-                        r = conflicts_parse_udev_text(files[i].path, text, s);
-        }
-        conf_files_free(files, n);
-        return r;
+        return conflicts_scan_files(root, udev_dirs, ELEMENTSOF(udev_dirs), ".rules", conflicts_parse_udev_text, s);
 }
 
 /* ---- tuned ---- */
