@@ -182,7 +182,13 @@ bool conflicts_file_masked(const char *root, const char *path) {
         return S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
-void conf_files_free(ConfFile *f, size_t n) {
+typedef struct ConfFile {
+        char *name;
+        char *path;             /* as on the system */
+        bool masked;
+} ConfFile;
+
+static void conf_files_free(ConfFile *f, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(f[i].name);
                 free(f[i].path);
@@ -198,7 +204,7 @@ static bool conf_files_have(const ConfFile *f, size_t n, const char *name) {
 }
 
 /* Every name once, from the first directory that has it, sorted. */
-int conflicts_list_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
+static int conflicts_list_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
                          ConfFile **ret, size_t *ret_n) {
         size_t suffix_len = strlen(suffix);
         ConfFile *files = NULL;

@@ -25,20 +25,11 @@ int conflicts_read_file(const char *root, const char *path, char **ret);
 bool conflicts_file_masked(const char *root, const char *path);
 bool conflicts_path_exists(const char *root, const char *path);
 
-typedef struct ConfFile {
-        char *name;
-        char *path;             /* as on the system */
-        bool masked;
-} ConfFile;
-
 /* The files ending in suffix of dirs (most important first) as systemd's
  * conf-files and udev list them: every name once, from the first directory
- * that has it (it masks the others of its name), sorted by name. */
-int conflicts_list_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
-                         ConfFile **ret, size_t *ret_n);
-void conf_files_free(ConfFile *f, size_t n);
-/* Every file conflicts_list_files() lists that is not masked, read and
- * given to parse; one that cannot be read is a warning of the set. */
+ * that has it (it masks the others of its name), sorted by name; each one
+ * not masked read and given to parse. One that cannot be read is a
+ * warning of the set. */
 typedef int (*ConfFileParse)(const char *path, const char *text, ConflictSet *s);
 int conflicts_scan_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
                          ConfFileParse parse, ConflictSet *s);
