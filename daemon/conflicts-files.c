@@ -113,6 +113,12 @@ int conflict_warn(ConflictSet *s, const char *fmt, ...) {
         return m ? strv_push(&s->warnings, m) : -ENOMEM;
 }
 
+typedef struct ConfFile {
+        char *name;
+        char *path;             /* as on the system */
+        bool masked;
+} ConfFile;
+
 static int conf_file_compare(const void *a, const void *b) {
         return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
 }
@@ -181,12 +187,6 @@ bool conflicts_file_masked(const char *root, const char *path) {
         }
         return S_ISREG(st.st_mode) && st.st_size == 0;
 }
-
-typedef struct ConfFile {
-        char *name;
-        char *path;             /* as on the system */
-        bool masked;
-} ConfFile;
 
 static void conf_files_free(ConfFile *f, size_t n) {
         for (size_t i = 0; i < n; i++) {
