@@ -5,6 +5,7 @@
 
 #include "blkpolicyd-paths.h"
 #include "config.h"
+#include "conflicts.h"
 #include "log.h"
 #include "util.h"
 
@@ -16,7 +17,7 @@ typedef struct ConfigParse {
         unsigned long_line;     /* the first line inih would split, 0: none */
         int errors;
         bool oom;
-        bool exclude_seen, policy_dirs_seen;
+        bool exclude_seen, policy_dirs_seen, reassert_seen, yield_seen;
 } ConfigParse;
 
 static int set_string(char **dst, const char *value) {
@@ -45,6 +46,8 @@ void config_done(Config *c) {
         if (!c)
                 return;
         c->exclude = strv_free(c->exclude);
+        c->reassert_over = strv_free(c->reassert_over);
+        c->yield_to = strv_free(c->yield_to);
         c->policy_dirs = strv_free(c->policy_dirs);
         free(c->state_dir);
         free(c->socket_path);
@@ -106,6 +109,19 @@ static int config_set_list(char ***list, bool *seen, const char *value, const ch
         return 0;
 }
 
+/* yield_to= and reassert_over=: every word a writer doctor knows, with an
+ * attribute blkpolicyd manages after a colon or none. */
+static int writers_valid(char **words, const char **error) {
+        for (char **w = words; w && *w; w++)
+                if (conflict_writer_match(*w, 0, 0) < 0) {
+                        *error = "expected WRITER or WRITER:SETTING, WRITER one of udev, tuned, gce-guest-agent, "
+                                 "kernel-cmdline, sysfsutils, tmpfiles, lvm, SETTING a queue attribute "
+                                 "(scheduler, read_ahead_kb, iosched/read_expire ...)";
+                        return -EINVAL;
+                }
+        return 0;
+}
+
 static int config_set(ConfigParse *p, const char *key, const char *value, const char **error) {
         Config *c = p->config;
         int r;
@@ -133,6 +149,13 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
                 return set_string(&c->socket_group, value);
         if (streq(key, "exclude"))
                 return config_set_list(&c->exclude, &p->exclude_seen, value, error);
+        if (streq(key, "reassert_over") || streq(key, "yield_to")) {
+                bool re = streq(key, "reassert_over");
+
+                r = config_set_list(re ? &c->reassert_over : &c->yield_to, re ? &p->reassert_seen : &p->yield_seen,
+                                    value, error);
+                return r < 0 ? r : writers_valid(re ? c->reassert_over : c->yield_to, error);
+        }
         if (streq(key, "policy_dirs")) {
                 c->policy_dirs_configured = true;
                 return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value, error);

@@ -326,6 +326,19 @@ static char *dormant_note(const Conflict *c) {
         return s;
 }
 
+int conflicts_report_drift_source(Manager *m, const Device *d, unsigned tunable, const char *live,
+                                  ConflictSource *ret) {
+        const ConflictSet *set = scanned(m, false);
+        DeviceRead dr = { &m->roots, d };
+        ConflictDevice cd = conflict_device(d, &dr);
+        const Conflict *c = set ? conflicts_attribute(set, &cd, tunable, live) : NULL;
+
+        if (!c)
+                return 0;
+        *ret = c->source;
+        return 1;
+}
+
 char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
         const ConflictSet *set = scanned(m, false);
         DeviceRead dr = { &m->roots, d };

@@ -26,4 +26,8 @@ void conflicts_report_log(Manager *m);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
  * when none is known (or on ENOMEM). Caller frees. */
+/* The source of the writer a drift is put down to (one that runs, as the
+ * note names it): 1 and *ret, or 0 when none is known. */
+int conflicts_report_drift_source(Manager *m, const Device *d, unsigned tunable, const char *live,
+                                  ConflictSource *ret);
 char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live);

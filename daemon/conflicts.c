@@ -46,6 +46,30 @@ static const char *const source_names[_CONFLICT_SOURCE_MAX] = {
         [CONFLICT_LVM] = "lvm",
 };
 
+int conflict_writer_match(const char *word, ConflictSource source, unsigned tunable) {
+        const char *colon = strchr(word, ':');
+        char name[32];
+        int src, t = -1;
+
+        if (strscpy(name, sizeof(name), word) < 0 && !colon)
+                return -EINVAL;
+        if (colon && (size_t) (colon - word) < sizeof(name))
+                name[colon - word] = 0;
+        src = conflict_source_from_string(name);
+        if (colon)
+                t = tunable_find_attr(colon + 1);
+        if (src < 0 || (colon && t < 0))
+                return -EINVAL;
+        return src == (int) source && (!colon || t == (int) tunable);
+}
+
+int conflict_source_from_string(const char *s) {
+        for (int i = 0; i < _CONFLICT_SOURCE_MAX; i++)
+                if (streq(source_names[i], s))
+                        return i;
+        return -EINVAL;
+}
+
 const char *conflict_source_to_string(ConflictSource s) {
         return s >= 0 && s < _CONFLICT_SOURCE_MAX ? source_names[s] : NULL;
 }

@@ -78,6 +78,27 @@ static const PlanItem *view_first_drift(const DeviceView *v) {
         return NULL;
 }
 
+/* A writer named in reassert_over= or yield_to= (its setting too, if the
+ * word names one) decides; else on_drift=. */
+static bool writer_listed(char *const *words, ConflictSource source, unsigned tunable) {
+        for (char *const *w = words; w && *w; w++)
+                if (conflict_writer_match(*w, source, tunable) > 0)
+                        return true;
+        return false;
+}
+
+static bool drift_reapplies(Manager *m, const Device *d, const PlanItem *it) {
+        ConflictSource source;
+
+        if (conflicts_report_drift_source(m, d, it->tunable, it->current, &source) > 0) {
+                if (writer_listed(m->config.reassert_over, source, it->tunable))
+                        return true;
+                if (writer_listed(m->config.yield_to, source, it->tunable))
+                        return false;
+        }
+        return m->config.drift_reapply;
+}
+
 /* Returns 0, or -ENOMEM. May forget d (a reapply of a vanished disk). */
 static int device_check_drift(Manager *m, Device *d) {
         _cleanup_free_ char *who = NULL;
@@ -96,7 +117,7 @@ static int device_check_drift(Manager *m, Device *d) {
                 return 0;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
         who = conflicts_report_drift_note(m, d, it->tunable, it->current);
-        if (m->config.drift_reapply) {
+        if (drift_reapplies(m, d, it)) {
                 log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
                            tunables[it->tunable].attr, it->current, who ? ", likely by " : "", who ?: "",
                            it->target);

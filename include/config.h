@@ -20,6 +20,10 @@ typedef struct Config {
         unsigned max_clients_per_uid;   /* root is not capped: see control.c */
         unsigned client_timeout_ms;
         bool drift_reapply;     /* on_drift=reapply; default: leave it and mark overridden */
+        /* WRITER[:ATTR] words: a drift attributed to that writer (one that
+         * runs) is set again, or left alone, whatever on_drift says */
+        char **reassert_over;
+        char **yield_to;
         unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;

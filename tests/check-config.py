@@ -74,3 +74,17 @@ def test_values_the_kernel_will_not_keep(run, work, kvm_fixture):
     assert "50-j.policy: warning: [Queue] read_ahead_kb = 99999999" in r.stderr, r.stderr
     assert "60-bio.policy: warning: [Queue] scheduler: the policy matches only bio-based disks" in r.stderr \
         and "read_ahead_kb = 1024" not in r.stderr, r.stderr
+
+
+def test_writer_words(run, work):
+    conf = os.path.join(work, "w.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\nreassert_over = tuned:scheduler gce-guest-agent\nyield_to = udev\n")
+    r = run("--check-config", "--config", conf, "--policy-dir", work)
+    assert r.returncode == 0, f"writers as doctor names them, a setting after a colon: {r.stderr}"
+    for bad in ("tunedd", "tuned:schedulerr", "udev:"):
+        with open(conf, "w") as f:
+            f.write(f"[Daemon]\nyield_to = udev\n  {bad}\n")
+        r = run("--check-config", "--config", conf, "--policy-dir", work)
+        assert r.returncode != 0 and f"{conf}:" in r.stderr and "expected WRITER" in r.stderr, \
+            f"{bad}: an unknown writer or setting is an error at file:line: {r.stderr}"

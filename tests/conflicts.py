@@ -37,10 +37,10 @@ def machine(module_work, fixtures_dir):
 def start(module_daemons, machine, top, fault_injection):
     """Starts a daemon on the machine with root as its --root; its socket,
     once the first pass is done (vda and loop0 hold their scheduler)."""
-    def start(name, root, append_log=False):
+    def start(name, root, append_log=False, config="/dev/null"):
         work = module_daemons.work
         sock = os.path.join(work, name + ".sock")
-        d = module_daemons.start(["--config", "/dev/null", "--policy-dir", os.path.join(top, "policies"),
+        d = module_daemons.start(["--config", config, "--policy-dir", os.path.join(top, "policies"),
                                   *fixture_roots(machine), "--root", root,
                                   "--state-dir", os.path.join(work, name + "-state"), "--socket", sock],
                                  env={"BLKPOLICYD_FAKE_KERNEL": "1"}, ready=False, append_log=append_log)
@@ -292,3 +292,36 @@ def test_a_writer_that_does_not_run_is_not_named(start, machine, module_work, ct
         "([disk] devices=*), whose unit is neither enabled nor running)", \
         f"verify: not tuned, which does not run: {v}"
     d.cleanup()
+
+
+@pytest.mark.parametrize("conf, reasserted", [
+    ("reassert_over = udev:scheduler\n", True),             # over on_drift = leave
+    ("on_drift = reapply\nyield_to = udev\n", False),      # a yield over on_drift = reapply
+    ("reassert_over = udev:read_ahead_kb\n", False),        # another setting of the writer's: on_drift = leave
+], ids=["reassert", "yield", "other-setting"])
+def test_a_named_writer_is_yielded_to_or_reasserted_over(start, machine, module_work, conf, reasserted):
+    # the udev rule's mq-deadline on vda, written behind blkpolicyd's back
+    name = "arbiter-" + str(abs(hash(conf)))
+    path = os.path.join(module_work, name + ".conf")
+    with open(path, "w") as f:
+        f.write("[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\n" + conf)
+    d, sock = start(name, os.path.join(machine, "root"), append_log=True, config=path)
+    sched = os.path.join(machine, "sys", "block", "vda", "queue", "scheduler")
+
+    def live():
+        with open(sched) as f:
+            return f.read()
+    try:
+        with open(sched, "w") as f:
+            f.write("none [mq-deadline] kyber bfq\n")
+        if reasserted:
+            now = poll(live, lambda v: v.startswith("[none]"))
+            assert now.startswith("[none]") and "likely by udev rule /etc/udev/rules.d/60-ioschedulers.rules:18" \
+                in d.text() and not call(sock, {"command": "device", "device": "vda"})["overridden"], \
+                f"{conf.strip()}: the udev rule's value is written over: {now!r}"
+        else:
+            dev = poll(lambda: call(sock, {"command": "device", "device": "vda"}), lambda x: x["overridden"])
+            assert dev["overridden"] and "[mq-deadline]" in live(), \
+                f"{conf.strip()}: the udev rule's value stays: {live()!r}"
+    finally:
+        d.cleanup()
