@@ -46,6 +46,13 @@ static const char *const source_names[_CONFLICT_SOURCE_MAX] = {
         [CONFLICT_LVM] = "lvm",
 };
 
+static int conflict_source_from_string(const char *s) {
+        for (int i = 0; i < _CONFLICT_SOURCE_MAX; i++)
+                if (streq(source_names[i], s))
+                        return i;
+        return -EINVAL;
+}
+
 int conflict_writer_match(const char *word, ConflictSource source, unsigned tunable) {
         const char *colon = strchr(word, ':');
         char name[32];
@@ -63,12 +70,6 @@ int conflict_writer_match(const char *word, ConflictSource source, unsigned tuna
         return src == (int) source && (!colon || t == (int) tunable);
 }
 
-int conflict_source_from_string(const char *s) {
-        for (int i = 0; i < _CONFLICT_SOURCE_MAX; i++)
-                if (streq(source_names[i], s))
-                        return i;
-        return -EINVAL;
-}
 
 const char *conflict_source_to_string(ConflictSource s) {
         return s >= 0 && s < _CONFLICT_SOURCE_MAX ? source_names[s] : NULL;

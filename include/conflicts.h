@@ -27,7 +27,6 @@ typedef enum ConflictSource {
 } ConflictSource;
 
 const char *conflict_source_to_string(ConflictSource s);
-int conflict_source_from_string(const char *s);
 /* "WRITER" or "WRITER:ATTR" of blkpolicyd.conf's yield_to= and
  * reassert_over=: whether it names source (and tunable). -EINVAL: not
  * such a word. */
