@@ -139,6 +139,10 @@ int manager_print_report(Manager *m) {
                 DeviceView view;
                 ReportDevice rd = device_report_input(m, sorted[i], &facts, &view);
 
+                /* the facts as this run's pass classified them, the
+                 * kernel's scheduler before it among them (a view since
+                 * then shows the one in use) */
+                rd.facts = device_facts(sorted[i], &facts);
                 if (!cJSON_AddItemToArray(devices, report_device(&rd)))
                         devices = NULL;         /* no memory for it */
         }
