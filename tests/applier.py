@@ -13,38 +13,15 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from blkptest import faketree
-from blkptest.daemon import control_call, wait_for
+from blkptest.daemon import Listener, control_call, wait_for
 
 HOLD_MS = 3000
 WATCHDOG_USEC = 200000
-
-
-class Listener(threading.Thread):
-    """Reads every sd_notify datagram as it comes, with its time: a reader
-    that lags would fill the socket's queue (max_dgram_qlen) and block the
-    daemon's sendmsg, which is not what is measured here."""
-
-    def __init__(self, sock):
-        super().__init__(daemon=True)
-        self.sock = sock
-        self.got = []
-        self.start()
-
-    def run(self):
-        self.sock.settimeout(0.2)
-        while True:
-            try:
-                self.got.append((time.monotonic(), self.sock.recv(4096).decode()))
-            except socket.timeout:
-                continue
-            except OSError:
-                return
 
 
 class Applier(faketree.Workspace):

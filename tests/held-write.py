@@ -30,13 +30,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from blkptest import faketree
-from blkptest.daemon import control_call, control_connect, recv_line, wait_for
+from blkptest.daemon import Listener, control_call, control_connect, recv_line, wait_for
 from blkptest.require import skip_or_fail
 
 HOLD_MS = 4000
@@ -44,30 +43,6 @@ STATUS_BOUND = 1.0
 WATCHDOG_USEC = 200000
 FAULTS = f"write:*/loop0/queue/read_ahead_kb:DELAY={HOLD_MS}:1:1"
 ORIGINAL_RA = "128"
-
-
-class Listener(threading.Thread):
-    """Every sd_notify datagram with its arrival time, read as it comes (a
-    reader that lags would fill the queue and block the daemon)."""
-
-    def __init__(self, sock):
-        super().__init__(daemon=True)
-        self.sock = sock
-        self.got = []
-        self.start()
-
-    def run(self):
-        self.sock.settimeout(0.2)
-        while True:
-            try:
-                self.got.append((time.monotonic(), self.sock.recv(4096).decode()))
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-
-    def times(self, word):
-        return [t for t, m in list(self.got) if word in m.split("\n")]
 
 
 class Held(faketree.Workspace):

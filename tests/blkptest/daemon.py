@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 
@@ -18,6 +19,32 @@ def wait_for(predicate, timeout, what):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.005)
+
+
+class Listener(threading.Thread):
+    """Every sd_notify datagram on sock with its arrival time, read as it
+    comes: a reader that lags would fill the socket's queue (max_dgram_qlen)
+    and block the daemon's sendmsg, which is not what a test measures."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock = sock
+        self.got = []
+        self.start()
+
+    def run(self):
+        self.sock.settimeout(0.2)
+        while True:
+            try:
+                self.got.append((time.monotonic(), self.sock.recv(4096).decode()))
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+
+    def times(self, word):
+        """When each datagram that carries word (e.g. READY=1) came."""
+        return [t for t, m in list(self.got) if word in m.split("\n")]
 
 
 def fixture_roots(tree):
