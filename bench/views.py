@@ -4,7 +4,7 @@
 `device` at N fake disks, each build side by side in one run, alternating.
 
 Since the views read each managed setting from sysfs for the reply
-(daemon/device-view.c) instead of showing the last pass's values, a reply
+(daemon/loop/device-view.c) instead of showing the last pass's values, a reply
 costs one read per setting. This measures the daemon's CPU per reply
 (the event loop thread's schedstat around the request, so the client's
 time and the other builds' do not count) and its wall time, on the

@@ -14,7 +14,9 @@ files that call each other in a loop cannot be read, tested or layered one
 at a time.
 
 The objects are what the compiler kept, so static inline helpers in headers
-and code compiled out by #if are not edges. Only objects of a daemon/*.c in
+and code compiled out by #if are not edges there; the #include lines add
+them: a file that includes x.h depends on x.c (or on x.h, a header without
+a .c of its name), and so does a header that includes it. Only objects of a daemon/*.c in
 the source tree count: a generated source would have no file there. fault.c
 and fake-kernel.c are empty unless -Dfault_injection=true; in such a build
 (the one CI lints) they are part of the graph like any other file.
@@ -30,6 +32,8 @@ their functions as dead, so it fails instead.
 """
 import glob
 import os
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -89,12 +93,35 @@ def objects(build, srcdir):
     """{source name: object path}, and the objects that are not ours."""
     found, ignored = {}, []
     for obj in sorted(glob.glob(os.path.join(build, "daemon", "*.p", "*.o"))):
-        src = os.path.basename(obj)[: -len(".o")]
+        # meson names an object of daemon/core/x.c "core_x.c.o"
+        src = os.path.basename(obj)[: -len(".o")].replace("_", "/", 1)
         if src.endswith(".c") and os.path.exists(os.path.join(srcdir, "daemon", src)):
             found[src] = obj  # an object per library: the same source twice is the same code
         else:
             ignored.append(obj)
     return found, ignored
+
+
+def include_edges(srcdir):
+    """{file: files it depends on by its #include lines}, a header standing
+    for the .c of its name (a header without one is a node of its own):
+    what nm cannot see, the types, field accesses and static inlines a file
+    takes from a header."""
+    daemon = pathlib.Path(srcdir, "daemon")
+    include = pathlib.Path(srcdir, "include")
+    node = {}
+    for h in list(include.glob("*.h")) + list(daemon.rglob("*.h")):
+        c = [f for f in daemon.rglob(h.stem + ".c")]
+        node[h.name] = str(c[0].relative_to(daemon)) if c else str(h.relative_to(srcdir if h.parent == include
+                                                                                     else daemon))
+    edges = {}
+    for f in list(daemon.rglob("*.[ch]")) + list(include.glob("*.h")):
+        me = node[f.name] if f.suffix == ".h" else str(f.relative_to(daemon))
+        for line in f.read_text().splitlines():
+            m = re.match(r'#include "([^"]+)"', line)
+            if m and m.group(1) in node and node[m.group(1)] != me:
+                edges.setdefault(me, set()).add(node[m.group(1)])
+    return edges
 
 
 def sccs(graph):
@@ -151,6 +178,10 @@ def main():
         for sym in defined:
             owner.setdefault(sym, src)
     graph = {src: {owner[s] for s in undefined if s in owner} - {src} for src, (_, undefined) in syms.items()}
+    for src, dsts in include_edges(srcdir).items():
+        graph.setdefault(src, set()).update(dsts)
+        for d in dsts:
+            graph.setdefault(d, set())
 
     for src in sorted(graph):
         print(f"{src} -> {', '.join(sorted(graph[src]))}")
@@ -161,8 +192,8 @@ def main():
         print(f"cycle: {' '.join(comp)}")
         for src in comp:  # what to move or invert to break it
             for dst in sorted(graph[src] & set(comp)):
-                used = sorted(s for s in syms[src][1] if owner.get(s) == dst)
-                print(f"  {src} -> {dst}: {' '.join(used)}")
+                used = sorted(s for s in syms[src][1] if owner.get(s) == dst) if src in syms else []
+                print(f"  {src} -> {dst}: {' '.join(used) or '#include'}")
     dead = dead_functions(sys.argv[1], found, syms)
     for src, names in sorted(dead.items()):
         print(f"dead: {src}: {' '.join(names)} (called by no other file, main, blkpolicyctl, "

@@ -20,7 +20,7 @@ build=${1:-build}
 passed=0 failed=0
 
 out=$(cppcheck --enable=warning,performance,portability --inline-suppr --quiet --error-exitcode=1 \
-        -I include -I daemon -I "$build" -D_GNU_SOURCE "-DcJSON_ArrayForEach(e,a)=for(e=(a)?(a)->child:NULL;e;e=e->next)" \
+        -I include -I daemon/core -I daemon/conflicts -I daemon/io -I daemon/loop -I daemon/control -I "$build" -D_GNU_SOURCE "-DcJSON_ArrayForEach(e,a)=for(e=(a)?(a)->child:NULL;e;e=e->next)" \
         --suppress=resourceLeak --suppress=memleak --std=c11 daemon/ ctl/ fuzz/ bench/ tests/vm/ 2>&1)
 if [ $? -eq 0 ] && [ -z "$out" ]; then
         echo "ok - cppcheck"; passed=$((passed + 1))
@@ -28,7 +28,7 @@ else
         echo "not ok - cppcheck"; echo "$out"; failed=$((failed + 1))
 fi
 
-out=$(clang-tidy -p "$build" --quiet daemon/*.c ctl/*.c tests/vm/*.c 2>/dev/null | grep -E "warning:|error:")
+out=$(clang-tidy -p "$build" --quiet daemon/*.c daemon/*/*.c ctl/*.c tests/vm/*.c 2>/dev/null | grep -E "warning:|error:")
 if [ -z "$out" ]; then
         echo "ok - clang-tidy"; passed=$((passed + 1))
 else

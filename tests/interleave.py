@@ -89,7 +89,7 @@ INVARIANTS = ("I1-record", "I2-admin", "I2-admin-restart", "I2-admin-giveback", 
 
 SLOTS = ("loop0", "loop1", "loop2")
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
-# what the fake kernel creates at a switch (daemon/fake-kernel.c)
+# what the fake kernel creates at a switch (daemon/io/fake-kernel.c)
 IOSCHED_DEFAULTS = {
     "none": {},
     "mq-deadline": {"read_expire": "500", "write_expire": "5000", "writes_starved": "2", "fifo_batch": "16",

@@ -74,7 +74,7 @@ class Uevents:
     """The daemon's fake uevent socket (BLKPOLICYD_FAKE_UEVENTS=path, test
     builds): kernel-format uevents for a fixture tree, which has none. The
     daemon answers each datagram with "settled" once it is handled and no
-    pass runs or waits (daemon/discover.h); send() waits for that."""
+    pass runs or waits (daemon/loop/discover.h); send() waits for that."""
 
     def __init__(self, work):
         self.path = os.path.join(work, "uevents.sock")         # the daemon binds it

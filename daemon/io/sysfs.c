@@ -10,14 +10,6 @@
 #include "sysfs.h"
 #include "util.h"
 
-bool roots_are_live(const Roots *r) {
-        return streq(r->sysfs, "/sys");
-}
-
-const char *roots_root(const Roots *r) {
-        return r->root ?: (r->sysfs && roots_are_live(r) ? "/" : NULL);
-}
-
 /* The file at rel below dirfd (AT_FDCWD: rel is a path); path names it
  * in full for the fault seam. */
 static int sysfs_read_at(int dirfd, const char *rel, const char *path, char *buf, size_t size) {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sysfs.h"
+#include "roots.h"
 
 typedef enum ConflictSource {
         CONFLICT_UDEV,

@@ -11,21 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef struct Roots {
-        const char *sysfs;      /* default /sys */
-        const char *debugfs;    /* default /sys/kernel/debug */
-        const char *proc;       /* default /proc */
-        const char *root;       /* --root: where /etc, /usr/lib and /run are, for conflicts.c; NULL: /
-                                 * on a live system, nothing under a fixture sysfs */
-} Roots;
+#include "roots.h"
 
-#define ROOTS_DEFAULT ((Roots) { "/sys", "/sys/kernel/debug", "/proc", NULL })
-
-bool roots_are_live(const Roots *r);
-/* Where /etc, /usr/lib and /run are: --root, else / on a live system;
- * NULL under a fixture sysfs without --root (this machine's are about
- * other disks). */
-const char *roots_root(const Roots *r);
 
 /* Reads a small attribute file whole, trailing newline stripped.
  * -ENOENT/-ENODEV/... from open/read; -EFBIG if it does not fit. */
