@@ -101,8 +101,7 @@ int strv_split(const char *s, char ***ret) {
                         return -ENOMEM;
                 p += n;
         }
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 

@@ -4,6 +4,7 @@
 /* Small helpers shared by every stage: cleanup attributes, string lists,
  * bounded string copies. */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +22,24 @@
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 /* For what returns -ENOMEM among other things a caller must not drop */
 #define _must_check_ __attribute__((warn_unused_result))
+
+/* The pointer in p, and p NULL: ownership leaves a _cleanup_ variable
+ * ("*ret = TAKE_PTR(l);") without the cleanup freeing it. */
+#define TAKE_PTR(p)                                     \
+        ({                                              \
+                __typeof__(p) *_pp_ = &(p);             \
+                __typeof__(p) _p_ = *_pp_;              \
+                *_pp_ = NULL;                           \
+                _p_;                                    \
+        })
+/* expr, asserted non-NULL: for a callback's userdata and arguments a
+ * caller must never pass NULL ("Manager *m = ASSERT_PTR(userdata);"). */
+#define ASSERT_PTR(expr)                                \
+        ({                                              \
+                __typeof__(expr) _e_ = (expr);          \
+                assert(_e_);                            \
+                _e_;                                    \
+        })
 
 /* vasprintf() that says failure with NULL (the string is then undefined). */
 char *vstrdupf(const char *fmt, va_list ap) _printf_(1, 0);

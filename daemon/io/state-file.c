@@ -135,8 +135,7 @@ static int read_small_file(int fd, char **ret, size_t *size) {
         }
         if (n == RECORD_SIZE_MAX)
                 return -EFBIG;
-        *ret = buf;
-        buf = NULL;
+        *ret = TAKE_PTR(buf);
         *size = n;
         return 0;
 }
@@ -390,7 +389,6 @@ int state_list_named(const StateDir *d, char ***ret) {
         r = for_each_entry(d, add_named, &l);
         if (r < 0)
                 return r;
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }

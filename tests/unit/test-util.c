@@ -138,3 +138,23 @@ TEST(memstream_that_cannot_grow_fails_fclose) {
         in_a_child(write_past_the_cap);
 #endif
 }
+
+TEST(take_ptr_hands_over_and_leaves_null) {
+        _cleanup_free_ char *p = strdup("x");
+        char *q;
+
+        ASSERT_TRUE(p);
+        q = TAKE_PTR(p);
+        ASSERT_TRUE(!p);
+        ASSERT_STREQ(q, "x");
+        free(q);
+        ASSERT_TRUE(!TAKE_PTR(p));       /* a second take takes nothing */
+}
+
+TEST(assert_ptr_passes_the_pointer_through) {
+        int x = 1;
+        void *userdata = &x;
+        int *y = ASSERT_PTR((int *) userdata);
+
+        ASSERT_TRUE(y == &x);
+}
