@@ -328,7 +328,8 @@ static int run_replay(Manager *m) {
 }
 
 static int run_daemon(Manager *m) {
-        int r = manager_run(m, commands_run);
+        ControlHandler handler = commands_handler(m);
+        int r = manager_run(m, &handler);
 
         /* node_exporter would serve a file left behind as if the daemon
          * still ran; a daemon that never ticked wrote none (and may have

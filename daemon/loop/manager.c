@@ -595,7 +595,7 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-static int manager_setup_loop(Manager *m, ControlHandler handler) {
+static int manager_setup_loop(Manager *m, const ControlHandler *handler) {
         DiscoverCallbacks cb = { .device = on_device, .overflow = on_overflow, .userdata = m };
         sigset_t mask;
         int r;
@@ -631,7 +631,8 @@ static int manager_setup_loop(Manager *m, ControlHandler handler) {
         r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
-        r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, handler, &m->control);
+        r = control_server_new(m->event, m->options->socket_path ?: m->config.socket_path, &m->config, handler,
+                               &m->control);
         if (r == -EADDRINUSE || r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -639,7 +640,7 @@ static int manager_setup_loop(Manager *m, ControlHandler handler) {
         return 0;
 }
 
-int manager_run(Manager *m, ControlHandler handler) {
+int manager_run(Manager *m, const ControlHandler *handler) {
         int r;
 
         m->start_usec = clock_usec(CLOCK_MONOTONIC);

@@ -191,7 +191,7 @@ Manager *manager_free(Manager *m);
 int manager_scan(Manager *m);
 /* The loop, until SIGTERM; handler serves the control socket (commands.c's
  * commands_run(), which is above the manager: it pauses, reloads...). */
-int manager_run(Manager *m, ControlHandler handler);
+int manager_run(Manager *m, const ControlHandler *handler);
 /* The state dir, for the modes that change or restore devices. */
 int manager_open_state_dir(Manager *m);
 int manager_print_report(Manager *m);
