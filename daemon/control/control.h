@@ -78,7 +78,7 @@ ControlPending *control_pending_free(ControlPending *p);
 /* What the server carries lines for: one request line in, one reply out
  * (commands.c's commands_run()). What the lines do is the caller's, and
  * so is what ends the daemon: the server knows only the loop it is
- * served from. userdata goes to all three, and to the streams' next(). */
+ * served from. userdata goes to both, and to the streams' next(). */
 typedef struct ControlHandler {
         ControlReply (*request)(void *userdata, const Peer *peer, ControlClient *client, const char *line,
                                 size_t len);
