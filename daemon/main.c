@@ -12,9 +12,11 @@
 #include "blkpolicyd-paths.h"
 #include "classify.h"
 #include "commands.h"
+#include "control.h"
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "metrics-textfile.h"
 #include "policy-check.h"
 #include "replay.h"
 #include "restore.h"
@@ -327,8 +329,49 @@ static int run_replay(Manager *m) {
         return replay_run(m->options->replay_path, m->policies, stdout);
 }
 
+/* What the daemon runs above the loop: the control socket and the
+ * metrics textfile, started once the loop is set up (the socket is bound
+ * before the first scan) and freed once it is over. */
+typedef struct Front {
+        ControlHandler handler;
+        ControlServer *control;
+        MetricsTextfile *textfile;
+} Front;
+
+/* Another daemon on the socket is fatal; a socket that cannot be had
+ * for another reason is not, the disks are managed all the same. */
+static int front_start(Manager *m, void *userdata) {
+        Front *f = userdata;
+        int r;
+
+        f->handler = commands_handler(m);
+        r = control_server_new(m->event, m->options->socket_path ?: m->config.socket_path, &m->config, &f->handler,
+                               &f->control);
+        if (r == -EADDRINUSE || r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning("No control socket; blkpolicyctl will not reach this daemon");
+        r = metrics_textfile_new(m, &f->textfile);
+        return r < 0 ? log_error_errno(r, "Cannot set up the metrics textfile: %m") : 0;
+}
+
+static int front_ticked(Manager *m _unused_, void *userdata) {
+        Front *f = userdata;
+
+        return metrics_textfile_ticked(f->textfile);
+}
+
+static void front_reloaded(Manager *m _unused_, const Config *old, void *userdata) {
+        Front *f = userdata;
+
+        metrics_textfile_reloaded(f->textfile, old);
+}
+
 static int run_daemon(Manager *m) {
-        int r = manager_run(m, commands_run);
+        Front f = {};
+        const ManagerFront front = { .start = front_start, .ticked = front_ticked, .reloaded = front_reloaded,
+                                     .userdata = &f };
+        int r = manager_run(m, &front);
 
         /* node_exporter would serve a file left behind as if the daemon
          * still ran; a daemon that never ticked wrote none (and may have
@@ -340,6 +383,8 @@ static int run_daemon(Manager *m) {
                         log_warning_errno(k, "Cannot remove the metrics file in %s: %m",
                                           m->config.metrics_textfile_dir);
         }
+        metrics_textfile_free(f.textfile);
+        control_server_free(f.control);
         return r;
 }
 

@@ -391,3 +391,16 @@ ControlReply commands_run(Manager *m, const Peer *peer, ControlClient *client, c
         cJSON_Delete(req);
         return reply;
 }
+
+static ControlReply handler_request(void *userdata, const Peer *peer, ControlClient *client, const char *line,
+                                    size_t len) {
+        return commands_run(userdata, peer, client, line, len);
+}
+
+static void handler_fatal(void *userdata, int r) {
+        (void) manager_fatal(userdata, r);
+}
+
+ControlHandler commands_handler(Manager *m) {
+        return (ControlHandler) { .request = handler_request, .fatal = handler_fatal, .userdata = m };
+}

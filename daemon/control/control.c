@@ -30,7 +30,6 @@
 #include "control.h"
 #include "fault.h"
 #include "log.h"
-#include "manager.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -69,7 +68,8 @@ typedef struct LogLimit {
 } LogLimit;
 
 struct ControlServer {
-        Manager *manager;
+        sd_event *event;
+        const Config *config;   /* the daemon's: a reload changes it in place */
         ControlHandler handler;
         int fd;
         int reserve_fd;         /* /dev/null, given up to accept() at EMFILE */
@@ -100,6 +100,13 @@ static bool log_limit(LogLimit *l, unsigned *suppressed) {
         return true;
 }
 
+/* The handler's, for the fatal error of one of our callbacks; returns r,
+ * for "return server_fatal(s, r);" from a callback (the loop ends). */
+static int server_fatal(ControlServer *s, int r) {
+        s->handler.fatal(s->handler.userdata, r);
+        return r;
+}
+
 static void client_free(Client *c) {
         ControlServer *s;
 
@@ -127,7 +134,7 @@ static void client_free(Client *c) {
 }
 
 static void client_touch(Client *c) {
-        uint64_t usec = (uint64_t) c->server->manager->config.client_timeout_ms * 1000;
+        uint64_t usec = (uint64_t) c->server->config->client_timeout_ms * 1000;
 
         c->last_activity = clock_usec(CLOCK_MONOTONIC);
         (void) sd_event_source_set_time_relative(c->timeout, usec);
@@ -153,7 +160,7 @@ static int client_next_part(Client *c) {
         if (!f)
                 return -ENOMEM;
         while (r == 1 && size < CONTROL_PART_BYTES) {
-                r = c->stream->next(c->stream, c->server->manager, f);
+                r = c->stream->next(c->stream, c->server->handler.userdata, f);
                 if (fflush(f) != 0 || ferror(f))   /* memstream_open(): ferror() is what tells */
                         r = -ENOMEM;
         }
@@ -230,8 +237,11 @@ static int client_queue_reply(Client *c, ControlReply reply) {
 
 /* Handles complete lines in c->in until a reply has to wait. */
 static int client_process(Client *c) {
+        const ControlHandler *h = &c->server->handler;
+
         while (!c->out && !c->stream && !c->pending && !c->closing) {
                 char *nl = c->in_len ? memchr(c->in, '\n', c->in_len) : NULL;
+                ControlReply reply;
                 size_t len;
                 int r;
 
@@ -247,7 +257,8 @@ static int client_process(Client *c) {
                         return client_queue_json(c, control_reply_error("request-too-large", why));
                 }
                 len = (size_t) (nl - c->in);
-                r = client_queue_reply(c, c->server->handler(c->server->manager, &c->peer, c, c->in, len));
+                reply = h->request(h->userdata, &c->peer, c, c->in, len);
+                r = client_queue_reply(c, reply);
                 memmove(c->in, nl + 1, c->in_len - len - 1);
                 c->in_len -= len + 1;
                 if (r < 0)
@@ -300,7 +311,7 @@ static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t r
         if (r == 0 && (revents & EPOLLIN))
                 r = client_read(c);
         if (r == -ENOMEM)
-                return manager_fatal(c->server->manager, r);
+                return server_fatal(c->server, r);
         if (r < 0 || client_update_events(c) < 0)
                 client_free(c);
         return 0;
@@ -339,7 +350,7 @@ void control_pending_reply(ControlPending *p, ControlReply reply) {
                 return;
         }
         if (!reply.json && !reply.stream) {
-                (void) manager_fatal(c->server->manager, -ENOMEM);
+                (void) server_fatal(c->server, -ENOMEM);
                 return;
         }
         client_touch(c);
@@ -347,7 +358,7 @@ void control_pending_reply(ControlPending *p, ControlReply reply) {
         if (r == 0 && !c->out && !c->stream)
                 r = client_process(c);  /* lines that arrived behind the request */
         if (r == -ENOMEM)
-                (void) manager_fatal(c->server->manager, r);
+                (void) server_fatal(c->server, r);
         else if (r < 0 || client_update_events(c) < 0)
                 client_free(c);
 }
@@ -416,7 +427,7 @@ static void refuse(int fd, const char *code, const char *message) {
 
 static int client_new(ControlServer *s, int fd, const Peer *peer) {
         Client *c = calloc(1, sizeof(Client));
-        sd_event *e = s->manager->event;
+        sd_event *e = s->event;
         int r;
 
         if (!c) {
@@ -434,7 +445,7 @@ static int client_new(ControlServer *s, int fd, const Peer *peer) {
         r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_client_io, c);
         if (r >= 0)
                 r = sd_event_add_time_relative(e, &c->timeout, CLOCK_MONOTONIC,
-                                               (uint64_t) s->manager->config.client_timeout_ms * 1000, 0,
+                                               (uint64_t) s->config->client_timeout_ms * 1000, 0,
                                                on_client_timeout, c);
         if (r < 0) {
                 client_free(c);
@@ -459,7 +470,7 @@ static int peer_of(int fd, Peer *ret) {
 /* Takes a new connection in, or refuses it: the per-uid cap for everyone
  * but root, max_clients for all, one slot beyond it for root. */
 static int admit(ControlServer *s, int fd) {
-        const Config *cfg = &s->manager->config;
+        const Config *cfg = s->config;
         unsigned suppressed;
         Client *victim;
         Peer peer;
@@ -582,7 +593,7 @@ static int on_accept(sd_event_source *src _unused_, int fd, uint32_t revents _un
                         r = admit(s, cfd);
                 }
                 if (r == -ENOMEM)
-                        return manager_fatal(s->manager, r);
+                        return server_fatal(s, r);
                 if (cfd < 0)
                         return 0;
         }
@@ -673,9 +684,9 @@ static int bind_socket(ControlServer *s, const char *path) {
 
         if (strscpy(sa.sun_path, sizeof(sa.sun_path), path) < 0 || socket_temp_name(path, &tmp) < 0)
                 return log_error_errno(ENAMETOOLONG, "Control socket path too long: %s", path);
-        r = resolve_group(s->manager->config.socket_group, &gid);
+        r = resolve_group(s->config->socket_group, &gid);
         if (r < 0)
-                return log_error_errno(r, "Unknown socket_group '%s': %m", s->manager->config.socket_group);
+                return log_error_errno(r, "Unknown socket_group '%s': %m", s->config->socket_group);
         (void) strscpy(dir, sizeof(dir), path);
         if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create the directory of %s: %m", path);
@@ -702,14 +713,16 @@ static int bind_socket(ControlServer *s, const char *path) {
         return 0;
 }
 
-int control_server_new(Manager *m, const char *path, ControlHandler handler, ControlServer **ret) {
+int control_server_new(sd_event *event, const char *path, const Config *config, const ControlHandler *handler,
+                       ControlServer **ret) {
         ControlServer *s = calloc(1, sizeof(ControlServer));
         int n, r;
 
         if (!s)
                 return log_oom();
-        s->manager = m;
-        s->handler = handler;
+        s->event = event;
+        s->config = config;
+        s->handler = *handler;
         s->fd = -1;
         s->reserve_fd = -1;
         s->backoff_usec = ACCEPT_BACKOFF_MIN_USEC;
@@ -722,10 +735,10 @@ int control_server_new(Manager *m, const char *path, ControlHandler handler, Con
         } else
                 r = bind_socket(s, path);
         if (r >= 0)
-                r = sd_event_add_io(m->event, &s->io, s->fd, EPOLLIN, on_accept, s);
+                r = sd_event_add_io(event, &s->io, s->fd, EPOLLIN, on_accept, s);
         /* made now, so that backing off at EMFILE needs no new fd */
         if (r >= 0)
-                r = sd_event_add_time_relative(m->event, &s->backoff, CLOCK_MONOTONIC, ACCEPT_BACKOFF_MIN_USEC, 0,
+                r = sd_event_add_time_relative(event, &s->backoff, CLOCK_MONOTONIC, ACCEPT_BACKOFF_MIN_USEC, 0,
                                                on_accept_backoff, s);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s->backoff, SD_EVENT_OFF);

@@ -8,10 +8,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <systemd/sd-event.h>
 
 #include <cjson/cJSON.h>
 
-typedef struct Manager Manager;
+#include "config.h"
+
 typedef struct ControlServer ControlServer;
 
 #define CONTROL_REQUEST_MAX ((size_t) 64 * 1024)
@@ -34,8 +36,8 @@ struct ControlStream {
          * newline, after the last): 1 if more follow, 0 when the reply is
          * whole, CONTROL_STREAM_YIELD when a slice of the work behind it
          * is done and the rest waits for the next dispatch (the loop's
-         * other sources first), -ENOMEM. */
-        int (*next)(ControlStream *s, Manager *m, FILE *f);
+         * other sources first), -ENOMEM. userdata: the ControlHandler's. */
+        int (*next)(ControlStream *s, void *userdata, FILE *f);
         void (*free)(ControlStream *s);
 };
 
@@ -73,14 +75,24 @@ void control_pending_reply(ControlPending *p, ControlReply reply);
 /* No reply after all (the daemon stops): frees p; NULL is fine. */
 ControlPending *control_pending_free(ControlPending *p);
 
-/* One request line in, one reply out: commands_run(). The server only
- * carries lines; what they do is the caller's, since the commands drive
- * the Manager that owns the server. */
-typedef ControlReply (*ControlHandler)(Manager *m, const Peer *peer, ControlClient *client, const char *line,
-                                       size_t len);
+/* What the server carries lines for: one request line in, one reply out
+ * (commands.c's commands_run()). What the lines do is the caller's, and
+ * so is what ends the daemon: the server knows only the loop it is
+ * served from. userdata goes to both, and to the streams' next(). */
+typedef struct ControlHandler {
+        ControlReply (*request)(void *userdata, const Peer *peer, ControlClient *client, const char *line,
+                                size_t len);
+        /* -ENOMEM in one of the server's callbacks: the daemon ends with it */
+        void (*fatal)(void *userdata, int r);
+        void *userdata;
+} ControlHandler;
 
-/* Binds (or takes the socket systemd passed) and starts serving. */
-int control_server_new(Manager *m, const char *path, ControlHandler handler, ControlServer **ret);
+/* Binds path (or takes the socket systemd passed) and starts serving from
+ * event. config is read where it is used, not copied: socket_group at
+ * the bind, max_clients, max_clients_per_uid and client_timeout_ms as a
+ * reload leaves them. */
+int control_server_new(sd_event *event, const char *path, const Config *config, const ControlHandler *handler,
+                       ControlServer **ret);
 ControlServer *control_server_free(ControlServer *s);
 
 /* {"ok": false, "error": {"code": code, "message": message}} */

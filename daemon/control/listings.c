@@ -57,8 +57,9 @@ static Device *listing_take(Listing *l, Manager *m) {
 
 /* Each write is checked: a part cut short stops here, at once, rather
  * than at the ferror() control.c asks after the part (memstream_open()). */
-static int listing_next(ControlStream *s, Manager *m, FILE *f) {
+static int listing_next(ControlStream *s, void *userdata, FILE *f) {
         Listing *l = (Listing *) s;
+        Manager *m = userdata;
         Device *d;
 
         if (!l->started) {
@@ -194,7 +195,7 @@ static size_t json_escape_byte(unsigned char c, char *out) {
         return 1;
 }
 
-static int text_reply_next(ControlStream *s, Manager *m _unused_, FILE *f) {
+static int text_reply_next(ControlStream *s, void *userdata _unused_, FILE *f) {
         TextReply *t = (TextReply *) s;
         char out[TEXT_SLICE * 6 + 1];   /* + snprintf()'s NUL */
         size_t n = 0, end;
@@ -260,8 +261,9 @@ static int metrics_reply_text(MetricsReply *r, Manager *m) {
         return r->text ? 0 : -ENOMEM;
 }
 
-static int metrics_reply_next(ControlStream *s, Manager *m, FILE *f) {
+static int metrics_reply_next(ControlStream *s, void *userdata, FILE *f) {
         MetricsReply *r = (MetricsReply *) s;
+        Manager *m = userdata;
 
         if (r->build && metrics_build_step(r->build, m) > 0)
                 return CONTROL_STREAM_YIELD;

@@ -6,6 +6,8 @@
 
 #include "control.h"
 
+typedef struct Manager Manager;
+
 /* `devices`: every disk's report, as `device` gives it. NULL: -ENOMEM. */
 ControlStream *listing_devices(Manager *m);
 /* `verify`: every managed disk's drift and pending changes, then the

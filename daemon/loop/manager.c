@@ -11,11 +11,9 @@
 #include "apply.h"
 #include "classify.h"
 #include "conflicts-report.h"
-#include "control.h"
 #include "device.h"
 #include "log.h"
 #include "manager.h"
-#include "metrics.h"
 #include "record.h"
 #include "report.h"
 #include "sampler.h"
@@ -316,7 +314,8 @@ static int reload_decide(Manager *m, cJSON **errors) {
         manager_set_log_level(m);
         if (!swap.observe && m->config.observe)
                 manager_end_claims(m);
-        metrics_move_textfile(m, swap.metrics_textfile_dir);
+        if (m->front && m->front->reloaded)
+                m->front->reloaded(m, &swap, m->front->userdata);      /* the metrics textfile may move */
         /* every plan decided again from the new set; apply writes only what
          * the new decisions change. A device whose pass is running is
          * decided when it is back: from what that pass wrote. */
@@ -569,7 +568,6 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         if (m->applier)
                 manager_cancel_waits(m);
-        control_server_free(m->control);
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
         DEVICE_FOREACH(d, m)
@@ -595,7 +593,7 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-static int manager_setup_loop(Manager *m, ControlHandler handler) {
+static int manager_setup_loop(Manager *m) {
         DiscoverCallbacks cb = { .device = on_device, .overflow = on_overflow, .userdata = m };
         sigset_t mask;
         int r;
@@ -631,19 +629,15 @@ static int manager_setup_loop(Manager *m, ControlHandler handler) {
         r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
-        r = control_server_new(m, m->options->socket_path ?: m->config.socket_path, handler, &m->control);
-        if (r == -EADDRINUSE || r == -ENOMEM)
-                return r;
-        if (r < 0)
-                log_warning("No control socket; blkpolicyctl will not reach this daemon");
-        return 0;
+        /* the front (the control socket) before the scan, too */
+        return m->front && m->front->start ? m->front->start(m, m->front->userdata) : 0;
 }
 
-int manager_run(Manager *m, ControlHandler handler) {
+static int manager_run_loop(Manager *m) {
         int r;
 
         m->start_usec = clock_usec(CLOCK_MONOTONIC);
-        r = manager_setup_loop(m, handler);
+        r = manager_setup_loop(m);
         if (r < 0)
                 return r;
         if (m->options->record_path) {
@@ -677,5 +671,14 @@ int manager_run(Manager *m, ControlHandler handler) {
                          "from %s/devices", m->devices.n_devices, m->state.path ?: "the state dir");
         } else if (m->config.restore_on_exit && manager_restores(m) && manager_restore_all(m) > 0 && r >= 0)
                 r = -EIO;       /* something stays changed: the exit status says so */
+        return r;
+}
+
+int manager_run(Manager *m, const ManagerFront *front) {
+        int r;
+
+        m->front = front;
+        r = manager_run_loop(m);
+        m->front = NULL;        /* what it told goes away after the run */
         return r;
 }

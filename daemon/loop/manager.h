@@ -13,7 +13,6 @@
 #include "apply.h"
 #include "config.h"
 #include "conflicts.h"
-#include "control.h"
 #include "discover.h"
 #include "dynamic.h"
 #include "facts.h"
@@ -79,6 +78,23 @@ typedef struct PendingFlip {
         DynDecision dec;
 } PendingFlip;
 
+/* What runs above the loop (main.c's: the control socket, the metrics
+ * textfile), told of the loop's moments. Each is one hand-off up: the
+ * loop knows nothing of what is done with them. Any may be NULL. */
+typedef struct ManagerFront {
+        /* The loop is set up (signals, the applier, the uevent monitor)
+         * and the first scan not begun: a socket bound now is there for
+         * the first pass. < 0 ends the run with it. */
+        int (*start)(Manager *m, void *userdata);
+        /* A tick sampled /proc/diskstats and checked for drift (a tick
+         * whose read failed is not one). -ENOMEM only. */
+        int (*ticked)(Manager *m, void *userdata);
+        /* A reload took its config in, before deciding the devices
+         * again; old is the config it replaced. */
+        void (*reloaded)(Manager *m, const Config *old, void *userdata);
+        void *userdata;
+} ManagerFront;
+
 struct Manager {
         const Options *options;
         Config config;
@@ -125,11 +141,9 @@ struct Manager {
         uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
         uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
         struct Recorder *record;        /* --record */
-        struct MetricsBuild *metrics_build;     /* the textfile's next text, while its reads run */
-        sd_event_source *metrics_more;  /* the next slice of them (sampler.c) */
 
         /* control */
-        struct ControlServer *control;
+        const ManagerFront *front;      /* manager_run()'s, NULL outside it */
         bool paused_all;
         uint64_t start_usec;
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
@@ -161,6 +175,10 @@ static inline int manager_fatal(Manager *m, int r) {
                 (void) sd_event_exit(m->event, r);
         return r;
 }
+/* The tick's hand-off up: it sampled, and checked for drift. */
+static inline int manager_front_ticked(Manager *m) {
+        return m->front && m->front->ticked ? m->front->ticked(m, m->front->userdata) : 0;
+}
 /* Policy values are written: neither --dry-run nor mode=observe. */
 static inline bool manager_writes(const Manager *m) {
         return !m->options->dry_run && !m->config.observe;
@@ -189,9 +207,8 @@ int manager_new(const Options *o, Manager **ret);
 Manager *manager_free(Manager *m);
 /* Discover all disks, classify them, then decide and apply for each. */
 int manager_scan(Manager *m);
-/* The loop, until SIGTERM; handler serves the control socket (commands.c's
- * commands_run(), which is above the manager: it pauses, reloads...). */
-int manager_run(Manager *m, ControlHandler handler);
+/* The loop, until SIGTERM, with front told of its moments. */
+int manager_run(Manager *m, const ManagerFront *front);
 /* The state dir, for the modes that change or restore devices. */
 int manager_open_state_dir(Manager *m);
 int manager_print_report(Manager *m);

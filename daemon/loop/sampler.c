@@ -12,7 +12,6 @@
 #include "drift.h"
 #include "log.h"
 #include "manager.h"
-#include "metrics.h"
 #include "record.h"
 #include "sampler.h"
 #include "util.h"
@@ -251,51 +250,7 @@ static int tick_sampled(Manager *m, TickRead *t) {
         return 1;
 }
 
-/* A due timer, not a defer source, for the same reason as tick_more(). */
-static int metrics_more(Manager *m) {
-        int r = sd_event_source_set_time(m->metrics_more, clock_usec(CLOCK_MONOTONIC));
-
-        return r < 0 ? r : sd_event_source_set_enabled(m->metrics_more, SD_EVENT_ONESHOT);
-}
-
-/* The textfile's reads are done: the text to the dir configured now (a
- * reload may have moved or dropped it meanwhile). */
-static void metrics_finish(Manager *m) {
-        const char *dir = m->config.metrics_textfile_dir;
-        int r = dir ? metrics_write_textfile(m, m->metrics_build, dir) : 0;
-
-        if (r < 0)
-                log_warning_errno(r, "Cannot write metrics to %s, ignoring: %m", dir);
-        m->metrics_build = metrics_build_free(m->metrics_build);
-}
-
-/* The next slice of the textfile's live reads, or the text. -ENOMEM only. */
-static int metrics_slice(Manager *m) {
-        if (metrics_build_step(m->metrics_build, m) > 0)
-                return metrics_more(m);
-        metrics_finish(m);
-        return 0;
-}
-
-/* Every metrics_every_ticks: a new text, made a slice per dispatch; a
- * tick that comes while one is made starts none (the next is due then). */
-static int tick_metrics(Manager *m) {
-        int r;
-
-        if (!m->config.metrics_textfile_dir || m->tick % m->config.metrics_every_ticks != 0 || m->metrics_build)
-                return 0;
-        r = metrics_build_new(m, &m->metrics_build);
-        return r < 0 ? r : metrics_slice(m);
-}
-
-static int on_metrics_more(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        Manager *m = userdata;
-        int r = m->metrics_build ? metrics_slice(m) : 0;
-
-        return r < 0 ? manager_fatal(m, r) : 0;
-}
-
-/* After the read: drift → metrics. */
+/* After the read: drift → the front's (the metrics textfile). */
 static int tick_end(Manager *m) {
         int sampled = tick_sampled(m, &m->tick_read), r = 0;
 
@@ -303,7 +258,7 @@ static int tick_end(Manager *m) {
         if (sampled)
                 r = drift_check(m, m->config.drift_checks_per_tick);
         if (r >= 0 && sampled)
-                r = tick_metrics(m);
+                r = manager_front_ticked(m);
         return r;
 }
 
@@ -374,8 +329,6 @@ void sampler_stop(Manager *m) {
         m->diskstats_path = mfree(m->diskstats_path);
         m->tick_more = sd_event_source_disable_unref(m->tick_more);
         m->tick_source = sd_event_source_disable_unref(m->tick_source);
-        m->metrics_more = sd_event_source_disable_unref(m->metrics_more);
-        m->metrics_build = metrics_build_free(m->metrics_build);
 }
 
 int sampler_start(Manager *m) {
@@ -386,12 +339,6 @@ int sampler_start(Manager *m) {
         if (r < 0)
                 return r;
         r = sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
-        if (r < 0)
-                return r;
-        r = sd_event_add_time(m->event, &m->metrics_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_metrics_more, m);
-        if (r < 0)
-                return r;
-        r = sd_event_source_set_enabled(m->metrics_more, SD_EVENT_OFF);
         if (r < 0)
                 return r;
         /* 5% slack lets the kernel coalesce wake-ups without blurring the rates */
