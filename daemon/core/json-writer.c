@@ -19,7 +19,10 @@ static size_t json_escape_byte(unsigned char c, char *out) {
                 return 2;
         }
         if (c < 0x20) {
-                memcpy(out, "\\u00", 4);
+                out[0] = '\\';
+                out[1] = 'u';
+                out[2] = '0';
+                out[3] = '0';
                 out[4] = hex[c >> 4];
                 out[5] = hex[c & 0xf];
                 return 6;
@@ -106,9 +109,9 @@ static void json_put_escaped(JsonWriter *w, const char *s, size_t n) {
         char out[512 * 6];
 
         for (size_t at = 0; at < n; at += 512) {
-                size_t len = n - at < 512 ? n - at : 512;
+                size_t len = json_escape(s + at, n - at < 512 ? n - at : 512, out);
 
-                json_put(w, out, json_escape(s + at, len, out));
+                json_put(w, out, len);
         }
 }
 
