@@ -425,7 +425,8 @@ int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *con
         *ret = NULL;
         if (!root)
                 return -ENOENT;
-        if (streq(root, "/"))
+        /* libudev finds the disk in the live /sys: a fixture's devices are not there */
+        if (streq(root, "/") && roots_are_live(r))
                 return udev_db_properties_live(major, minor, keys, ret);
-        return udev_db_properties_file(root, major, minor, keys, ret);
+        return udev_db_properties_file(streq(root, "/") ? "" : root, major, minor, keys, ret);
 }
