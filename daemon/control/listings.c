@@ -17,6 +17,7 @@
 #include "device.h"
 #include "drift.h"
 #include "explain.h"
+#include "json-writer.h"
 #include "listings.h"
 #include "manager.h"
 #include "metrics.h"
@@ -26,19 +27,22 @@
 typedef struct Listing Listing;
 /* d's item in *ret, 1; 0 to leave d out; -ENOMEM */
 typedef int (*ListingItem)(Listing *l, Manager *m, Device *d, cJSON **ret);
-/* what closes the reply, after the array: 0, or -ENOMEM */
-typedef int (*ListingEnd)(const Listing *l, Manager *m, FILE *f);
+/* what opens the reply, up to the array (left open) */
+typedef void (*ListingHead)(JsonWriter *w);
+/* what closes the reply, after the array */
+typedef void (*ListingEnd)(Listing *l, Manager *m);
 
 struct Listing {
         ControlStream stream;   /* first: the stream is the listing */
+        ListingHead head;
         ListingItem item;
         ListingEnd end;
-        const char *head;       /* what opens it, up to the array's '[' */
+        JsonWriter w;           /* its f each part's */
         dev_t *devnums;         /* in name order */
         char *names;            /* theirs, one after the other, each with its NUL */
         const char *name;       /* the next one's */
         size_t n, next;
-        bool started, any;
+        bool started;
         unsigned drifted, pending, not_kept;    /* verify's counts */
 };
 
@@ -55,16 +59,19 @@ static Device *listing_take(Listing *l, Manager *m) {
         return NULL;
 }
 
-/* Each write is checked: a part cut short stops here, at once, rather
- * than at the ferror() control.c asks after the part (memstream_open()). */
+/* A piece's writes are checked when it is written: a part cut short
+ * stops there, rather than at the ferror() control.c asks after the part
+ * (memstream_open()). */
 static int listing_next(ControlStream *s, void *userdata, FILE *f) {
         Listing *l = (Listing *) s;
         Manager *m = userdata;
         Device *d;
 
+        l->w.f = f;
         if (!l->started) {
                 l->started = true;
-                return fputs(l->head, f) < 0 ? -ENOMEM : 1;
+                l->head(&l->w);
+                return json_writer_failed(&l->w) < 0 ? -ENOMEM : 1;
         }
         while ((d = listing_take(l, m))) {
                 cJSON *o = NULL;
@@ -80,12 +87,13 @@ static int listing_next(ControlStream *s, void *userdata, FILE *f) {
                 cJSON_Delete(o);
                 if (!text)
                         return -ENOMEM;
-                r = fprintf(f, "%s%s", l->any ? "," : "", text);
+                json_raw(&l->w, text);
                 free(text);
-                l->any = true;
-                return r < 0 ? -ENOMEM : 1;
+                return json_writer_failed(&l->w) < 0 ? -ENOMEM : 1;
         }
-        return l->end(l, m, f);
+        l->end(l, m);
+        json_newline(&l->w);
+        return json_writer_failed(&l->w) < 0 ? -ENOMEM : 0;
 }
 
 static void listing_free(ControlStream *s) {
@@ -98,7 +106,7 @@ static void listing_free(ControlStream *s) {
         free(l);
 }
 
-static ControlStream *listing_new(Manager *m, const char *head, ListingItem item, ListingEnd end) {
+static ControlStream *listing_new(Manager *m, ListingHead head, ListingItem item, ListingEnd end) {
         _cleanup_free_ Device **sorted = NULL;
         int n = devices_sorted(m, &sorted);
         size_t size = 0, at = 0;
@@ -110,6 +118,7 @@ static ControlStream *listing_new(Manager *m, const char *head, ListingItem item
         if (!l)
                 return NULL;
         l->stream = (ControlStream) { .next = listing_next, .free = listing_free };
+        json_writer_init(&l->w, NULL, JSON_COMPACT);
         l->head = head;
         l->item = item;
         l->end = end;
@@ -138,12 +147,26 @@ static int device_item(Listing *l _unused_, Manager *m, Device *d, cJSON **ret) 
         return *ret ? 1 : -ENOMEM;
 }
 
-static int devices_end(const Listing *l _unused_, Manager *m _unused_, FILE *f) {
-        return fputs("]}\n", f) < 0 ? -ENOMEM : 0;
+/* {"ok":true,"result": */
+static void reply_ok_head(JsonWriter *w) {
+        json_begin_object(w);
+        json_key(w, PROTOCOL_KEY_OK);
+        json_bool(w, true);
+        json_key(w, PROTOCOL_KEY_RESULT);
+}
+
+static void devices_head(JsonWriter *w) {
+        reply_ok_head(w);
+        json_begin_array(w);
+}
+
+static void devices_end(Listing *l, Manager *m _unused_) {
+        json_end_array(&l->w);
+        json_end_object(&l->w);
 }
 
 ControlStream *listing_devices(Manager *m) {
-        return listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":[", device_item, devices_end);
+        return listing_new(m, devices_head, device_item, devices_end);
 }
 
 static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
@@ -156,14 +179,31 @@ static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
         return r;
 }
 
-static int verify_end(const Listing *l, Manager *m, FILE *f) {
-        return fprintf(f, "],\"mode\":\"%s\",\"drifted\":%u,\"pending\":%u,\"not_kept\":%u}}\n",
-                       manager_writes(m) ? "enforce" : "observe", l->drifted, l->pending, l->not_kept) < 0 ? -ENOMEM : 0;
+static void verify_head(JsonWriter *w) {
+        reply_ok_head(w);
+        json_begin_object(w);
+        json_key(w, "devices");
+        json_begin_array(w);
+}
+
+static void verify_end(Listing *l, Manager *m) {
+        JsonWriter *w = &l->w;
+
+        json_end_array(w);
+        json_key(w, "mode");
+        json_string(w, manager_writes(m) ? "enforce" : "observe");
+        json_key(w, "drifted");
+        json_uint(w, l->drifted);
+        json_key(w, "pending");
+        json_uint(w, l->pending);
+        json_key(w, "not_kept");
+        json_uint(w, l->not_kept);
+        json_end_object(w);
+        json_end_object(w);
 }
 
 ControlStream *listing_verify(Manager *m) {
-        return listing_new(m, "{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":{\"devices\":[", verify_item,
-                           verify_end);
+        return listing_new(m, verify_head, verify_item, verify_end);
 }
 
 /* metrics: the text is made whole (4.6 MB at 10,000 disks: one part each
@@ -175,42 +215,41 @@ typedef struct TextReply {
         char *text;
         size_t len, at;
         bool started;
+        JsonWriter w;
 } TextReply;
 
 #define TEXT_SLICE 4096
 
-/* One byte as it stands in a JSON string, into out (6 bytes at most). */
-static size_t json_escape_byte(unsigned char c, char *out) {
-        static const char short_escape[] = { ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
-                                             ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't' };
-
-        if (c < sizeof(short_escape) && short_escape[c]) {
-                out[0] = '\\';
-                out[1] = short_escape[c];
-                return 2;
-        }
-        if (c < 0x20)
-                return (size_t) snprintf(out, 7, "\\u%04x", c);
-        out[0] = (char) c;
-        return 1;
+static void text_reply_head(JsonWriter *w) {
+        reply_ok_head(w);
+        json_begin_object(w);
+        json_key(w, "content_type");
+        json_string(w, METRICS_CONTENT_TYPE);
+        json_key(w, "text");
+        json_string_begin(w);
 }
 
 static int text_reply_next(ControlStream *s, void *userdata _unused_, FILE *f) {
         TextReply *t = (TextReply *) s;
-        char out[TEXT_SLICE * 6 + 1];   /* + snprintf()'s NUL */
-        size_t n = 0, end;
+        size_t n;
 
+        t->w.f = f;
         if (!t->started) {
                 t->started = true;
-                return fputs("{\"" PROTOCOL_KEY_OK "\":true,\"" PROTOCOL_KEY_RESULT "\":{\"content_type\":\""
-                             METRICS_CONTENT_TYPE "\",\"text\":\"", f) < 0 ? -ENOMEM : 1;
+                text_reply_head(&t->w);
+                return json_writer_failed(&t->w) < 0 ? -ENOMEM : 1;
         }
-        if (t->at == t->len)
-                return fputs("\"}}\n", f) < 0 ? -ENOMEM : 0;
-        end = t->len - t->at < TEXT_SLICE ? t->len : t->at + TEXT_SLICE;
-        for (; t->at < end; t->at++)
-                n += json_escape_byte((unsigned char) t->text[t->at], out + n);
-        return fwrite(out, 1, n, f) == n ? 1 : -ENOMEM;
+        if (t->at == t->len) {
+                json_string_end(&t->w);
+                json_end_object(&t->w);
+                json_end_object(&t->w);
+                json_newline(&t->w);
+                return json_writer_failed(&t->w) < 0 ? -ENOMEM : 0;
+        }
+        n = t->len - t->at < TEXT_SLICE ? t->len - t->at : TEXT_SLICE;
+        json_string_part(&t->w, t->text + t->at, n);
+        t->at += n;
+        return json_writer_failed(&t->w) < 0 ? -ENOMEM : 1;
 }
 
 static void text_reply_free(ControlStream *s) {
@@ -232,6 +271,7 @@ ControlStream *listing_metrics_text(char *text) {
         t->stream = (ControlStream) { .next = text_reply_next, .free = text_reply_free };
         t->text = text;
         t->len = strlen(text);
+        json_writer_init(&t->w, NULL, JSON_COMPACT);
         return &t->stream;
 }
 

@@ -3,16 +3,19 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "json-writer.h"
 #include "log.h"
 #include "record.h"
 #include "report.h"
 #include "util.h"
 
-/* Tick lines are printed by hand: cJSON would allocate on every tick. */
+/* The header and tick lines are streamed (json-writer.h): a cJSON tree
+ * would allocate on every tick. A device line is a report's tree,
+ * printed by cJSON. */
 struct Recorder {
         FILE *f;
+        JsonWriter w;
         uint64_t start_usec;
-        bool first_sample;
 };
 
 /* Recordings go to places like /var/tmp, where anyone may have planted a
@@ -63,8 +66,18 @@ int record_open(const char *path, const KernelCaps *caps, unsigned tick_ms, Reco
                 return k;
         }
         setvbuf(r->f, NULL, _IOLBF, 0);
-        fprintf(r->f, "{\"blkpolicyd_recording\": 1, \"kernel\": \"%s\", \"dispatch_direct\": \"%s\", \"tick_ms\": %u}\n",
-                caps->release, tristate_to_string(caps->dispatch_direct), tick_ms);
+        json_writer_init(&r->w, r->f, JSON_SPACED);
+        json_begin_object(&r->w);
+        json_key(&r->w, "blkpolicyd_recording");
+        json_uint(&r->w, 1);
+        json_key(&r->w, "kernel");
+        json_string(&r->w, caps->release);
+        json_key(&r->w, "dispatch_direct");
+        json_string(&r->w, tristate_to_string(caps->dispatch_direct));
+        json_key(&r->w, "tick_ms");
+        json_uint(&r->w, tick_ms);
+        json_end_object(&r->w);
+        json_newline(&r->w);
         *ret = r;
         return 0;
 }
@@ -85,8 +98,10 @@ void record_write_device(Recorder *r, const DeviceFacts *facts) {
         cJSON_AddItemToObject(d, "classes", report_classes(facts->classes));
         cJSON_AddItemToObject(d, "facts", report_facts(facts));
         text = cJSON_PrintUnformatted(j);
-        if (text)
-                fprintf(r->f, "%s\n", text);
+        if (text) {     /* never amid a tick's line: with --record a tick is read whole */
+                json_raw(&r->w, text);
+                json_newline(&r->w);
+        }
         free(text);
         cJSON_Delete(j);
 }
@@ -94,21 +109,34 @@ void record_write_device(Recorder *r, const DeviceFacts *facts) {
 void record_write_tick(Recorder *r, uint64_t now_usec, uint64_t tick) {
         if (!r->start_usec)
                 r->start_usec = now_usec;
-        fprintf(r->f, "{\"t\": %" PRIu64 ", \"tick\": %" PRIu64 ", \"stats\": {", (now_usec - r->start_usec) / 1000, tick);
-        r->first_sample = true;
+        json_begin_object(&r->w);
+        json_key(&r->w, "t");
+        json_uint(&r->w, (now_usec - r->start_usec) / 1000);
+        json_key(&r->w, "tick");
+        json_uint(&r->w, tick);
+        json_key(&r->w, "stats");
+        json_begin_object(&r->w);
 }
 
 void record_write_sample(Recorder *r, const char *name, const DiskStat *st, double dispatch_busy) {
-        fprintf(r->f, "%s\"%s\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
-                   ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %g]",
-                r->first_sample ? "" : ", ", name, st->c.rd_ios, st->c.rd_merges, st->c.rd_sectors, st->c.rd_ticks,
-                st->c.wr_ios, st->c.wr_merges, st->c.wr_sectors, st->c.wr_ticks, st->in_flight, st->c.io_ticks,
-                st->c.time_in_queue, dispatch_busy);
-        r->first_sample = false;
+        const uint64_t fields[] = {
+                st->c.rd_ios, st->c.rd_merges, st->c.rd_sectors, st->c.rd_ticks,
+                st->c.wr_ios, st->c.wr_merges, st->c.wr_sectors, st->c.wr_ticks,
+                st->in_flight, st->c.io_ticks, st->c.time_in_queue,
+        };
+
+        json_key(&r->w, name);
+        json_begin_array(&r->w);
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                json_uint(&r->w, fields[i]);
+        json_real_g(&r->w, dispatch_busy);
+        json_end_array(&r->w);
 }
 
 void record_end_tick(Recorder *r) {
-        fputs("}}\n", r->f);
+        json_end_object(&r->w);
+        json_end_object(&r->w);
+        json_newline(&r->w);
 }
 
 int record_parse_header(const cJSON *j, KernelCaps *caps) {
@@ -123,7 +151,7 @@ int record_parse_header(const cJSON *j, KernelCaps *caps) {
         return kernel_version_parse(caps->release, caps->version) < 0 ? -EBADMSG : 0;
 }
 
-static const char *json_string(const cJSON *o, const char *key) {
+static const char *json_get_string(const cJSON *o, const char *key) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
         return cJSON_IsString(v) ? v->valuestring : "";
 }
@@ -155,7 +183,7 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
 
         *f = (DeviceFacts) {};
         if (!cJSON_IsObject(facts) || !cJSON_IsArray(classes) ||
-            strscpy(f->name, sizeof(f->name), json_string(j, "name")) < 0 || !f->name[0])
+            strscpy(f->name, sizeof(f->name), json_get_string(j, "name")) < 0 || !f->name[0])
                 return -EBADMSG;
         cJSON_ArrayForEach(c, classes) {
                 int k = cJSON_IsString(c) ? class_from_string(c->valuestring) : -EINVAL;
@@ -163,16 +191,16 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
                         return -EBADMSG;
                 f->classes |= CLASS_BIT(k);
         }
-        (void) strscpy(f->driver, sizeof(f->driver), json_string(facts, "driver"));
-        (void) strscpy(f->subsystem, sizeof(f->subsystem), json_string(facts, "subsystem"));
-        (void) strscpy(f->model, sizeof(f->model), json_string(facts, "model"));
+        (void) strscpy(f->driver, sizeof(f->driver), json_get_string(facts, "driver"));
+        (void) strscpy(f->subsystem, sizeof(f->subsystem), json_get_string(facts, "subsystem"));
+        (void) strscpy(f->model, sizeof(f->model), json_get_string(facts, "model"));
         if (json_unsigned(facts, "hw_queues", &f->hw_queues) < 0 ||
             json_unsigned(facts, "poll_queues", &f->poll_queues) < 0 ||
             json_unsigned(facts, "nr_requests", &f->nr_requests) < 0 || f->poll_queues > f->hw_queues)
                 return -EBADMSG;
         f->rotational = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "rotational"));
         f->hidden = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "hidden"));
-        z = zoned_from_string(json_string(facts, "zoned"));
+        z = zoned_from_string(json_get_string(facts, "zoned"));
         f->zoned = z > 0 ? (ZonedModel) z : ZONED_NONE;
         scheds = cJSON_GetObjectItemCaseSensitive(facts, "schedulers");
         if (!cJSON_IsArray(scheds))
@@ -183,10 +211,10 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
 
                 if (k < 0)
                         return -EBADMSG;
-                if (streq(c->valuestring, json_string(facts, "scheduler")))
+                if (streq(c->valuestring, json_get_string(facts, "scheduler")))
                         f->schedulers.current = (int8_t) k;
         }
-        if (sscanf(json_string(facts, "dev"), "%u:%u", &f->major, &f->minor) != 2)
+        if (sscanf(json_get_string(facts, "dev"), "%u:%u", &f->major, &f->minor) != 2)
                 return -EBADMSG;
         return 0;
 }

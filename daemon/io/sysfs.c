@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <libudev.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "fake-kernel.h"
 #include "fault.h"
@@ -340,19 +342,62 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
         return 0;
 }
 
-int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret) {
+/* keys' properties of the live disk major:minor, through libudev: the
+ * database's format is udevd's to change. A disk udevd has not seen (no
+ * udevd, or not yet) has no entry. */
+static int udev_db_properties_live(unsigned major, unsigned minor, char *const *keys, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        struct udev_list_entry *e;
+        struct udev_device *dev;
+        struct udev *udev = udev_new();
+        int r = 0;
+
+        if (!udev)
+                return -ENOMEM;
+        dev = udev_device_new_from_devnum(udev, 'b', makedev(major, minor));
+        if (!dev) {
+                r = errno == ENOMEM ? -ENOMEM : -ENOENT;
+                udev_unref(udev);
+                return r;
+        }
+        if (udev_device_get_is_initialized(dev) <= 0)
+                r = -ENOENT;
+        udev_list_entry_foreach(e, r == 0 ? udev_device_get_properties_list_entry(dev) : NULL) {
+                const char *key = udev_list_entry_get_name(e), *value = udev_list_entry_get_value(e);
+                _cleanup_free_ char *p = NULL;
+
+                if (!strv_contains(keys, key))
+                        continue;
+                if (asprintf(&p, "%s=%s", key, value ?: "") < 0) {
+                        p = NULL;
+                        r = -ENOMEM;
+                        break;
+                }
+                if (strv_push(&l, p) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        udev_device_unref(dev);
+        udev_unref(udev);
+        if (r < 0)
+                return r;
+        *ret = l;
+        l = NULL;
+        return 0;
+}
+
+/* keys' properties from a fixture root's copy of the database: udevd's
+ * own "E:KEY=value" lines, read as they are. */
+static int udev_db_properties_file(const char *root, unsigned major, unsigned minor, char *const *keys, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
-        const char *root = roots_root(r);
         char path[PATH_MAX];
         size_t size = 0;
         ssize_t n;
 
-        *ret = NULL;
-        if (!root)
-                return -ENOENT;
-        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", streq(root, "/") ? "" : root, major, minor);
+        snprintf(path, sizeof(path), "%s/run/udev/data/b%u:%u", root, major, minor);
         if (fopen_regular(path, &f) < 0)
                 return -ENOENT;
         while ((n = getline(&line, &size, f)) >= 0) {
@@ -372,4 +417,16 @@ int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *con
         *ret = l;
         l = NULL;
         return 0;
+}
+
+int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret) {
+        const char *root = roots_root(r);
+
+        *ret = NULL;
+        if (!root)
+                return -ENOENT;
+        /* libudev finds the disk in the live /sys: a fixture's devices are not there */
+        if (streq(root, "/") && roots_are_live(r))
+                return udev_db_properties_live(major, minor, keys, ret);
+        return udev_db_properties_file(streq(root, "/") ? "" : root, major, minor, keys, ret);
 }

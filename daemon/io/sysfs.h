@@ -88,10 +88,13 @@ int queue_dir_check(const QueueDir *q);
 int queue_dir_read(const QueueDir *q, const char *attr, char *buf, size_t size);
 int queue_dir_write(const QueueDir *q, const char *attr, const char *value);
 
-/* udev's database entry of a disk, <root>/run/udev/data/b<major>:<minor>
- * ("E:KEY=value" lines), which udevd writes: the properties named in keys,
- * as "KEY=value", in the file's order; *ret NULL when none of keys is in
- * it. -ENOENT when there is no entry (no udevd, or no root), -ENOMEM. */
+/* The udev properties of a disk named in keys, as "KEY=value"; *ret NULL
+ * when it has none of them. On the live root through libudev, as udev's
+ * ENV{} sees them (the kernel's uevent ones, DEVTYPE=disk, too), in
+ * libudev's order; under a fixture root from its copy of udevd's
+ * database, <root>/run/udev/data/b<major>:<minor> ("E:KEY=value" lines),
+ * in the file's order. -ENOENT when there is no entry (no udevd, a disk
+ * it has not seen yet, or no root), -ENOMEM. */
 int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret);
 
 /* Names of whole disks below <sysfs>/block, sorted. */

@@ -193,6 +193,13 @@ static void handle_kernel_uevent(Discover *d, char *buf, size_t len) {
                 d->cb.device(d->cb.userdata, uevent_sysname(&u), makedev(u.major, u.minor), u.action);
 }
 
+/* libnl opens and joins the socket; a datagram is taken with recvmsg()
+ * into one stack buffer, not with nl_recv(): that maps ENOBUFS (the
+ * kernel dropped events: rescan) to NLE_NOMEM, as it maps ENOMEM, so a
+ * loss could not be told from a failed allocation, and it mallocs a
+ * buffer per message. nl_recvmsgs() and its callbacks parse netlink
+ * messages, which a uevent is not: "ACTION@DEVPATH\0KEY=value\0...",
+ * core/uevent.c's to parse. README's design notes say the same. */
 static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
         Discover *d = userdata;
 
