@@ -18,6 +18,7 @@
 #include "policy-check.h"
 #include "replay.h"
 #include "restore.h"
+#include "sampler.h"
 #include "util.h"
 
 static void help(void) {
@@ -333,7 +334,7 @@ static int run_daemon(Manager *m) {
         /* node_exporter would serve a file left behind as if the daemon
          * still ran; a daemon that never ticked wrote none (and may have
          * failed because another one runs, with the same dir) */
-        if (m->tick > 0) {
+        if (sampler_stats(m->sampler)->ticks > 0) {
                 int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
 
                 if (k < 0)

@@ -11,6 +11,7 @@
 #include "manager.h"
 #include "protocol.h"
 #include "report.h"
+#include "sampler.h"
 #include "util.h"
 
 typedef ControlReply (*CommandRun)(Manager *m, ControlClient *client, Device *d);
@@ -65,6 +66,7 @@ static bool utf8_is_valid(const char *str, size_t len) {
 
 static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
+        const SamplerStats *ticks = sampler_stats(m->sampler);
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
         DEVICE_FOREACH(x, m) {
@@ -81,15 +83,15 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddItemToObject(o, "kernel", report_kernel(&m->caps));
         cJSON_AddStringToObject(o, "monitor", discover_monitor_kind(m->discover));
         t = cJSON_AddObjectToObject(o, "tick");
-        cJSON_AddNumberToObject(t, "count", (double) m->tick);
+        cJSON_AddNumberToObject(t, "count", (double) ticks->ticks);
         cJSON_AddNumberToObject(t, "interval_ms", m->config.tick_interval_ms);
-        cJSON_AddNumberToObject(t, "cost_us_avg", m->tick ? (double) m->tick_cost_usec_total / (double) m->tick : 0);
-        cJSON_AddNumberToObject(t, "cpu_us_avg", m->tick ? (double) m->tick_cpu_nsec_total / 1e3 / (double) m->tick : 0);
-        if (m->diskstats_error)
-                cJSON_AddStringToObject(t, "error", strerror(-m->diskstats_error));
+        cJSON_AddNumberToObject(t, "cost_us_avg", ticks->ticks ? (double) ticks->cost_usec_total / (double) ticks->ticks : 0);
+        cJSON_AddNumberToObject(t, "cpu_us_avg", ticks->ticks ? (double) ticks->cpu_nsec_total / 1e3 / (double) ticks->ticks : 0);
+        if (ticks->diskstats_error)
+                cJSON_AddStringToObject(t, "error", strerror(-ticks->diskstats_error));
         else
                 cJSON_AddNullToObject(t, "error");
-        if (m->dispatch_busy_error)
+        if (ticks->dispatch_busy_error)
                 cJSON_AddStringToObject(t, "dispatch_busy", "unavailable: debugfs cannot be read");
         else
                 cJSON_AddStringToObject(t, "dispatch_busy", "ok");

@@ -9,6 +9,7 @@
 #include "device.h"
 #include "manager.h"
 #include "metrics.h"
+#include "sampler.h"
 #include "util.h"
 
 typedef struct Buf {
@@ -240,6 +241,7 @@ static int build_compact(MetricsBuild *b, Manager *m, Device ***ret) {
  * -ENOMEM only for the disks' list. */
 int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
+        const SamplerStats *ticks = sampler_stats(m->sampler);
         Buf b = { .f = f };
         int n;
 
@@ -256,9 +258,9 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
         fprintf(b.f, "blkpolicyd_devices %zu\n", m->devices.n_devices);
         help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
-        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) m->tick);
+        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) ticks->ticks);
         help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
-        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) m->tick_cost_usec_total / 1e6);
+        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) ticks->cost_usec_total / 1e6);
         help(&b, "blkpolicyd_sysfs_writes_total", "counter",
              "Writes to queue attributes, by kind (each scheduler write freezes the queue)");
         fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"scheduler\"} %llu\n",
@@ -278,7 +280,7 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
-        fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
+        fprintf(b.f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
         write_host_states(&b, mb->seen, n);
         write_device_metrics(&b, m, devs, mb->seen, n);
         conflicts_report_metrics(m, b.f);

@@ -369,7 +369,6 @@ static void device_learn_caps(Manager *m, const ApplyJob *j) {
                 m->redecide = true;
 }
 
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 /* A job is back from the applier, on the loop. */
 int device_apply_done(Manager *m, ApplyJob *j) {
         Device *d = device_get(m, j->devnum);
@@ -397,7 +396,6 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         }
         /* the job's plan: what it wanted, where the device's is the one before */
         r = device_note_outcome(d, j->plan, &j->out, true, j->take_over);
-        device_flip_done(m, d, j);
         if (r == 0)
                 r = device_finish(m, d, j->plan, j->result);
         applier_job_free(m->applier, j);
@@ -414,45 +412,27 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         return 1;
 }
 
-static void device_remember_flip(Manager *m, DeviceFlips *y, const DynDecision *dec, double ms) {
-        FlipRecord *f = &y->history[y->history_pos];
+void device_flip_applied(Device *d, const DynDecision *dec, uint64_t tick, uint64_t uptime_usec, double ms) {
+        DeviceFlips *y = d->dynamic && d->extra ? d->extra->flips : NULL;
+        FlipRecord *f;
 
-        *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
+        if (!y)
+                return;
+        f = &y->history[y->history_pos];
+        *f = (FlipRecord) { .tick = (uint32_t) tick, .uptime_s = (float) uptime_usec / 1e6f,
                             .to_busy = dec->to_busy, .cost_ms = (float) ms };
         (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
         y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
         if (y->n_history < FLIP_HISTORY)
                 y->n_history++;
-}
-
-/* The flip whose pass is running, NULL when none. */
-static DynDecision *device_flip_running(const Device *d) {
-        const DeviceFlips *y = device_flips(d);
-
-        return d->dynamic && y ? y->flip : NULL;
-}
-
-static void device_account_flip(Manager *m, Device *d, double ms) {
-        DeviceFlips *y = d->extra->flips;       /* device_flip_running() */
-        _cleanup_free_ DynDecision *dec = y->flip;
-
-        y->flip = NULL;
         y->cost_ms += (float) ms;
-        device_remember_flip(m, y, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }
 
-/* The flip's pass is back: what it cost is the worker's time on it. */
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
-        if (device_flip_running(d))
-                device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
-}
-
-/* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
- * account what it cost (a scheduler switch freezes the queue) when the
- * pass is done. */
+/* dynamic_step() flipped d->dyn.busy: apply the other settings set. What
+ * it cost (a scheduler switch freezes the queue) is the caller's to
+ * account when the pass is done. */
 int device_flip(Manager *m, Device *d, const DynDecision *dec) {
-        uint64_t start = clock_usec(CLOCK_MONOTONIC);
         int r;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = device_plan(d)->dynamic_source,
@@ -463,24 +443,19 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
                          device_plan(d)->dynamic_source);
         if (d->dynamic) {
                 DeviceExtra *x = device_extra(d);
-                DeviceFlips *y = x ? x->flips : NULL;
 
                 /* the ring too: a flip that cannot be remembered is not made */
-                if (!x || (!y && !(y = x->flips = calloc(1, sizeof(DeviceFlips)))))
-                        return -ENOMEM;
-                free(y->flip);
-                y->flip = memdup(dec, sizeof(*dec));
-                if (!y->flip)
+                if (!x || (!x->flips && !(x->flips = calloc(1, sizeof(DeviceFlips)))))
                         return -ENOMEM;
         }
         r = device_process(m, d);
         if (r < 0)
                 return r;
-        /* device_process may have forgotten a vanished device */
-        if (d->gone || !device_flip_running(d) || d->job)
-                return 0;
-        device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
-        return 0;
+        /* device_process may have forgotten a vanished device, or dropped
+         * its state machine (and the ring with it) */
+        if (d->gone || !d->dynamic || !d->extra || !d->extra->flips)
+                return DEVICE_FLIP_DROPPED;
+        return d->job ? DEVICE_FLIP_RUNNING : DEVICE_FLIP_DONE;
 }
 
 int device_process_all(Manager *m) {

@@ -14,7 +14,6 @@
 #include "device-internal.h"
 #include "log.h"
 #include "manager.h"
-#include "record.h"
 #include "shared.h"
 #include "util.h"
 
@@ -27,9 +26,6 @@ static DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
 }
 
 static DeviceFlips *device_flips_free(DeviceFlips *y) {
-        if (!y)
-                return NULL;
-        free(y->flip);
         free(y);
         return NULL;
 }
@@ -116,7 +112,7 @@ const DeviceRecord *device_record(const Device *d) {
         return &d->record;
 }
 
-DeviceDynamic *device_dynamic(const Device *d) {
+const DeviceDynamic *device_dynamic(const Device *d) {
         return d->dynamic;
 }
 
@@ -124,8 +120,24 @@ const DeviceFlips *device_flips(const Device *d) {
         return d->extra ? d->extra->flips : NULL;
 }
 
-SampleState *device_sample_state(Device *d) {
-        return &d->sample;
+int device_sample_update(Device *d, const DiskStat *st, uint64_t interval_us, unsigned read_ms, double busy,
+                         Signals *ret) {
+        SampleState *s = &d->sample;
+
+        if (sample_state_update(s, st, sample_state_interval(s, interval_us, read_ms), busy, ret) < 0)
+                return -ENOMEM;
+        s->read_ms = (uint16_t) read_ms;
+        return 0;
+}
+
+int device_dynamic_step(Device *d, const Signals *signals, uint64_t tick, DynDecision *ret) {
+        const Plan *plan = device_plan(d);
+
+        if (!plan->managed || !plan->dynamic || !d->dynamic) {
+                ret->flip = false;      /* no state machine, nothing to step */
+                return 0;
+        }
+        return dynamic_step(plan->dynamic, &d->dynamic->state, signals, tick, ret);
 }
 
 bool device_busy_unreadable(const Device *d) {
@@ -595,11 +607,6 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
         }
         device_set_error(d, 0, NULL);
         device_reset_retries(d);        /* news of the disk: a fresh retry budget */
-        if (m->record) {
-                DeviceFacts view;
-
-                record_write_device(m->record, device_facts(d, &view));
-        }
         if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(d->kind->facts)))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
                           m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);

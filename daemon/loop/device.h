@@ -30,10 +30,10 @@ typedef struct FlipRecord {
 } FlipRecord;
 
 /* What flips leave on a device: allocated at its first flip, since most
- * devices never flip, and kept while the device has a DeviceDynamic. */
+ * devices never flip, and kept while the device has a DeviceDynamic. A
+ * flip in progress is the sampler's. */
 typedef struct DeviceFlips {
         FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
-        DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
         float cost_ms;          /* time spent applying flips */
         uint8_t n_history, history_pos;
 } DeviceFlips;
@@ -83,12 +83,19 @@ dev_t device_devnum(const Device *d);
 const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
 /* NULL unless the policy has [Dynamic]. */
-DeviceDynamic *device_dynamic(const Device *d);
+const DeviceDynamic *device_dynamic(const Device *d);
 /* NULL until the first flip, and without a DeviceDynamic. */
 const DeviceFlips *device_flips(const Device *d);
-/* The sampler's: the device's last counters and signals, and whether its
- * dispatch_busy could not be read last time (warned once). */
-SampleState *device_sample_state(Device *d);
+/* The sampler's: d's signals from its counters st, over the time since d
+ * was read last (sample_state_interval()); busy: dispatch_busy, -1 when
+ * not read. -ENOMEM only. */
+int device_sample_update(Device *d, const DiskStat *st, uint64_t interval_us, unsigned read_ms, double busy,
+                         Signals *ret);
+/* d's state machine, one step with the signals of tick: whether to flip,
+ * in *ret (never without a DeviceDynamic, or a managed plan's [Dynamic]).
+ * -ENOMEM only. */
+int device_dynamic_step(Device *d, const Signals *signals, uint64_t tick, DynDecision *ret);
+/* And whether its dispatch_busy could not be read last time (warned once). */
 bool device_busy_unreadable(const Device *d);
 void device_set_busy_unreadable(Device *d, bool b);
 /* d's whole facts, in *view: the shared ones with its name, number,
@@ -162,8 +169,17 @@ int device_apply_done(Manager *m, struct ApplyJob *j);
  * -ENOMEM: no room to keep it until it is freed; d is as it was. */
 _must_check_ int device_removed(Manager *m, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
- * forget d. */
+ * forget d. Returns -ENOMEM, or what became of the flip's pass: */
+enum {
+        DEVICE_FLIP_DROPPED,    /* d is gone, or has no state machine any more */
+        DEVICE_FLIP_DONE,       /* on the loop, now */
+        DEVICE_FLIP_RUNNING,    /* in the applier: done when d's pass is back */
+};
 int device_flip(Manager *m, Device *d, const DynDecision *dec);
+/* The flip's pass is done, at tick and uptime_usec, after ms: into d's
+ * ring of flips, which it has from the flip on (nothing without one: the
+ * state machine is gone since). */
+void device_flip_applied(Device *d, const DynDecision *dec, uint64_t tick, uint64_t uptime_usec, double ms);
 /* A device forgotten (its disk is gone) stays allocated, out of the
  * table, until the event that forgot it is dispatched: no caller ever
  * holds a freed device. The manager frees them after each dispatch. */

@@ -35,6 +35,15 @@ static int manager_redecide(Manager *m) {
 
 static void manager_check_ready(Manager *m);
 
+/* device_refresh(), and a recording names the device. */
+static Device *manager_refresh(Manager *m, const char *name, int *error) {
+        Device *d = device_refresh(m, name, error);
+
+        if (d)
+                sampler_record_device(m->sampler, d);
+        return d;
+}
+
 static int manager_device_event(Manager *m, const char *name, dev_t devnum, UeventAction action) {
         Device *d;
         int r;
@@ -43,7 +52,7 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
         case UEVENT_ADD:
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
-                d = device_refresh(m, name, &r);
+                d = manager_refresh(m, name, &r);
                 if (r < 0 || !d)
                         return r;
                 r = device_process(m, d);
@@ -80,7 +89,7 @@ static int manager_scan_devices(Manager *m) {
         /* classify everything first: one device running mq-deadline tells
          * what the kernel can do before any decision is taken */
         for (char **name = names; name && *name; name++) {
-                Device *d = device_refresh(m, *name, &r);
+                Device *d = manager_refresh(m, *name, &r);
                 if (r == -ENOMEM)
                         return log_oom();
                 /* listed is there, even if it could not be classified this time */
@@ -493,13 +502,17 @@ static unsigned apply_parallelism(const Manager *m) {
         return APPLY_PARALLELISM;
 }
 
-/* The applier's callback: device.c takes its device's pass back; what a
- * pass may start for every device (redecide, READY=1) is the manager's. */
+/* The applier's callback: device.c takes its device's pass back, the
+ * sampler the flip the pass ends; what a pass may start for every device
+ * (redecide, READY=1) is the manager's. */
 static void on_apply_done(ApplyJob *j, void *userdata) {
         Manager *m = userdata;
-
+        dev_t devnum = j->devnum;
+        double ms = (double) (j->end_usec - j->start_usec) / 1000.0;
         int r = device_apply_done(m, j);
 
+        if (r >= 0)
+                sampler_pass_back(m->sampler, devnum, r > 0, ms);
         if (r > 0)
                 r = manager_redecide(m);
         if (r < 0)
@@ -553,6 +566,9 @@ int manager_new(const Options *o, Manager **ret) {
         if (r < 0)
                 log_warning_errno(r, "Cannot read the kernel release under %s, version conditions see 0.0.0: %m",
                                   m->roots.proc);
+        r = sampler_new(m, &m->sampler);
+        if (r < 0)
+                return log_oom();
         r = discover_new(&m->roots, o->device_globs, &m->discover);
         if (r < 0)
                 return log_oom();
@@ -579,10 +595,7 @@ Manager *manager_free(Manager *m) {
         intern_table_done(&m->kinds);
         intern_table_done(&m->plans);
         intern_table_done(&m->facts);
-        sampler_stop(m);
-        record_close(m->record);
-        free(m->diskstats);
-        free(m->flips);
+        sampler_free(m->sampler);
         free(m->media);
         discover_free(m->discover);
         policy_set_unref(m->policies);
@@ -647,14 +660,17 @@ int manager_run(Manager *m, ControlHandler handler) {
         if (r < 0)
                 return r;
         if (m->options->record_path) {
-                r = record_open(m->options->record_path, &m->caps, m->config.tick_interval_ms, &m->record);
+                Recorder *rec;
+
+                r = record_open(m->options->record_path, &m->caps, m->config.tick_interval_ms, &rec);
                 if (r < 0)
                         return log_error_errno(r, "Cannot open %s for recording: %m", m->options->record_path);
+                sampler_set_recorder(m->sampler, rec);
         }
         r = manager_scan(m);
         if (r < 0)
                 return r;
-        r = sampler_start(m);
+        r = sampler_start(m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
         /* READY=1 once the first pass is done, from the loop: a storm of

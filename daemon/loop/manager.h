@@ -59,25 +59,8 @@ struct ApplyJob;
  * periods): see docs/benchmarks.md. */
 #define APPLY_PARALLELISM 64
 
-/* A tick's read of /proc/diskstats, across dispatches (sampler.c). */
-typedef struct TickRead {
-        bool active;                    /* between the tick's start and its end */
-        bool skipping;                  /* in a line longer than the buffer: not diskstats */
-        int fd;
-        int read_error;
-        uint64_t now, interval_us;      /* of the tick: from the last read's start to this one's */
-        unsigned read_ms;               /* how far into the read this slice started (SampleState.read_ms) */
-        size_t kept;                    /* bytes of a cut line at the front of the buffer */
-} TickRead;
-
 /* Who waits for a reload (manager_reload()). */
 typedef struct ReloadWaiter ReloadWaiter;
-
-/* A flip dynamic_step() decided during a tick, applied after the pass. */
-typedef struct PendingFlip {
-        dev_t devnum;
-        DynDecision dec;
-} PendingFlip;
 
 struct Manager {
         const Options *options;
@@ -111,20 +94,7 @@ struct Manager {
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
         /* sampling */
-        sd_event_source *tick_source;
-        sd_event_source *tick_more;     /* the next slice of a tick's read (sampler.c) */
-        TickRead tick_read;             /* the tick's read in progress, if active */
-        uint64_t tick;                  /* ticks so far */
-        uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
-        char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */
-        char *diskstats_path;           /* <proc>/diskstats */
-        PendingFlip *flips;             /* decided during this tick's pass, applied after it */
-        size_t n_flips, flips_size;
-        int diskstats_error;            /* last read error, 0 when fine */
-        int dispatch_busy_error;        /* a debugfs read error of this tick, 0 when none */
-        uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
-        uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
-        struct Recorder *record;        /* --record */
+        struct Sampler *sampler;        /* the tick, and the flips it decides */
         struct MetricsBuild *metrics_build;     /* the textfile's next text, while its reads run */
         sd_event_source *metrics_more;  /* the next slice of them (sampler.c) */
 
