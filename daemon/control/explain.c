@@ -12,10 +12,10 @@
 cJSON *explain_device_report(Manager *m, Device *d) {
         DeviceFacts facts;
         DeviceView view;
-        ReportDevice rd = device_report_input(m, d, &facts, &view);
+        ReportDevice rd = device_report_input(&m->ctx, d, &facts, &view);
         cJSON *o = report_device(&rd);
 
-        cJSON_AddBoolToObject(o, "paused", device_is_paused(m, d));
+        cJSON_AddBoolToObject(o, "paused", device_is_paused(&m->ctx, d));
         cJSON_AddBoolToObject(o, "overridden", device_overridden(d));
         if (device_overridden(d))
                 cJSON_AddStringToObject(o, "override", device_override_note(d));

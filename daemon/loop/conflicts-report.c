@@ -130,7 +130,7 @@ static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affe
         _cleanup_free_ Device **sorted = NULL;
         /* status calls this each time: at 10,000 disks a sort of them all
          * was most of its cost, for a list that is empty on most hosts */
-        int n = set->n_items > 0 ? devices_sorted(m, &sorted) : 0;
+        int n = set->n_items > 0 ? devices_sorted(&m->ctx, &sorted) : 0;
         cJSON *a = cJSON_CreateArray();
 
         *affecting = 0;
@@ -157,17 +157,17 @@ static const ConflictSet *scanned_within(Manager *m, uint64_t max_age_usec) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC);
         int r;
 
-        if (m->conflicts_usec && now - m->conflicts_usec < max_age_usec)
-                return &m->conflicts;
-        conflict_set_done(&m->conflicts);
-        m->conflicts_usec = 0;
-        r = conflicts_scan(&m->roots, &m->conflicts);
+        if (m->ctx.conflicts_usec && now - m->ctx.conflicts_usec < max_age_usec)
+                return &m->ctx.conflicts;
+        conflict_set_done(&m->ctx.conflicts);
+        m->ctx.conflicts_usec = 0;
+        r = conflicts_scan(&m->roots, &m->ctx.conflicts);
         if (r < 0) {
                 log_warning_errno(r, "Cannot look for other writers of the settings: %m");
                 return NULL;
         }
-        m->conflicts_usec = now;
-        return &m->conflicts;
+        m->ctx.conflicts_usec = now;
+        return &m->ctx.conflicts;
 }
 
 static const ConflictSet *scanned(Manager *m, bool afresh) {
@@ -244,7 +244,7 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
         fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
               "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(&m->ctx, &sorted);
         for (int i = 0; i < n; i++) {
                 DeviceRead dr = { &m->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
@@ -300,7 +300,7 @@ void conflicts_report_log(Manager *m) {
                 return;
         for (char **s = set->warnings; s && *s; s++)
                 log_notice("Conflicts: %s", *s);
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(&m->ctx, &sorted);
         for (size_t i = 0; i < set->n_items; i++) {
                 const Conflict *c = &set->items[i];
                 _cleanup_free_ char *what = conflict_describe(c), *on = NULL;

@@ -50,10 +50,10 @@ int drift_verify_entry(Manager *m, Device *d, cJSON **ret, VerifyFlags *flags) {
         *flags = (VerifyFlags) {};
         if (!device_plan(d)->managed || !device_plan(d)->policy)
                 return 0;
-        device_view(m, d, &v);
+        device_view(&m->ctx, d, &v);
         e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", device_name(d));
-        cJSON_AddBoolToObject(e, "paused", device_is_paused(m, d));
+        cJSON_AddBoolToObject(e, "paused", device_is_paused(&m->ctx, d));
         cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
         /* in observe mode this is what verify must show, never "no drift":
          * the policy is not in force */
@@ -109,9 +109,9 @@ static int device_check_drift(Manager *m, Device *d) {
 
         /* observe: blkpolicyd holds nothing, so nothing can drift from it;
          * a pass in flight: what it writes is no drift */
-        if (!manager_writes(m) || !device_plan(d)->managed || device_is_held(m, d) || device_pass_pending(d))
+        if (!manager_writes(m) || !device_plan(d)->managed || device_is_held(&m->ctx, d) || device_pass_pending(d))
                 return 0;
-        device_view(m, d, &v);
+        device_view(&m->ctx, d, &v);
         it = view_first_drift(&v);
         if (!it)
                 return 0;
@@ -121,7 +121,7 @@ static int device_check_drift(Manager *m, Device *d) {
                 log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
                            tunables[it->tunable].attr, it->current, who ? ", likely by " : "", who ?: "",
                            it->target);
-                return device_process_again(m, d);
+                return device_process_again(&m->ctx, d);
         }
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr,
                      it->current, it->target, who ? "; likely by " : "", who ?: "") < 0)
@@ -130,7 +130,7 @@ static int device_check_drift(Manager *m, Device *d) {
 }
 
 int drift_check(Manager *m, unsigned n) {
-        DeviceIter i = DEVICE_ITER_AT(m->drift_cursor);
+        DeviceIter i = DEVICE_ITER_AT(m->ctx.drift_cursor);
         unsigned checked = 0;
         Device *d;
         int r = 0;
@@ -139,11 +139,11 @@ int drift_check(Manager *m, unsigned n) {
                 return 0;
         /* from the cursor on (a reapply may forget the device checked,
          * which the walk allows) */
-        while (r >= 0 && device_iter_next(m, &i, &d)) {
+        while (r >= 0 && device_iter_next(&m->ctx, &i, &d)) {
                 r = device_check_drift(m, d);
                 if (++checked >= n)
                         break;
         }
-        m->drift_cursor = device_iter_resume_slot(m, &i);
+        m->ctx.drift_cursor = device_iter_resume_slot(&m->ctx, &i);
         return r;
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "conflicts.h"
 #include "control.h"
+#include "device.h"
 #include "discover.h"
 #include "dynamic.h"
 #include "facts.h"
@@ -52,8 +53,6 @@ typedef struct Options {
 } Options;
 
 typedef struct Manager Manager;
-typedef struct Device Device;
-struct ApplyJob;
 
 /* Apply passes that may run at once (scheduler writes share RCU grace
  * periods): see docs/benchmarks.md. */
@@ -70,27 +69,11 @@ struct Manager {
         PolicySet *policies;
         KernelCaps caps;
         Discover *discover;
-        DeviceTable devices;
-        Device **forgotten;             /* devices forgotten in this dispatch, freed after it */
-        size_t n_forgotten, n_forgotten_allocated;
-        PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
-        InternTable facts;              /* of facts_intern_type */
-        InternTable plans;              /* of plan_intern_type */
-        InternTable kinds;              /* of kind_intern_type: pairs of the two */
-        ApplyStats writes;
+        DeviceContext ctx;              /* the device table and what the devices' files work in */
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
-        struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */
-        size_t n_media;
-        char **v1_pending;             /* disks with a record of the first format not taken over: held */
-        ConflictSet conflicts;          /* the other writers, as last scanned (conflicts-report.c) */
-        uint64_t conflicts_usec;        /* when; 0: never, or the scan failed */
         struct Applier *applier;        /* apply passes off the loop */
-        unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */
         bool handover;                  /* the next stop leaves everything to the next daemon */
-        bool stopping;                  /* the loop is over: the stop's put-backs run */
-        size_t drift_cursor;            /* next table slot the drift check reads */
-        bool redecide;          /* kernel capabilities changed: decide all again */
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
         /* sampling */
@@ -100,7 +83,6 @@ struct Manager {
 
         /* control */
         struct ControlServer *control;
-        bool paused_all;
         uint64_t start_usec;
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
         uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
@@ -111,8 +93,8 @@ struct Manager {
         ReloadWaiter *reload_queued;    /* who asked meanwhile: one reload after it, for all of them */
 };
 
-/* Inline: device.c, drift.c and commands.c ask these of the Manager, which
- * is above them; a call into manager.c would make a loop of files. */
+/* Inline: commands.c asks these of the Manager; a call into manager.c
+ * would make a loop of files. */
 static inline uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }

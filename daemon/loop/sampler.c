@@ -44,6 +44,7 @@ typedef struct FlipList {
 
 struct Sampler {
         Manager *manager;               /* what a tick reads and decides with */
+        DeviceContext *devices;         /* the manager's: the devices sampled */
         sd_event_source *tick_source;
         sd_event_source *tick_more;     /* the next slice of a tick's read */
         TickRead read;                  /* the tick's read in progress, if active */
@@ -151,7 +152,7 @@ static int flip_start(Sampler *s, Device *d, const SamplerFlip *f) {
         flips_remove(&s->running, f->devnum);   /* the new flip replaces it */
         if (flips_reserve(&s->running) < 0)
                 return -ENOMEM;
-        r = device_flip(s->manager, d, &f->dec);
+        r = device_flip(s->devices, d, &f->dec);
         if (r == DEVICE_FLIP_RUNNING)
                 return flips_push(&s->running, f->devnum, &f->dec);
         if (r == DEVICE_FLIP_DONE)
@@ -167,7 +168,7 @@ static int flips_apply(Sampler *s) {
         int r = 0;
 
         for (size_t i = 0; i < s->pending.n && r >= 0; i++) {
-                Device *d = device_get(s->manager, s->pending.v[i].devnum);
+                Device *d = device_get(s->devices, s->pending.v[i].devnum);
 
                 if (d)
                         r = flip_start(s, d, &s->pending.v[i]);
@@ -182,7 +183,7 @@ void sampler_pass_back(Sampler *s, dev_t devnum, bool pass, double ms) {
 
         if (!f)
                 return;
-        d = device_get(s->manager, devnum);
+        d = device_get(s->devices, devnum);
         if (!d)
                 flips_remove(&s->running, devnum);      /* gone: the flip with it */
         else if (pass) {
@@ -207,7 +208,7 @@ static int device_sample(Sampler *s, Device *d, const DiskStat *st, const TickRe
                 return -ENOMEM;
         if (s->record)
                 record_write_sample(s->record, device_name(d), st, busy);
-        if (!dynamic || device_is_held(s->manager, d))
+        if (!dynamic || device_is_held(s->devices, d))
                 return 0;       /* paused or overridden: no flips */
         if (device_dynamic_step(d, &signals, s->stats.ticks, &dec) < 0)
                 return -ENOMEM;
@@ -221,7 +222,7 @@ static int sample_line(Sampler *s, const char *line, size_t len, const TickRead 
 
         if (diskstat_parse_line(line, len, &st, name) < 0)
                 return 0;
-        d = device_get(s->manager, makedev(st.major, st.minor));
+        d = device_get(s->devices, makedev(st.major, st.minor));
         return d && streq(device_name(d), name) ? device_sample(s, d, &st, t) : 0;
 }
 
@@ -485,6 +486,7 @@ int sampler_new(Manager *m, Sampler **ret) {
         if (!s)
                 return -ENOMEM;
         s->manager = m;
+        s->devices = &m->ctx;
         *ret = s;
         return 0;
 }
