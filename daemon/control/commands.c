@@ -115,7 +115,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
                 cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
         else
                 cJSON_AddNullToObject(o, "reload_errors");
-        cJSON_AddItemToObject(o, "conflicts", conflicts_report_json(m));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_report_json(&m->ctx));
         return reply_ok(o);
 }
 
@@ -181,7 +181,7 @@ static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unu
 }
 
 static ControlReply cmd_doctor(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
-        return reply_ok(conflicts_report_doctor(m));
+        return reply_ok(conflicts_report_doctor(&m->ctx));
 }
 
 static ControlReply cmd_verify(Manager *m, ControlClient *client _unused_, Device *d _unused_) {

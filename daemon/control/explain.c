@@ -67,7 +67,7 @@ cJSON *explain_device(Manager *m, Device *d) {
         cJSON *o = explain_device_report(m, d), *dyn;
 
         cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
-        cJSON_AddItemToObject(o, "conflicts", conflicts_report_device_json(m, d));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_report_device_json(&m->ctx, d));
         dyn = cJSON_GetObjectItemCaseSensitive(o, "dynamic");
         if (cJSON_IsObject(dyn))
                 cJSON_AddItemToObject(dyn, "history", explain_history(d));

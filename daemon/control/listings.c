@@ -147,7 +147,7 @@ ControlStream *listing_devices(Manager *m) {
 
 static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
         VerifyFlags f;
-        int r = drift_verify_entry(m, d, ret, &f);
+        int r = drift_verify_entry(&m->ctx, d, ret, &f);
 
         l->drifted += f.drifted;
         l->pending += f.pending;

@@ -283,7 +283,7 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
         write_host_states(&b, mb->seen, n);
         write_device_metrics(&b, m, devs, mb->seen, n);
-        conflicts_report_metrics(m, b.f);
+        conflicts_report_metrics(&m->ctx, b.f);
         return 0;
 }
 

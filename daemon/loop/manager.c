@@ -185,7 +185,7 @@ static void manager_check_ready(Manager *m) {
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
                  discover_monitor_kind(m->discover));
         /* the first pass is done: which disks blkpolicyd manages is known */
-        conflicts_report_log(m);
+        conflicts_report_log(&m->ctx);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->ctx.devices.n_devices);
 }
 
@@ -386,7 +386,7 @@ static void on_reload_applied(void *userdata, int r) {
         if (r >= 0 && policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
         if (r >= 0)
-                conflicts_report_log(m);
+                conflicts_report_log(&m->ctx);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->ctx.devices.n_devices);
         for (ReloadWaiter *w = done; w; w = w->next)
                 if (w->done)

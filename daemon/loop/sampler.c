@@ -399,7 +399,7 @@ static int tick_end(Sampler *s) {
 
         tick_read_done(&s->read);
         if (sampled)
-                r = drift_check(m, m->config.drift_checks_per_tick);
+                r = drift_check(s->devices, m->config.drift_checks_per_tick);
         if (r >= 0 && sampled)
                 r = tick_metrics(m);
         return r;
