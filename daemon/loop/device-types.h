@@ -26,8 +26,9 @@
 typedef struct Device Device;
 struct ApplyJob;
 
-/* Called when a device's event source (a retry) fails fatally (-ENOMEM):
- * the manager's to end the loop with (manager_fatal()). */
+/* Called when an event source of the devices' (a retry) or the tick's
+ * fails fatally (-ENOMEM): the manager's to end the loop with
+ * (manager_fatal()). */
 typedef void (*DeviceFatal)(void *userdata, int r);
 
 /* What the devices' files (device*.c, drift.c, conflicts-report.c) work

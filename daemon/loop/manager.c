@@ -694,7 +694,7 @@ int manager_run(Manager *m, ControlHandler handler) {
         r = manager_scan(m);
         if (r < 0)
                 return r;
-        r = sampler_start(m->sampler);
+        r = sampler_start(m->sampler, m->start_usec);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
         /* READY=1 once the first pass is done, from the loop: a storm of

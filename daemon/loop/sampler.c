@@ -43,8 +43,9 @@ typedef struct FlipList {
 } FlipList;
 
 struct Sampler {
-        Manager *manager;               /* what a tick reads and decides with */
-        DeviceContext *devices;         /* the manager's: the devices sampled */
+        Manager *manager;               /* the metrics textfile's (moving to control/) */
+        DeviceContext *devices;         /* the devices sampled, and the config, roots and loop */
+        uint64_t start_usec;            /* the daemon's start, for the flips' uptime */
         sd_event_source *tick_source;
         sd_event_source *tick_more;     /* the next slice of a tick's read */
         TickRead read;                  /* the tick's read in progress, if active */
@@ -69,7 +70,6 @@ static uint64_t cpu_nsec(void) {
  * once when it is back: one bad device must not warn every tick, nor a
  * good one hide it from status (dispatch_busy_error: any this tick). */
 static double read_dispatch_busy(Sampler *s, Device *d) {
-        Manager *m = s->manager;
         const char *name = device_name(d);
         DeviceFacts view;
         const DeviceFacts *f = device_facts(d, &view);
@@ -80,7 +80,7 @@ static double read_dispatch_busy(Sampler *s, Device *d) {
                 char path[PATH_MAX], buf[16];
                 int r;
 
-                r = hctx_path(path, sizeof(path), &m->roots, name, i, "dispatch_busy");
+                r = hctx_path(path, sizeof(path), s->devices->roots, name, i, "dispatch_busy");
                 if (r == 0)
                         r = sysfs_read(path, buf, sizeof(buf));
                 if (r < 0) {
@@ -140,7 +140,9 @@ static int flips_push(FlipList *l, dev_t devnum, const DynDecision *dec) {
 
 /* The flip's pass is done: what it cost goes to d's ring of flips. */
 static void flip_done(Sampler *s, Device *d, const DynDecision *dec, double ms) {
-        device_flip_applied(d, dec, s->stats.ticks, manager_uptime_usec(s->manager), ms);
+        uint64_t uptime = clock_usec(CLOCK_MONOTONIC) - s->start_usec;
+
+        device_flip_applied(d, dec, s->stats.ticks, uptime, ms);
 }
 
 /* A flip's pass, and what it cost when it is done on the loop; one in the
@@ -286,8 +288,8 @@ static int tick_read_chunk(Sampler *s, TickRead *t) {
  * ended at once, whoever waits: after an interval, or a minute (read_ms). */
 #define TICK_SPREAD_MAX_USEC (60 * 1000000ULL)
 
-static uint64_t tick_spread_max_usec(const Manager *m) {
-        uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
+static uint64_t tick_spread_max_usec(const Config *config) {
+        uint64_t interval = (uint64_t) config->tick_interval_ms * 1000;
 
         return interval < TICK_SPREAD_MAX_USEC ? interval : TICK_SPREAD_MAX_USEC;
 }
@@ -297,7 +299,7 @@ static uint64_t tick_spread_max_usec(const Manager *m) {
  * file is read, 0 to go on, -ENOMEM. */
 static int tick_read_slice(Sampler *s, TickRead *t) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC), until = now + TICK_SLICE_USEC;
-        bool whole = s->record || now - t->now >= tick_spread_max_usec(s->manager);
+        bool whole = s->record || now - t->now >= tick_spread_max_usec(s->devices->config);
         int r;
 
         t->read_ms = s->record ? 0 : (unsigned) ((now - t->now) / 1000);
@@ -316,7 +318,7 @@ static int tick_begin(Sampler *s, uint64_t now) {
         s->stats.dispatch_busy_error = 0;       /* set again by any device that cannot read it this tick */
         if (!s->diskstats && !(s->diskstats = malloc(DISKSTATS_CHUNK)))
                 return -ENOMEM;
-        if (!s->diskstats_path && asprintf(&s->diskstats_path, "%s/diskstats", s->manager->roots.proc) < 0) {
+        if (!s->diskstats_path && asprintf(&s->diskstats_path, "%s/diskstats", s->devices->roots->proc) < 0) {
                 s->diskstats_path = NULL;
                 return -ENOMEM;
         }
@@ -339,7 +341,7 @@ static int tick_sampled(Sampler *s, TickRead *t) {
         if (t->read_error < 0) {
                 if (t->read_error != s->stats.diskstats_error)
                         log_warning_errno(t->read_error, "Cannot read %s/diskstats, load is not sampled: %m",
-                                          s->manager->roots.proc);
+                                          s->devices->roots->proc);
                 s->stats.diskstats_error = t->read_error;
                 return 0;
         }
@@ -399,7 +401,7 @@ static int tick_end(Sampler *s) {
 
         tick_read_done(&s->read);
         if (sampled)
-                r = drift_check(s->devices, m->config.drift_checks_per_tick);
+                r = drift_check(s->devices, s->devices->config->drift_checks_per_tick);
         if (r >= 0 && sampled)
                 r = tick_metrics(m);
         return r;
@@ -441,10 +443,16 @@ static __attribute__((noinline)) int sampler_tick(Sampler *s, uint64_t now, bool
         return r < 0 ? r : 0;
 }
 
+/* The one way out on -ENOMEM: the manager's (DeviceContext.fatal). */
+static int sampler_fatal(Sampler *s, int r) {
+        s->devices->fatal(s->devices->userdata, r);
+        return r;
+}
+
 static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Sampler *s = userdata;
-        Manager *m = s->manager;
-        uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
+        uint64_t interval = (uint64_t) s->devices->config->tick_interval_ms * 1000;
+        uint64_t next = usec + interval, now = clock_usec(CLOCK_MONOTONIC);
         int r = 0;
 
         /* a tick still reading (10,000 disks at a 10 ms tick) is not
@@ -452,9 +460,9 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         if (!s->read.active)
                 r = sampler_tick(s, now, true);
         if (r < 0)
-                return manager_fatal(m, r);
+                return sampler_fatal(s, r);
         /* keep the cadence, but never try to catch up on missed ticks */
-        return sd_event_source_set_time(source, next > now ? next : now + (uint64_t) m->config.tick_interval_ms * 1000);
+        return sd_event_source_set_time(source, next > now ? next : now + interval);
 }
 
 /* The next slice of a tick's read. */
@@ -462,7 +470,7 @@ static int on_tick_more(sd_event_source *source _unused_, uint64_t usec _unused_
         Sampler *s = userdata;
         int r = sampler_tick(s, 0, false);
 
-        return r < 0 ? manager_fatal(s->manager, r) : 0;
+        return r < 0 ? sampler_fatal(s, r) : 0;
 }
 
 /* The tick's sources and a read in progress, gone. */
@@ -519,12 +527,13 @@ void sampler_record_device(Sampler *s, const Device *d) {
                 record_write_device(s->record, device_facts(d, &view));
 }
 
-int sampler_start(Sampler *s) {
+int sampler_start(Sampler *s, uint64_t start_usec) {
         Manager *m = s->manager;
-        uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
+        uint64_t interval = (uint64_t) s->devices->config->tick_interval_ms * 1000;
         int r;
 
-        r = sd_event_add_time(m->event, &s->tick_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_tick_more, s);
+        s->start_usec = start_usec;
+        r = sd_event_add_time(s->devices->event, &s->tick_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_tick_more, s);
         if (r < 0)
                 return r;
         r = sd_event_source_set_enabled(s->tick_more, SD_EVENT_OFF);
@@ -537,7 +546,7 @@ int sampler_start(Sampler *s) {
         if (r < 0)
                 return r;
         /* 5% slack lets the kernel coalesce wake-ups without blurring the rates */
-        r = sd_event_add_time_relative(m->event, &s->tick_source, CLOCK_MONOTONIC, interval, interval / 20 ?: 1, on_tick, s);
+        r = sd_event_add_time_relative(s->devices->event, &s->tick_source, CLOCK_MONOTONIC, interval, interval / 20 ?: 1, on_tick, s);
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(s->tick_source, SD_EVENT_ON);

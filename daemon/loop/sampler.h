@@ -6,10 +6,13 @@
  * the end of the flip's pass: a flip's state is the Sampler's, nowhere
  * else. The Manager owns one (m->sampler). */
 
-#include "manager.h"
+#include "device-types.h"
 #include "record.h"
 
 typedef struct Sampler Sampler;
+/* The metrics textfile's, which the tick still writes (its move to
+ * control/ leaves the Sampler the DeviceContext only). */
+typedef struct Manager Manager;
 
 /* What status and the metrics show of the ticks. */
 typedef struct SamplerStats {
@@ -23,7 +26,9 @@ typedef struct SamplerStats {
 /* m: what the ticks read and decide with, for the Sampler's life. */
 int sampler_new(Manager *m, Sampler **ret);
 Sampler *sampler_free(Sampler *s);
-int sampler_start(Sampler *s);
+/* start_usec: the daemon's start (CLOCK_MONOTONIC), for the flips'
+ * uptime. */
+int sampler_start(Sampler *s, uint64_t start_usec);
 const SamplerStats *sampler_stats(const Sampler *s);
 
 /* --record: every tick's samples go to r, which the Sampler takes. */
