@@ -115,12 +115,12 @@ static inline int manager_fatal(Manager *m, int r) {
 }
 /* Policy values are written: neither --dry-run nor mode=observe. */
 static inline bool manager_writes(const Manager *m) {
-        return !m->options->dry_run && !m->config.observe;
+        return device_context_writes(&m->ctx);  /* one rule for the devices and the rest */
 }
 /* What blkpolicyd changed may be put back: not --dry-run (which writes
  * nothing at all). mode=observe puts back what an earlier run changed. */
 static inline bool manager_restores(const Manager *m) {
-        return !m->options->dry_run;
+        return device_context_restores(&m->ctx);
 }
 /* Re-reads config and policies, by the rule of the start: policy files
  * with errors are skipped (they mask nothing) and listed in the set's
