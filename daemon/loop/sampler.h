@@ -23,7 +23,8 @@ typedef struct SamplerStats {
         int dispatch_busy_error;        /* a debugfs read error of this tick, 0 when none */
 } SamplerStats;
 
-/* m: what the ticks read and decide with, for the Sampler's life. */
+/* m->ctx: what the ticks read and decide with, for the Sampler's life
+ * (m itself: the metrics textfile's, until it moves). */
 int sampler_new(Manager *m, Sampler **ret);
 Sampler *sampler_free(Sampler *s);
 /* start_usec: the daemon's start (CLOCK_MONOTONIC), for the flips'
