@@ -20,6 +20,7 @@
 #include "policy-check.h"
 #include "replay.h"
 #include "restore.h"
+#include "sampler.h"
 #include "util.h"
 
 static void help(void) {
@@ -355,12 +356,6 @@ static int front_start(Manager *m, void *userdata) {
         return r < 0 ? log_error_errno(r, "Cannot set up the metrics textfile: %m") : 0;
 }
 
-static int front_ticked(Manager *m _unused_, void *userdata) {
-        Front *f = userdata;
-
-        return metrics_textfile_ticked(f->textfile);
-}
-
 static void front_reloaded(Manager *m _unused_, const Config *old, void *userdata) {
         Front *f = userdata;
 
@@ -369,14 +364,14 @@ static void front_reloaded(Manager *m _unused_, const Config *old, void *userdat
 
 static int run_daemon(Manager *m) {
         Front f = {};
-        const ManagerFront front = { .start = front_start, .ticked = front_ticked, .reloaded = front_reloaded,
+        const ManagerFront front = { .start = front_start, .reloaded = front_reloaded,
                                      .userdata = &f };
         int r = manager_run(m, &front);
 
         /* node_exporter would serve a file left behind as if the daemon
          * still ran; a daemon that never ticked wrote none (and may have
          * failed because another one runs, with the same dir) */
-        if (m->tick > 0) {
+        if (sampler_stats(m->sampler)->ticks > 0) {
                 int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
 
                 if (k < 0)

@@ -11,6 +11,7 @@
 #include "manager.h"
 #include "protocol.h"
 #include "report.h"
+#include "sampler.h"
 #include "util.h"
 
 typedef ControlReply (*CommandRun)(Manager *m, ControlClient *client, Device *d);
@@ -65,11 +66,12 @@ static bool utf8_is_valid(const char *str, size_t len) {
 
 static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
+        const SamplerStats *ticks = sampler_stats(m->sampler);
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
 
-        DEVICE_FOREACH(x, m) {
+        DEVICE_FOREACH(x, &m->ctx) {
                 managed += device_plan(x)->managed;
-                paused += device_is_paused(m, x);
+                paused += device_is_paused(&m->ctx, x);
                 overridden += device_overridden(x);
                 busy += device_plan(x)->busy;
         }
@@ -81,27 +83,29 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddItemToObject(o, "kernel", report_kernel(&m->caps));
         cJSON_AddStringToObject(o, "monitor", discover_monitor_kind(m->discover));
         t = cJSON_AddObjectToObject(o, "tick");
-        cJSON_AddNumberToObject(t, "count", (double) m->tick);
+        cJSON_AddNumberToObject(t, "count", (double) ticks->ticks);
         cJSON_AddNumberToObject(t, "interval_ms", m->config.tick_interval_ms);
-        cJSON_AddNumberToObject(t, "cost_us_avg", m->tick ? (double) m->tick_cost_usec_total / (double) m->tick : 0);
-        cJSON_AddNumberToObject(t, "cpu_us_avg", m->tick ? (double) m->tick_cpu_nsec_total / 1e3 / (double) m->tick : 0);
-        if (m->diskstats_error)
-                cJSON_AddStringToObject(t, "error", strerror(-m->diskstats_error));
+        cJSON_AddNumberToObject(t, "cost_us_avg",
+                                ticks->ticks ? (double) ticks->cost_usec_total / (double) ticks->ticks : 0);
+        cJSON_AddNumberToObject(t, "cpu_us_avg",
+                                ticks->ticks ? (double) ticks->cpu_nsec_total / 1e3 / (double) ticks->ticks : 0);
+        if (ticks->diskstats_error)
+                cJSON_AddStringToObject(t, "error", strerror(-ticks->diskstats_error));
         else
                 cJSON_AddNullToObject(t, "error");
-        if (m->dispatch_busy_error)
+        if (ticks->dispatch_busy_error)
                 cJSON_AddStringToObject(t, "dispatch_busy", "unavailable: debugfs cannot be read");
         else
                 cJSON_AddStringToObject(t, "dispatch_busy", "ok");
         t = cJSON_AddObjectToObject(o, "writes");
-        cJSON_AddNumberToObject(t, "scheduler", (double) m->writes.scheduler_writes);
-        cJSON_AddNumberToObject(t, "other", (double) m->writes.other_writes);
-        cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
+        cJSON_AddNumberToObject(t, "scheduler", (double) m->ctx.writes.scheduler_writes);
+        cJSON_AddNumberToObject(t, "other", (double) m->ctx.writes.other_writes);
+        cJSON_AddNumberToObject(o, "devices", (double) m->ctx.devices.n_devices);
         cJSON_AddNumberToObject(o, "managed", managed);
         cJSON_AddNumberToObject(o, "busy", busy);
         cJSON_AddNumberToObject(o, "paused", paused);
         cJSON_AddNumberToObject(o, "overridden", overridden);
-        cJSON_AddBoolToObject(o, "paused_all", m->paused_all);
+        cJSON_AddBoolToObject(o, "paused_all", m->ctx.paused_all);
         cJSON_AddNumberToObject(o, "policies_loaded", (double) m->policies->n_policies);
         cJSON_AddNumberToObject(o, "policy_files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "policy_errors");
@@ -111,7 +115,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
                 cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
         else
                 cJSON_AddNullToObject(o, "reload_errors");
-        cJSON_AddItemToObject(o, "conflicts", conflicts_report_json(m));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_report_json(&m->ctx));
         return reply_ok(o);
 }
 
@@ -177,7 +181,7 @@ static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unu
 }
 
 static ControlReply cmd_doctor(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
-        return reply_ok(conflicts_report_doctor(m));
+        return reply_ok(conflicts_report_doctor(&m->ctx));
 }
 
 static ControlReply cmd_verify(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
@@ -219,8 +223,8 @@ static ControlReply cmd_handover(Manager *m, ControlClient *client _unused_, Dev
 
         m->handover = true;
         log_notice("Handover requested: the next stop leaves %zu devices to the next blkpolicyd",
-                   m->devices.n_devices);
-        cJSON_AddNumberToObject(o, "devices", (double) m->devices.n_devices);
+                   m->ctx.devices.n_devices);
+        cJSON_AddNumberToObject(o, "devices", (double) m->ctx.devices.n_devices);
         return reply_ok(o);
 }
 
@@ -258,7 +262,7 @@ static void restore_replied(void *userdata, int r) {
         o = cJSON_CreateObject();
         left = cJSON_AddArrayToObject(o, "not_restored");
         for (size_t i = 0; i < c->n_restored; i++) {
-                Device *x = device_get(c->manager, c->restored[i]);
+                Device *x = device_get(&c->manager->ctx, c->restored[i]);
 
                 if (x && !device_record_empty(device_record(x)))
                         cJSON_AddItemToArray(left, cJSON_CreateString(device_name(x)));
@@ -271,10 +275,10 @@ static void restore_replied(void *userdata, int r) {
 /* A device still paused is restored; one resumed meanwhile (or a new disk
  * under the number) is not: the later request wins. */
 static int restore_one(RestoreCall *c, Device *x) {
-        if (!x || !device_is_paused(c->manager, x))
+        if (!x || !device_is_paused(&c->manager->ctx, x))
                 return 0;
         c->restored[c->n_restored++] = device_devnum(x);
-        return device_restore(c->manager, x);
+        return device_restore(&c->manager->ctx, x);
 }
 
 static void restore_passes_landed(void *userdata, int r) {
@@ -287,12 +291,12 @@ static void restore_passes_landed(void *userdata, int r) {
                 restore_call_free(c);
                 return;
         }
-        n = c->all ? devices_sorted(m, &sorted) : 1;
+        n = c->all ? devices_sorted(&m->ctx, &sorted) : 1;
         c->restored = n > 0 ? calloc((size_t) n, sizeof(dev_t)) : NULL;
         if (n < 0 || (n > 0 && !c->restored))
                 goto oom;
         for (int i = 0; i < n; i++)
-                if (restore_one(c, c->all ? sorted[i] : device_get(m, c->devnum)) < 0)
+                if (restore_one(c, c->all ? sorted[i] : device_get(&m->ctx, c->devnum)) < 0)
                         goto oom;
         if (applier_wait(m->applier, restore_replied, c) < 0)
                 goto oom;
@@ -366,7 +370,7 @@ static ControlReply command_execute(Manager *m, const Peer *peer, ControlClient 
                 return reply_error("permission-denied", "this command is for root only");
         }
         if (dev) {
-                d = device_find_name(m, dev->valuestring);
+                d = device_find_name(&m->ctx, dev->valuestring);
                 if (!d)
                         return reply_error("no-such-device", "no whole disk of that name is known");
         }

@@ -12,10 +12,10 @@
 cJSON *explain_device_report(Manager *m, Device *d) {
         DeviceFacts facts;
         DeviceView view;
-        ReportDevice rd = device_report_input(m, d, &facts, &view);
+        ReportDevice rd = device_report_input(&m->ctx, d, &facts, &view);
         cJSON *o = report_device(&rd);
 
-        cJSON_AddBoolToObject(o, "paused", device_is_paused(m, d));
+        cJSON_AddBoolToObject(o, "paused", device_is_paused(&m->ctx, d));
         cJSON_AddBoolToObject(o, "overridden", device_overridden(d));
         if (device_overridden(d))
                 cJSON_AddStringToObject(o, "override", device_override_note(d));
@@ -67,7 +67,7 @@ cJSON *explain_device(Manager *m, Device *d) {
         cJSON *o = explain_device_report(m, d), *dyn;
 
         cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
-        cJSON_AddItemToObject(o, "conflicts", conflicts_report_device_json(m, d));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_report_device_json(&m->ctx, d));
         dyn = cJSON_GetObjectItemCaseSensitive(o, "dynamic");
         if (cJSON_IsObject(dyn))
                 cJSON_AddItemToObject(dyn, "history", explain_history(d));

@@ -49,7 +49,7 @@ struct Listing {
 /* The next disk of the listing that is still there, NULL after the last. */
 static Device *listing_take(Listing *l, Manager *m) {
         while (l->next < l->n) {
-                Device *d = device_get(m, l->devnums[l->next++]);
+                Device *d = device_get(&m->ctx, l->devnums[l->next++]);
                 const char *name = l->name;
 
                 l->name += strlen(name) + 1;
@@ -108,7 +108,7 @@ static void listing_free(ControlStream *s) {
 
 static ControlStream *listing_new(Manager *m, ListingHead head, ListingItem item, ListingEnd end) {
         _cleanup_free_ Device **sorted = NULL;
-        int n = devices_sorted(m, &sorted);
+        int n = devices_sorted(&m->ctx, &sorted);
         size_t size = 0, at = 0;
         Listing *l;
 
@@ -171,7 +171,7 @@ ControlStream *listing_devices(Manager *m) {
 
 static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
         VerifyFlags f;
-        int r = drift_verify_entry(m, d, ret, &f);
+        int r = drift_verify_entry(&m->ctx, d, ret, &f);
 
         l->drifted += f.drifted;
         l->pending += f.pending;

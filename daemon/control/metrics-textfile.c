@@ -2,18 +2,22 @@
 /* The metrics textfile: a new text every metrics_every_ticks sampled
  * ticks (after the tick's drift check, as its ticks_total shows), its
  * live reads a slice per dispatch, written to the dir configured when
- * they are done; moved at once by a reload that moves the dir. The loop
- * only says when a tick sampled (ManagerFront's ticked). */
+ * they are done; moved at once by a reload that moves the dir. It
+ * watches the ticks from a post source (after every dispatch, so in the
+ * loop iteration of the tick's end): the tick calls nothing above it. */
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
 #include "metrics-textfile.h"
+#include "sampler.h"
 #include "util.h"
 
 struct MetricsTextfile {
         Manager *manager;
         MetricsBuild *build;    /* the next text, while its reads run */
         sd_event_source *more;  /* the next slice of them */
+        sd_event_source *watch; /* the post source that sees a tick end */
+        uint64_t seen_tick;     /* the last sampled tick it looked at */
 };
 
 /* A due timer, not a defer source: the loop asks the kernel for the
@@ -45,19 +49,29 @@ static int textfile_slice(MetricsTextfile *t) {
         return 0;
 }
 
-/* A tick that comes while a text is made starts none (the next is due
- * then). */
-int metrics_textfile_ticked(MetricsTextfile *t) {
-        const Manager *m;
+/* A tick that sampled (SamplerStats.sampled_tick), every
+ * metrics_every_ticks of them: a new text, unless one is still made (the
+ * next is due then). -ENOMEM only. */
+static int textfile_tick(MetricsTextfile *t, uint64_t tick) {
+        const Manager *m = t->manager;
         int r;
 
-        if (!t)
-                return 0;
-        m = t->manager;
-        if (!m->config.metrics_textfile_dir || m->tick % m->config.metrics_every_ticks != 0 || t->build)
+        if (!m->config.metrics_textfile_dir || tick % m->config.metrics_every_ticks != 0 || t->build)
                 return 0;
         r = metrics_build_new(t->manager, &t->build);
         return r < 0 ? r : textfile_slice(t);
+}
+
+static int on_textfile_watch(sd_event_source *s _unused_, void *userdata) {
+        MetricsTextfile *t = ASSERT_PTR(userdata);
+        uint64_t tick = sampler_stats(t->manager->sampler)->sampled_tick;
+        int r = 0;
+
+        if (tick != t->seen_tick) {
+                t->seen_tick = tick;
+                r = textfile_tick(t, tick);
+        }
+        return r < 0 ? manager_fatal(t->manager, r) : 0;
 }
 
 static int on_textfile_more(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
@@ -82,6 +96,8 @@ int metrics_textfile_new(Manager *m, MetricsTextfile **ret) {
         r = sd_event_add_time(m->event, &t->more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_textfile_more, t);
         if (r >= 0)
                 r = sd_event_source_set_enabled(t->more, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_add_post(m->event, &t->watch, on_textfile_watch, t);
         if (r < 0) {
                 metrics_textfile_free(t);
                 return r;
@@ -94,6 +110,7 @@ MetricsTextfile *metrics_textfile_free(MetricsTextfile *t) {
         if (!t)
                 return NULL;
         sd_event_source_disable_unref(t->more);
+        sd_event_source_disable_unref(t->watch);
         metrics_build_free(t->build);
         free(t);
         return NULL;

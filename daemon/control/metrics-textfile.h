@@ -9,14 +9,11 @@
 typedef struct Manager Manager;
 typedef struct MetricsTextfile MetricsTextfile;
 
-/* For m's loop, which is set up. -ENOMEM only. */
+/* For m's loop, which is set up, and m's sampler. -ENOMEM only. */
 int metrics_textfile_new(Manager *m, MetricsTextfile **ret);
 /* The stop: a text in the making is dropped (the file stays; main.c
  * removes it). NULL is fine. */
 MetricsTextfile *metrics_textfile_free(MetricsTextfile *t);
-/* A tick sampled: every metrics_every_ticks a new text, its reads a
- * slice per dispatch. -ENOMEM only. NULL: nothing to do. */
-int metrics_textfile_ticked(MetricsTextfile *t);
 /* A reload replaced old: a moved or dropped metrics_textfile_dir moves
  * the file (metrics_move_textfile()). NULL: nothing to do. */
 void metrics_textfile_reloaded(MetricsTextfile *t, const Config *old);

@@ -9,6 +9,7 @@
 #include "device.h"
 #include "manager.h"
 #include "metrics.h"
+#include "sampler.h"
 #include "util.h"
 
 typedef struct Buf {
@@ -75,7 +76,7 @@ static double v_cost(const Manager *m _unused_, const Device *d, const DeviceSee
 }
 /* as status counts it: "pause" of all devices pauses each */
 static double v_paused(const Manager *m, const Device *d, const DeviceSeen *s _unused_) {
-        return device_is_paused(m, d);
+        return device_is_paused(&m->ctx, d);
 }
 /* someone else's value on a setting blkpolicyd held, now */
 static double v_overridden(const Manager *m _unused_, const Device *d, const DeviceSeen *s) {
@@ -111,7 +112,7 @@ static const struct {
 static void seen_now(const Manager *m, const Device *d, DeviceSeen *s) {
         DeviceView v;
 
-        device_view(m, d, &v);
+        device_view(&m->ctx, d, &v);
         *s = (DeviceSeen) { .queue_id = device_record(d)->id.queue_id, .pending = v.pending,
                             .overridden = v.overridden, .not_kept = v.not_kept };
         if (v.scheduler.state == LIVE_OK)
@@ -163,7 +164,7 @@ int metrics_build_new(Manager *m, MetricsBuild **ret) {
         MetricsBuild *b;
         int n;
 
-        n = devices_sorted(m, &devs);
+        n = devices_sorted(&m->ctx, &devs);
         if (n < 0)
                 return -ENOMEM;
         b = calloc(1, sizeof(MetricsBuild));
@@ -184,7 +185,7 @@ int metrics_build_new(Manager *m, MetricsBuild **ret) {
 
 /* The device read at i, if it is still the one in the table. */
 static Device *build_device(const MetricsBuild *b, Manager *m, size_t i) {
-        Device *d = device_get(m, b->devnums[i]);
+        Device *d = device_get(&m->ctx, b->devnums[i]);
 
         return d && device_record(d)->id.queue_id == b->seen[i].queue_id ? d : NULL;
 }
@@ -193,7 +194,7 @@ int metrics_build_step(MetricsBuild *b, Manager *m) {
         size_t end = b->n - b->read < METRICS_SLICE ? b->n : b->read + METRICS_SLICE;
 
         for (; b->read < end; b->read++) {
-                Device *d = device_get(m, b->devnums[b->read]);
+                Device *d = device_get(&m->ctx, b->devnums[b->read]);
 
                 if (d)
                         seen_now(m, d, &b->seen[b->read]);
@@ -240,6 +241,7 @@ static int build_compact(MetricsBuild *b, Manager *m, Device ***ret) {
  * -ENOMEM only for the disks' list. */
 int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
+        const SamplerStats *ticks = sampler_stats(m->sampler);
         Buf b = { .f = f };
         int n;
 
@@ -254,19 +256,19 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         help(&b, "blkpolicyd_enforcing", "gauge", "1 when policies are written (mode=enforce), 0 when only observed");
         fprintf(b.f, "blkpolicyd_enforcing %d\n", manager_writes(m) ? 1 : 0);
         help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
-        fprintf(b.f, "blkpolicyd_devices %zu\n", m->devices.n_devices);
+        fprintf(b.f, "blkpolicyd_devices %zu\n", m->ctx.devices.n_devices);
         help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
-        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) m->tick);
+        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) ticks->ticks);
         help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
-        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) m->tick_cost_usec_total / 1e6);
+        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) ticks->cost_usec_total / 1e6);
         help(&b, "blkpolicyd_sysfs_writes_total", "counter",
              "Writes to queue attributes, by kind (each scheduler write freezes the queue)");
         fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"scheduler\"} %llu\n",
-                (unsigned long long) m->writes.scheduler_writes);
-        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"other\"} %llu\n", (unsigned long long) m->writes.other_writes);
+                (unsigned long long) m->ctx.writes.scheduler_writes);
+        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"other\"} %llu\n", (unsigned long long) m->ctx.writes.other_writes);
         help(&b, "blkpolicyd_sysfs_write_errors_total", "counter",
              "Writes to queue attributes the kernel refused (a scheduler fallback taken is not one)");
-        fprintf(b.f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->writes.write_errors);
+        fprintf(b.f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->ctx.writes.write_errors);
         help(&b, "blkpolicyd_last_reload_successful", "gauge",
              "0 while the last reload was refused (its configuration has errors; the running one stays)");
         fprintf(b.f, "blkpolicyd_last_reload_successful %d\n", m->reload_errors ? 0 : 1);
@@ -278,10 +280,10 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
         fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
-        fprintf(b.f, "blkpolicyd_sample_errors %d\n", m->diskstats_error ? 1 : 0);
+        fprintf(b.f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
         write_host_states(&b, mb->seen, n);
         write_device_metrics(&b, m, devs, mb->seen, n);
-        conflicts_report_metrics(m, b.f);
+        conflicts_report_metrics(&m->ctx, b.f);
         return 0;
 }
 

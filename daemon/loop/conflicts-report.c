@@ -100,12 +100,12 @@ static cJSON *conflict_json(const Conflict *c) {
 }
 
 /* One writer, and the devices it applies to (or may). */
-static cJSON *conflict_devices_json(Manager *m, const Conflict *c, Device **sorted, int n, bool *affects) {
+static cJSON *conflict_devices_json(DeviceContext *ctx, const Conflict *c, Device **sorted, int n, bool *affects) {
         cJSON *o = conflict_json(c), *a = cJSON_AddArrayToObject(o, "devices");
 
         *affects = false;
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { &m->roots, sorted[i] };
+                DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 ConflictMatch k = conflict_matches(c, &cd, NULL);
                 const PlanItem *it = managed_item(sorted[i], c);
@@ -126,18 +126,18 @@ static cJSON *conflict_devices_json(Manager *m, const Conflict *c, Device **sort
         return o;
 }
 
-static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affecting) {
+static cJSON *conflicts_build(DeviceContext *ctx, const ConflictSet *set, unsigned *affecting) {
         _cleanup_free_ Device **sorted = NULL;
         /* status calls this each time: at 10,000 disks a sort of them all
          * was most of its cost, for a list that is empty on most hosts */
-        int n = set->n_items > 0 ? devices_sorted(m, &sorted) : 0;
+        int n = set->n_items > 0 ? devices_sorted(ctx, &sorted) : 0;
         cJSON *a = cJSON_CreateArray();
 
         *affecting = 0;
         for (size_t i = 0; i < set->n_items; i++) {
                 bool affects;
 
-                cJSON_AddItemToArray(a, conflict_devices_json(m, &set->items[i], sorted, n, &affects));
+                cJSON_AddItemToArray(a, conflict_devices_json(ctx, &set->items[i], sorted, n, &affects));
                 *affecting += affects;
         }
         return a;
@@ -153,37 +153,37 @@ static cJSON *conflicts_build(Manager *m, const ConflictSet *set, unsigned *affe
  * scan per write would re-read every rules file and tuned profile there. */
 #define CONFLICTS_METRICS_MAX_AGE_USEC ((uint64_t) 300000000)
 
-static const ConflictSet *scanned_within(Manager *m, uint64_t max_age_usec) {
+static const ConflictSet *scanned_within(DeviceContext *ctx, uint64_t max_age_usec) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC);
         int r;
 
-        if (m->conflicts_usec && now - m->conflicts_usec < max_age_usec)
-                return &m->conflicts;
-        conflict_set_done(&m->conflicts);
-        m->conflicts_usec = 0;
-        r = conflicts_scan(&m->roots, &m->conflicts);
+        if (ctx->conflicts_usec && now - ctx->conflicts_usec < max_age_usec)
+                return &ctx->conflicts;
+        conflict_set_done(&ctx->conflicts);
+        ctx->conflicts_usec = 0;
+        r = conflicts_scan(ctx->roots, &ctx->conflicts);
         if (r < 0) {
                 log_warning_errno(r, "Cannot look for other writers of the settings: %m");
                 return NULL;
         }
-        m->conflicts_usec = now;
-        return &m->conflicts;
+        ctx->conflicts_usec = now;
+        return &ctx->conflicts;
 }
 
-static const ConflictSet *scanned(Manager *m, bool afresh) {
-        return scanned_within(m, afresh ? 0 : CONFLICTS_MAX_AGE_USEC);
+static const ConflictSet *scanned(DeviceContext *ctx, bool afresh) {
+        return scanned_within(ctx, afresh ? 0 : CONFLICTS_MAX_AGE_USEC);
 }
 
-cJSON *conflicts_report_json(Manager *m) {
-        const ConflictSet *set = scanned(m, false);
+cJSON *conflicts_report_json(DeviceContext *ctx) {
+        const ConflictSet *set = scanned(ctx, false);
         unsigned affecting;
 
-        return set ? conflicts_build(m, set, &affecting) : cJSON_CreateArray();
+        return set ? conflicts_build(ctx, set, &affecting) : cJSON_CreateArray();
 }
 
-cJSON *conflicts_report_device_json(Manager *m, Device *d) {
-        const ConflictSet *set = scanned(m, false);
-        DeviceRead dr = { &m->roots, d };
+cJSON *conflicts_report_device_json(DeviceContext *ctx, Device *d) {
+        const ConflictSet *set = scanned(ctx, false);
+        DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         cJSON *a = cJSON_CreateArray();
 
@@ -209,8 +209,8 @@ cJSON *conflicts_report_device_json(Manager *m, Device *d) {
         return a;
 }
 
-cJSON *conflicts_report_doctor(Manager *m) {
-        const ConflictSet *set = scanned(m, true);
+cJSON *conflicts_report_doctor(DeviceContext *ctx) {
+        const ConflictSet *set = scanned(ctx, true);
         cJSON *o = cJSON_CreateObject(), *w;
         unsigned affecting = 0;
 
@@ -220,7 +220,7 @@ cJSON *conflicts_report_doctor(Manager *m) {
                 cJSON_AddStringToObject(o, "error", "the scan for other writers failed (see the log)");
                 return o;
         }
-        cJSON_AddItemToObject(o, "conflicts", conflicts_build(m, set, &affecting));
+        cJSON_AddItemToObject(o, "conflicts", conflicts_build(ctx, set, &affecting));
         cJSON_AddNumberToObject(o, "affecting", affecting);
         w = cJSON_AddArrayToObject(o, "warnings");
         for (char **s = set->warnings; s && *s; s++)
@@ -228,8 +228,8 @@ cJSON *conflicts_report_doctor(Manager *m) {
         return o;
 }
 
-void conflicts_report_metrics(Manager *m, FILE *f) {
-        const ConflictSet *set = scanned_within(m, CONFLICTS_METRICS_MAX_AGE_USEC);
+void conflicts_report_metrics(DeviceContext *ctx, FILE *f) {
+        const ConflictSet *set = scanned_within(ctx, CONFLICTS_METRICS_MAX_AGE_USEC);
         _cleanup_free_ Device **sorted = NULL;
         unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
         int n;
@@ -244,9 +244,9 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
         fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
               "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(ctx, &sorted);
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { &m->roots, sorted[i] };
+                DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 unsigned count = 0;
 
@@ -261,7 +261,7 @@ void conflicts_report_metrics(Manager *m, FILE *f) {
 }
 
 /* "sda, sdb (managed), vdc (maybe)" */
-static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorted, int n, bool *affects) {
+static char *conflict_devices_text(DeviceContext *ctx, const Conflict *c, Device **sorted, int n, bool *affects) {
         char *text = NULL;
         size_t size = 0;
         FILE *f = memstream_open(&text, &size);
@@ -271,7 +271,7 @@ static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorte
                 return NULL;
         *affects = false;
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { &m->roots, sorted[i] };
+                DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 ConflictMatch k = conflict_matches(c, &cd, NULL);
 
@@ -291,8 +291,8 @@ static char *conflict_devices_text(Manager *m, const Conflict *c, Device **sorte
         return text;
 }
 
-void conflicts_report_log(Manager *m) {
-        const ConflictSet *set = scanned(m, true);
+void conflicts_report_log(DeviceContext *ctx) {
+        const ConflictSet *set = scanned(ctx, true);
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
@@ -300,13 +300,13 @@ void conflicts_report_log(Manager *m) {
                 return;
         for (char **s = set->warnings; s && *s; s++)
                 log_notice("Conflicts: %s", *s);
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(ctx, &sorted);
         for (size_t i = 0; i < set->n_items; i++) {
                 const Conflict *c = &set->items[i];
                 _cleanup_free_ char *what = conflict_describe(c), *on = NULL;
                 bool affects;
 
-                on = conflict_devices_text(m, c, sorted, n, &affects);
+                on = conflict_devices_text(ctx, c, sorted, n, &affects);
                 if (!what || !on) {
                         log_oom();
                         return;
@@ -326,10 +326,10 @@ static char *dormant_note(const Conflict *c) {
         return s;
 }
 
-int conflicts_report_drift_source(Manager *m, const Device *d, unsigned tunable, const char *live,
+int conflicts_report_drift_source(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
                                   ConflictSource *ret) {
-        const ConflictSet *set = scanned(m, false);
-        DeviceRead dr = { &m->roots, d };
+        const ConflictSet *set = scanned(ctx, false);
+        DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         const Conflict *c = set ? conflicts_attribute(set, &cd, tunable, live) : NULL;
 
@@ -339,9 +339,9 @@ int conflicts_report_drift_source(Manager *m, const Device *d, unsigned tunable,
         return 1;
 }
 
-char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live) {
-        const ConflictSet *set = scanned(m, false);
-        DeviceRead dr = { &m->roots, d };
+char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live) {
+        const ConflictSet *set = scanned(ctx, false);
+        DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         const Conflict *c;
 

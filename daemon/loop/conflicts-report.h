@@ -10,24 +10,25 @@
 
 #include <cjson/cJSON.h>
 
-#include "manager.h"
+#include "conflicts.h"
+#include "device-types.h"
 
 /* status: every writer found, with the devices it applies to. */
-cJSON *conflicts_report_json(Manager *m);
+cJSON *conflicts_report_json(DeviceContext *ctx);
 /* explain: the writers that apply to d (or may). */
-cJSON *conflicts_report_device_json(Manager *m, Device *d);
+cJSON *conflicts_report_device_json(DeviceContext *ctx, Device *d);
 /* doctor: conflicts, per device, warnings, and "affecting": how many
  * writers set a setting blkpolicyd manages on a managed device. */
-cJSON *conflicts_report_doctor(Manager *m);
+cJSON *conflicts_report_doctor(DeviceContext *ctx);
 /* metrics: blkpolicyd_conflicts{source=...} and blkpolicyd_device_conflicts{device=...}. */
-void conflicts_report_metrics(Manager *m, FILE *f);
+void conflicts_report_metrics(DeviceContext *ctx, FILE *f);
 /* At start and reload: one line per writer, with what to do. */
-void conflicts_report_log(Manager *m);
+void conflicts_report_log(DeviceContext *ctx);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
  * when none is known (or on ENOMEM). Caller frees. */
 /* The source of the writer a drift is put down to (one that runs, as the
  * note names it): 1 and *ret, or 0 when none is known. */
-int conflicts_report_drift_source(Manager *m, const Device *d, unsigned tunable, const char *live,
+int conflicts_report_drift_source(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
                                   ConflictSource *ret);
-char *conflicts_report_drift_note(Manager *m, const Device *d, unsigned tunable, const char *live);
+char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live);

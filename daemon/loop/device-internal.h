@@ -4,7 +4,7 @@
 /* What a Device holds: for device.c (its life) and device-pass.c (its
  * passes) only. Every other file asks through device.h. */
 
-#include "device.h"
+#include "device-types.h"
 #include "shared.h"
 #include "state.h"
 
@@ -14,7 +14,7 @@
  * pointer for them (device_extra()). */
 typedef struct DeviceExtra {
         /* a retry's userdata is this: on_retry() finds both here */
-        Manager *manager;
+        DeviceContext *context;
         Device *device;
         char **properties;      /* the udev properties some policy names */
         char *error;            /* last classify/apply error; NULL when none */
@@ -25,9 +25,9 @@ typedef struct DeviceExtra {
 } DeviceExtra;
 
 /* Every device has one, so every byte counts: what most devices never
- * need is in the DeviceExtra, the Manager is the callers' (the functions
+ * need is in the DeviceExtra, the context is the callers' (the functions
  * take it), and the table holds pointers to devices (device-table.h), so
- * a device carries no link for it. In m->devices by number (the
+ * a device carries no link for it. In c->devices by number (the
  * record's). */
 struct Device {
         /* shared (intern.h): devices alike have the same facts and get the
@@ -59,7 +59,7 @@ struct Device {
 /* Makes d's pair the one of facts and plan, whose holds the caller has
  * taken; the old pair is let go, not the holds on what it named.
  * -ENOMEM: d is as it was. */
-_must_check_ int device_set_kind(Manager *m, Device *d, const DeviceFacts *facts, const Plan *plan);
+_must_check_ int device_set_kind(DeviceContext *c, Device *d, const DeviceFacts *facts, const Plan *plan);
 
 /* d's DeviceExtra, allocated if it has none; NULL without memory. It is
  * freed again when the last thing in it goes. */
@@ -76,8 +76,8 @@ typedef struct MediaSnapshot {
         LiveValue live[TUNABLES_MAX];
 } MediaSnapshot;
 
-MediaSnapshot *device_media_find(Manager *m, dev_t devnum);
-void device_media_drop(Manager *m, dev_t devnum);
+MediaSnapshot *device_media_find(DeviceContext *c, dev_t devnum);
+void device_media_drop(DeviceContext *c, dev_t devnum);
 
 /* The text is only for status: without memory for it the device goes on
  * without one. */
@@ -88,5 +88,5 @@ void device_dynamic_drop(Device *d);
 /* Takes d out of the table and marks it gone; it is freed after the
  * dispatch (devices_free_forgotten()), so a caller's pointer stays good
  * until it returns. drop_state: its queue is gone, so is its record.
- * -ENOMEM (no room in m->forgotten): nothing is done. */
-_must_check_ int device_forget(Manager *m, Device *d, bool drop_state);
+ * -ENOMEM (no room in c->forgotten): nothing is done. */
+_must_check_ int device_forget(DeviceContext *c, Device *d, bool drop_state);

@@ -9,8 +9,8 @@
 #include "apply.h"
 #include "classify.h"
 #include "device-internal.h"
+#include "device.h"
 #include "log.h"
-#include "manager.h"
 #include "shared.h"
 #include "util.h"
 
@@ -18,8 +18,8 @@
 #define RETRY_MAX 7
 #define RETRY_BASE_USEC 10000ULL
 
-static bool device_excluded(const Manager *m, const Device *d) {
-        return strv_fnmatch(m->config.exclude, d->name);
+static bool device_excluded(const DeviceContext *c, const Device *d) {
+        return strv_fnmatch(c->config->exclude, d->name);
 }
 
 static void classes_format(ClassSet classes, char *buf, size_t size) {
@@ -78,19 +78,21 @@ static void log_plan(const Device *d, const char *why_not) {
 /* userdata: the device's DeviceExtra, which the pass may free */
 static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
         DeviceExtra *x = userdata;
-        Manager *m = x->manager;        /* d may be forgotten by its pass */
+        DeviceContext *c = x->context;  /* d may be forgotten by its pass */
         Device *d = x->device;
         int r;
 
         x->retry_source = sd_event_source_disable_unref(x->retry_source);
-        r = device_process(m, d);
+        r = device_process(c, d);
         /* x may be empty now (an event reset the retries meanwhile) or
          * freed (a pass forgot d): d is still good in this dispatch */
         device_extra_trim(d);
-        return r < 0 ? manager_fatal(m, r) : 0;
+        if (r < 0)
+                c->fatal(c->userdata, r);
+        return r < 0 ? r : 0;
 }
 
-static int device_schedule_retry(Manager *m, Device *d) {
+static int device_schedule_retry(DeviceContext *c, Device *d) {
         DeviceExtra *x = device_extra(d);
         uint64_t delay;
         int r;
@@ -106,17 +108,17 @@ static int device_schedule_retry(Manager *m, Device *d) {
                 return 0;
         }
         delay = RETRY_BASE_USEC << x->retries++;
-        if (m->options->mode == RUN_ONCE) {
+        if (c->once) {
                 /* no loop: wait here, bounded by RETRY_MAX */
                 struct timespec ts = { .tv_sec = (time_t) (delay / 1000000), .tv_nsec = (long) (delay % 1000000) * 1000 };
                 (void) nanosleep(&ts, NULL);
-                return device_process(m, d);
+                return device_process(c, d);
         }
         if (x->retry_source)
                 return 0;
-        x->manager = m;
+        x->context = c;
         x->device = d;
-        r = sd_event_add_time_relative(m->event, &x->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, x);
+        r = sd_event_add_time_relative(c->event, &x->retry_source, CLOCK_MONOTONIC, delay, 1000, on_retry, x);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -124,16 +126,16 @@ static int device_schedule_retry(Manager *m, Device *d) {
         return 0;
 }
 
-static int device_keep_plan(Manager *m, Device *d, const Plan *plan) {
-        const Plan *kept = intern_ref(&m->plans, plan), *old = d->kind->plan;
+static int device_keep_plan(DeviceContext *c, Device *d, const Plan *plan) {
+        const Plan *kept = intern_ref(&c->plans, plan), *old = d->kind->plan;
 
         if (!kept)
                 return -ENOMEM;
-        if (device_set_kind(m, d, d->kind->facts, kept) < 0) {
-                intern_unref(&m->plans, kept);
+        if (device_set_kind(c, d, d->kind->facts, kept) < 0) {
+                intern_unref(&c->plans, kept);
                 return -ENOMEM;
         }
-        intern_unref(&m->plans, old);
+        intern_unref(&c->plans, old);
         return 0;
 }
 
@@ -164,8 +166,8 @@ static int device_note_outcome(Device *d, const Plan *plan, const ApplyOutcome *
 
 /* A paused or overridden device, or a dry run: only looked at, on the loop
  * (reads only, microseconds). */
-static int device_plan_only(Manager *m, Device *d, Plan *plan) {
-        ApplyRequest req = { .roots = &m->roots, .dev = d->name, .record = &d->record };
+static int device_plan_only(DeviceContext *c, Device *d, Plan *plan) {
+        ApplyRequest req = { .roots = c->roots, .dev = d->name, .record = &d->record };
         ApplyOutcome out;
         int r = apply_device(&req, plan, &out);
 
@@ -173,45 +175,45 @@ static int device_plan_only(Manager *m, Device *d, Plan *plan) {
 }
 
 /* The job for the applier: copies of the plan and the record. */
-static int device_submit(Manager *m, Device *d, const Plan *plan, bool take_over, bool restore) {
-        ApplyJob *j = applier_job_new(m->applier, d->name);
+static int device_submit(DeviceContext *c, Device *d, const Plan *plan, bool take_over, bool restore) {
+        ApplyJob *j = applier_job_new(c->applier, d->name);
 
         if (!j)
                 return -ENOMEM;
         j->devnum = device_devnum(d);
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
-        j->probe_dispatch_direct = m->caps.dispatch_direct != TRISTATE_YES;   /* a yes is for good */
+        j->probe_dispatch_direct = c->caps->dispatch_direct != TRISTATE_YES;   /* a yes is for good */
         j->new_media = d->new_media;
         if (d->new_media) {
-                const MediaSnapshot *s = device_media_find(m, device_devnum(d));
+                const MediaSnapshot *s = device_media_find(c, device_devnum(d));
 
                 if (s) {
                         memcpy(j->media_live, s->live, sizeof(j->media_live));
                         j->has_media_live = true;
                 }
-                device_media_drop(m, device_devnum(d));
+                device_media_drop(c, device_devnum(d));
         }
         d->new_media = false;
         j->restore = restore;
         if (plan)
                 applier_job_set_plan(j, plan);
         if (device_record_copy(&d->record, &j->record) < 0) {
-                applier_job_free(m->applier, j);
+                applier_job_free(c->applier, j);
                 return -ENOMEM;
         }
         d->job = true;
-        applier_submit(m->applier, j);
+        applier_submit(c->applier, j);
         return 0;
 }
 
 /* Why a planned change was not made, for the log; NULL when it would be. */
-static const char *device_why_not(const Manager *m, const Device *d) {
-        if (m->options->dry_run)
+static const char *device_why_not(const DeviceContext *c, const Device *d) {
+        if (c->dry_run)
                 return "dry run";
-        if (!manager_writes(m))
+        if (!device_context_writes(c))
                 return "mode=observe";
-        if (device_is_paused(m, d))
+        if (device_is_paused(c, d))
                 return "paused";
         if (device_overridden(d))
                 return "overridden";
@@ -220,16 +222,16 @@ static const char *device_why_not(const Manager *m, const Device *d) {
 
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
-static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
-        if (device_keep_plan(m, d, plan) < 0 || r == -ENOMEM)
+static int device_finish(DeviceContext *c, Device *d, const Plan *plan, int r) {
+        if (device_keep_plan(c, d, plan) < 0 || r == -ENOMEM)
                 return -ENOMEM;
         if (r == -ENODEV) {
                 log_info("%s: gone while being set up", d->name);
-                return device_forget(m, d, true);
+                return device_forget(c, d, true);
         }
-        log_plan(d, device_why_not(m, d));
+        log_plan(d, device_why_not(c, d));
         if (r == -EAGAIN)
-                return device_schedule_retry(m, d);
+                return device_schedule_retry(c, d);
         device_reset_retries(d);
         return 0;
 }
@@ -239,34 +241,35 @@ static int device_finish(Manager *m, Device *d, const Plan *plan, int r) {
  * An overridden disk too: what the admin changed is theirs (reconcile
  * leaves it and drops the claim), what blkpolicyd left there goes back.
  * A paused one stays as it is until resume. */
-static bool device_observes_with_record(const Manager *m, const Device *d) {
-        return !manager_writes(m) && manager_restores(m) && !device_is_paused(m, d) && !d->record_unreadable &&
+static bool device_observes_with_record(const DeviceContext *c, const Device *d) {
+        return !device_context_writes(c) && device_context_restores(c) && !device_is_paused(c, d) &&
+               !d->record_unreadable &&
                !d->job && !device_record_empty(&d->record);
 }
 
-static bool device_writes(const Manager *m, const Device *d) {
-        return manager_writes(m) && !device_is_held(m, d) && !d->record_unreadable;
+static bool device_writes(const DeviceContext *c, const Device *d) {
+        return device_context_writes(c) && !device_is_held(c, d) && !d->record_unreadable;
 }
 
 /* An overridden device no policy wants anything of any more (removed,
  * excluded): what the
  * admin changed stays theirs (reconcile leaves it), but what blkpolicyd
  * still owns there goes back. A paused one stays as it is until resume. */
-static bool device_gives_back(const Manager *m, const Device *d, const Plan *plan) {
-        return (!plan->managed || plan->n_items == 0) && manager_restores(m) && device_overridden(d) &&
-               !device_is_paused(m, d) &&
+static bool device_gives_back(const DeviceContext *c, const Device *d, const Plan *plan) {
+        return (!plan->managed || plan->n_items == 0) && device_context_restores(c) && device_overridden(d) &&
+               !device_is_paused(c, d) &&
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 
 /* decide, then apply: on the loop for a look (dry run, held, or look_only:
  * after a put-back, never another), in the applier for writes. decide
- * works in m->scratch; the device keeps a copy shared with the devices
+ * works in c->scratch; the device keeps a copy shared with the devices
  * that got the same. */
-static int device_process_full(Manager *m, Device *d, bool take_over, bool look_only) {
+static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool look_only) {
         DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = &m->caps, .policies = m->policies,
-                           .excluded = device_excluded(m, d), .busy = d->dynamic && d->dynamic->state.busy };
-        Plan *plan = plan_buffer_init(&m->scratch);
+        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies,
+                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+        Plan *plan = plan_buffer_init(&c->scratch);
         int r = 0, k;
 
         if (d->gone)
@@ -287,63 +290,63 @@ static int device_process_full(Manager *m, Device *d, bool take_over, bool look_
         /* an unmanaged device still goes through apply: it puts back what
          * blkpolicyd changed while a policy wanted it */
         if (r == 0 && (plan->managed || !device_record_empty(&d->record))) {
-                if (!look_only && (device_writes(m, d) || device_gives_back(m, d, plan))) {
-                        r = device_submit(m, d, plan, take_over, false);
+                if (!look_only && (device_writes(c, d) || device_gives_back(c, d, plan))) {
+                        r = device_submit(c, d, plan, take_over, false);
                         if (r == 0)
                                 return 0;       /* device_apply_done() goes on */
                 } else
-                        r = device_plan_only(m, d, plan);
+                        r = device_plan_only(c, d, plan);
         }
-        k = device_finish(m, d, plan, r);
+        k = device_finish(c, d, plan, r);
         if (k < 0 || r < 0 || d->gone)
                 return k;
         /* one put-back per decision: one that leaves values changed (a
          * write refused, a value not kept) is not tried again until the
          * next event, reload or resume */
-        return !look_only && device_observes_with_record(m, d) ? device_restore(m, d) : 0;
+        return !look_only && device_observes_with_record(c, d) ? device_restore(c, d) : 0;
 }
 
-int device_process(Manager *m, Device *d) {
-        return device_process_full(m, d, false, false);
+int device_process(DeviceContext *c, Device *d) {
+        return device_process_full(c, d, false, false);
 }
 
-int device_process_again(Manager *m, Device *d) {
+int device_process_again(DeviceContext *c, Device *d) {
         device_reset_retries(d);
-        return device_process_full(m, d, true, false);
+        return device_process_full(c, d, true, false);
 }
 
-int device_restore(Manager *m, Device *d) {
-        if (d->gone || device_record_empty(&d->record) || !manager_restores(m))
+int device_restore(DeviceContext *c, Device *d) {
+        if (d->gone || device_record_empty(&d->record) || !device_context_restores(c))
                 return 0;
-        return device_submit(m, d, NULL, false, true);
+        return device_submit(c, d, NULL, false, true);
 }
 
 /* A put-back changes what a look sees: where the next pass only looks
  * (observe, paused), the plan must say what sysfs holds after it, pending
  * changes and all, not what the look before it saw. A look, never a pass
  * that may put back again. */
-static bool device_looks_after_restore(const Manager *m, const Device *d) {
-        return !manager_writes(m) || device_is_paused(m, d);
+static bool device_looks_after_restore(const DeviceContext *c, const Device *d) {
+        return !device_context_writes(c) || device_is_paused(c, d);
 }
 
 /* After a put-back: an event that asked for d while it ran is decided in
  * full (it may put back again: it is the event's, one each); otherwise
  * only a look, where one is due. */
-static int device_after_restore(Manager *m, Device *d) {
+static int device_after_restore(DeviceContext *c, Device *d) {
         bool take_over = d->reprocess_take_over;
 
-        if (m->stopping)
+        if (c->stopping)
                 return 0;
         if (d->reprocess) {
                 d->reprocess = d->reprocess_take_over = false;
-                return device_process_full(m, d, take_over, false);
+                return device_process_full(c, d, take_over, false);
         }
-        return device_looks_after_restore(m, d) ? device_process_full(m, d, false, true) : 0;
+        return device_looks_after_restore(c, d) ? device_process_full(c, d, false, true) : 0;
 }
 
-static int device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
+static int device_restore_done(DeviceContext *c, Device *d, const ApplyJob *j) {
         if (j->result == -ENODEV) {
-                (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+                (void) state_remove(c->state, d->record.id.major, d->record.id.minor);
                 device_record_done(&d->record);
                 return 0;
         }
@@ -351,37 +354,36 @@ static int device_restore_done(Manager *m, Device *d, const ApplyJob *j) {
                 log_info("%s: put back %u original value(s)", d->name, j->out.restored);
         if (!device_record_empty(&d->record)) {
                 log_warning("%s: %u value(s) not put back; their record stays in %s/devices for "
-                            "'blkpolicyd --restore'", d->name, device_record_count(&d->record), m->state.path);
-                m->restore_left += device_record_count(&d->record);
+                            "'blkpolicyd --restore'", d->name, device_record_count(&d->record), c->state->path);
+                c->restore_left += device_record_count(&d->record);
         }
-        return device_after_restore(m, d);
+        return device_after_restore(c, d);
 }
 
 /* A pass that switched a device to mq-deadline saw whether the kernel has
  * dispatch_direct, whatever became of the device since; when that news
  * arrives, decisions that wanted it change. */
-static void device_learn_caps(Manager *m, const ApplyJob *j) {
-        if (!kernel_caps_note(&m->caps, j->out.dispatch_direct))
+static void device_learn_caps(DeviceContext *c, const ApplyJob *j) {
+        if (!kernel_caps_note(c->caps, j->out.dispatch_direct))
                 return;
         log_info("mq-deadline dispatch_direct: %s (seen on %s)",
-                 m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", j->dev);
-        if (m->caps.dispatch_direct == TRISTATE_YES)
-                m->redecide = true;
+                 c->caps->dispatch_direct == TRISTATE_YES ? "available" : "not available", j->dev);
+        if (c->caps->dispatch_direct == TRISTATE_YES)
+                c->redecide = true;
 }
 
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j);
 /* A job is back from the applier, on the loop. */
-int device_apply_done(Manager *m, ApplyJob *j) {
-        Device *d = device_get(m, j->devnum);
+int device_apply_done(DeviceContext *c, ApplyJob *j) {
+        Device *d = device_get(c, j->devnum);
         DeviceIdentity id;
         int r;
 
-        m->writes.scheduler_writes += j->stats.scheduler_writes;
-        m->writes.other_writes += j->stats.other_writes;
-        m->writes.write_errors += j->stats.write_errors;
-        device_learn_caps(m, j);
+        c->writes.scheduler_writes += j->stats.scheduler_writes;
+        c->writes.other_writes += j->stats.other_writes;
+        c->writes.write_errors += j->stats.write_errors;
+        device_learn_caps(c, j);
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
-                applier_job_free(m->applier, j);    /* its device was forgotten meanwhile */
+                applier_job_free(c->applier, j);    /* its device was forgotten meanwhile */
                 return 0;
         }
         d->job = false;
@@ -391,68 +393,49 @@ int device_apply_done(Manager *m, ApplyJob *j) {
         d->record.id = id;
         j->record = (DeviceRecord) {};
         if (j->restore) {
-                r = device_restore_done(m, d, j);
-                applier_job_free(m->applier, j);
+                r = device_restore_done(c, d, j);
+                applier_job_free(c->applier, j);
                 return r < 0 ? r : 0;
         }
         /* the job's plan: what it wanted, where the device's is the one before */
         r = device_note_outcome(d, j->plan, &j->out, true, j->take_over);
-        device_flip_done(m, d, j);
         if (r == 0)
-                r = device_finish(m, d, j->plan, j->result);
-        applier_job_free(m->applier, j);
+                r = device_finish(c, d, j->plan, j->result);
+        applier_job_free(c->applier, j);
         if (r < 0)
                 return r;
         if (!d->gone && d->reprocess && !d->job) {
                 bool take_over = d->reprocess_take_over;
 
                 d->reprocess = d->reprocess_take_over = false;
-                r = device_process_full(m, d, take_over, false);
+                r = device_process_full(c, d, take_over, false);
                 if (r < 0)
                         return r;
         }
         return 1;
 }
 
-static void device_remember_flip(Manager *m, DeviceFlips *y, const DynDecision *dec, double ms) {
-        FlipRecord *f = &y->history[y->history_pos];
+void device_flip_applied(Device *d, const DynDecision *dec, uint64_t tick, uint64_t uptime_usec, double ms) {
+        DeviceFlips *y = d->dynamic && d->extra ? d->extra->flips : NULL;
+        FlipRecord *f;
 
-        *f = (FlipRecord) { .tick = (uint32_t) m->tick, .uptime_s = (float) manager_uptime_usec(m) / 1e6f,
+        if (!y)
+                return;
+        f = &y->history[y->history_pos];
+        *f = (FlipRecord) { .tick = (uint32_t) tick, .uptime_s = (float) uptime_usec / 1e6f,
                             .to_busy = dec->to_busy, .cost_ms = (float) ms };
         (void) strscpy(f->reason, sizeof(f->reason), dec->reason);
         y->history_pos = (y->history_pos + 1) % FLIP_HISTORY;
         if (y->n_history < FLIP_HISTORY)
                 y->n_history++;
-}
-
-/* The flip whose pass is running, NULL when none. */
-static DynDecision *device_flip_running(const Device *d) {
-        const DeviceFlips *y = device_flips(d);
-
-        return d->dynamic && y ? y->flip : NULL;
-}
-
-static void device_account_flip(Manager *m, Device *d, double ms) {
-        DeviceFlips *y = d->extra->flips;       /* device_flip_running() */
-        _cleanup_free_ DynDecision *dec = y->flip;
-
-        y->flip = NULL;
         y->cost_ms += (float) ms;
-        device_remember_flip(m, y, dec, ms);
         log_debug("%s: flip applied in %.2f ms", d->name, ms);
 }
 
-/* The flip's pass is back: what it cost is the worker's time on it. */
-static void device_flip_done(Manager *m, Device *d, const ApplyJob *j) {
-        if (device_flip_running(d))
-                device_account_flip(m, d, (double) (j->end_usec - j->start_usec) / 1000.0);
-}
-
-/* dynamic_step() flipped d->dyn.busy: apply the other settings set, and
- * account what it cost (a scheduler switch freezes the queue) when the
- * pass is done. */
-int device_flip(Manager *m, Device *d, const DynDecision *dec) {
-        uint64_t start = clock_usec(CLOCK_MONOTONIC);
+/* dynamic_step() flipped d->dyn.busy: apply the other settings set. What
+ * it cost (a scheduler switch freezes the queue) is the caller's to
+ * account when the pass is done. */
+int device_flip(DeviceContext *c, Device *d, const DynDecision *dec) {
         int r;
 
         LogDeviceEvent e = { .message_id = MESSAGE_ID_FLIP, .device = d->name, .policy = device_plan(d)->dynamic_source,
@@ -463,37 +446,32 @@ int device_flip(Manager *m, Device *d, const DynDecision *dec) {
                          device_plan(d)->dynamic_source);
         if (d->dynamic) {
                 DeviceExtra *x = device_extra(d);
-                DeviceFlips *y = x ? x->flips : NULL;
 
                 /* the ring too: a flip that cannot be remembered is not made */
-                if (!x || (!y && !(y = x->flips = calloc(1, sizeof(DeviceFlips)))))
-                        return -ENOMEM;
-                free(y->flip);
-                y->flip = memdup(dec, sizeof(*dec));
-                if (!y->flip)
+                if (!x || (!x->flips && !(x->flips = calloc(1, sizeof(DeviceFlips)))))
                         return -ENOMEM;
         }
-        r = device_process(m, d);
+        r = device_process(c, d);
         if (r < 0)
                 return r;
-        /* device_process may have forgotten a vanished device */
-        if (d->gone || !device_flip_running(d) || d->job)
-                return 0;
-        device_account_flip(m, d, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);     /* done on the loop */
-        return 0;
+        /* device_process may have forgotten a vanished device, or dropped
+         * its state machine (and the ring with it) */
+        if (d->gone || !d->dynamic || !d->extra || !d->extra->flips)
+                return DEVICE_FLIP_DROPPED;
+        return d->job ? DEVICE_FLIP_RUNNING : DEVICE_FLIP_DONE;
 }
 
-int device_process_all(Manager *m) {
+int device_process_all(DeviceContext *c) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
         /* processing a device may forget it, never another one, so the
          * sorted snapshot stays valid */
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(c, &sorted);
         if (n < 0)
                 return n;
         for (int i = 0; i < n; i++) {
-                int r = device_process(m, sorted[i]);
+                int r = device_process(c, sorted[i]);
 
                 if (r < 0)
                         return r;

@@ -7,12 +7,12 @@
 
 #include "apply.h"
 #include "device-internal.h"
-#include "manager.h"
+#include "device.h"
 #include "owner.h"
 #include "util.h"
 
-static void read_live(const Manager *m, const Device *d, unsigned tunable, LiveValue *lv) {
-        int k = attr_read_current(&m->roots, d->name, tunable, lv->value, sizeof(lv->value));
+static void read_live(const DeviceContext *c, const Device *d, unsigned tunable, LiveValue *lv) {
+        int k = attr_read_current(c->roots, d->name, tunable, lv->value, sizeof(lv->value));
 
         lv->state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
         if (k < 0)
@@ -42,9 +42,9 @@ static void view_item(DeviceView *v, const DeviceRecord *rec, bool enforced, con
  * queue/scheduler or iosched/ waits for the elevator lock a switch holds
  * through its queue freeze (seconds on a hung nbd or iSCSI queue), on
  * the event loop. */
-void device_view(const Manager *m, const Device *d, DeviceView *v) {
+void device_view(const DeviceContext *c, const Device *d, DeviceView *v) {
         const Plan *plan = device_plan(d);
-        bool enforced = manager_writes(m) && !device_is_paused(m, d);
+        bool enforced = device_context_writes(c) && !device_is_paused(c, d);
 
         *v = (DeviceView) { .plan = *plan, .in_flight = device_pass_pending(d) };
         v->plan.items = v->items;
@@ -55,7 +55,7 @@ void device_view(const Manager *m, const Device *d, DeviceView *v) {
                 v->scheduler.state = LIVE_UNKNOWN;
                 return;
         }
-        read_live(m, d, TUNABLE_SCHEDULER, &v->scheduler);
+        read_live(c, d, TUNABLE_SCHEDULER, &v->scheduler);
         if (!plan->managed)
                 return;
         for (unsigned i = 0; i < plan->n_items; i++) {
@@ -65,7 +65,7 @@ void device_view(const Manager *m, const Device *d, DeviceView *v) {
                 if (it->tunable == TUNABLE_SCHEDULER)
                         lv = v->scheduler;
                 else
-                        read_live(m, d, it->tunable, &lv);
+                        read_live(c, d, it->tunable, &lv);
                 view_item(v, &d->record, enforced, &lv, it);
         }
 }
@@ -86,13 +86,13 @@ static void view_facts_scheduler(DeviceFacts *f, const LiveValue *scheduler) {
                 f->schedulers.current = (int8_t) k;
 }
 
-ReportDevice device_report_input(const Manager *m, const Device *d, DeviceFacts *facts, DeviceView *v) {
+ReportDevice device_report_input(const DeviceContext *c, const Device *d, DeviceFacts *facts, DeviceView *v) {
         const DeviceFlips *y = device_flips(d);
         ReportDevice r = { .facts = device_facts(d, facts), .plan = &v->plan,
                            .error = d->extra ? d->extra->error : NULL,
                            .dyn = d->dynamic ? &d->dynamic->state : NULL, .flip_cost_ms = y ? y->cost_ms : 0 };
 
-        device_view(m, d, v);
+        device_view(c, d, v);
         view_facts_scheduler(facts, &v->scheduler);
         sample_state_signals(&d->sample, &r.signals);
         return r;

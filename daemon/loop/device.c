@@ -12,9 +12,8 @@
 #include "apply.h"
 #include "classify.h"
 #include "device-internal.h"
+#include "device.h"
 #include "log.h"
-#include "manager.h"
-#include "record.h"
 #include "shared.h"
 #include "util.h"
 
@@ -27,17 +26,14 @@ static DeviceDynamic *device_dynamic_free(DeviceDynamic *y) {
 }
 
 static DeviceFlips *device_flips_free(DeviceFlips *y) {
-        if (!y)
-                return NULL;
-        free(y->flip);
         free(y);
         return NULL;
 }
 
 /* A slot is read when the walk comes to it, so a device forgotten in the
  * body (a tombstone) is no matter. */
-bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
-        const DeviceTable *t = &m->devices;
+bool device_iter_next(const DeviceContext *c, DeviceIter *i, Device **ret) {
+        const DeviceTable *t = &c->devices;
 
         /* a put during a walk that rehashed would visit devices twice or
          * never: nothing does, and this says so if something starts to */
@@ -57,16 +53,16 @@ bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret) {
         return false;
 }
 
-size_t device_iter_resume_slot(const Manager *m, const DeviceIter *i) {
-        return m->devices.n_slots ? (i->start + i->visited) % m->devices.n_slots : 0;
+size_t device_iter_resume_slot(const DeviceContext *c, const DeviceIter *i) {
+        return c->devices.n_slots ? (i->start + i->visited) % c->devices.n_slots : 0;
 }
 
-Device *device_get(const Manager *m, dev_t devnum) {
-        return device_table_get(&m->devices, devnum);
+Device *device_get(const DeviceContext *c, dev_t devnum) {
+        return device_table_get(&c->devices, devnum);
 }
 
-Device *device_find_name(const Manager *m, const char *name) {
-        DEVICE_FOREACH(d, m)
+Device *device_find_name(const DeviceContext *c, const char *name) {
+        DEVICE_FOREACH(d, c)
                 if (streq(d->name, name))
                         return d;
         return NULL;
@@ -76,13 +72,13 @@ static int device_compare(const void *a, const void *b) {
         return strcmp((*(Device *const *) a)->name, (*(Device *const *) b)->name);
 }
 
-int devices_sorted(const Manager *m, Device ***ret) {
-        Device **l = calloc(m->devices.n_devices + 1, sizeof(Device *));
+int devices_sorted(const DeviceContext *c, Device ***ret) {
+        Device **l = calloc(c->devices.n_devices + 1, sizeof(Device *));
         size_t n = 0;
 
         if (!l)
                 return -ENOMEM;
-        DEVICE_FOREACH(d, m)
+        DEVICE_FOREACH(d, c)
                 l[n++] = d;
         qsort(l, n, sizeof(Device *), device_compare);
         *ret = l;
@@ -102,12 +98,12 @@ const Plan *device_plan(const Device *d) {
         return d->kind->plan;
 }
 
-int device_set_kind(Manager *m, Device *d, const DeviceFacts *facts, const Plan *plan) {
-        const DeviceKind *kind = intern_ref(&m->kinds, &(DeviceKind) { .facts = facts, .plan = plan });
+int device_set_kind(DeviceContext *c, Device *d, const DeviceFacts *facts, const Plan *plan) {
+        const DeviceKind *kind = intern_ref(&c->kinds, &(DeviceKind) { .facts = facts, .plan = plan });
 
         if (!kind)
                 return -ENOMEM;
-        intern_unref(&m->kinds, d->kind);
+        intern_unref(&c->kinds, d->kind);
         d->kind = kind;
         return 0;
 }
@@ -116,7 +112,7 @@ const DeviceRecord *device_record(const Device *d) {
         return &d->record;
 }
 
-DeviceDynamic *device_dynamic(const Device *d) {
+const DeviceDynamic *device_dynamic(const Device *d) {
         return d->dynamic;
 }
 
@@ -124,8 +120,24 @@ const DeviceFlips *device_flips(const Device *d) {
         return d->extra ? d->extra->flips : NULL;
 }
 
-SampleState *device_sample_state(Device *d) {
-        return &d->sample;
+int device_sample_update(Device *d, const DiskStat *st, uint64_t interval_us, unsigned read_ms, double busy,
+                         Signals *ret) {
+        SampleState *s = &d->sample;
+
+        if (sample_state_update(s, st, sample_state_interval(s, interval_us, read_ms), busy, ret) < 0)
+                return -ENOMEM;
+        s->read_ms = (uint16_t) read_ms;
+        return 0;
+}
+
+int device_dynamic_step(Device *d, const Signals *signals, uint64_t tick, DynDecision *ret) {
+        const Plan *plan = device_plan(d);
+
+        if (!plan->managed || !plan->dynamic || !d->dynamic) {
+                ret->flip = false;      /* no state machine, nothing to step */
+                return 0;
+        }
+        return dynamic_step(plan->dynamic, &d->dynamic->state, signals, tick, ret);
 }
 
 bool device_busy_unreadable(const Device *d) {
@@ -180,8 +192,8 @@ void device_end_override(Device *d) {
         device_extra_trim(d);
 }
 
-bool device_is_paused(const Manager *m, const Device *d) {
-        return m->paused_all || d->paused;
+bool device_is_paused(const DeviceContext *c, const Device *d) {
+        return c->paused_all || d->paused;
 }
 
 bool device_pass_pending(const Device *d) {
@@ -243,105 +255,105 @@ void device_set_error(Device *d, int error, const char *what) {
  * the database all the same). No database: none, property= matches
  * nothing. Only the named ones are kept: under udevd an NVMe disk has a
  * dozen ID_* ones, some 0.5 KiB a device. */
-static int device_read_properties(Manager *m, unsigned major, unsigned minor, char ***ret) {
+static int device_read_properties(DeviceContext *c, unsigned major, unsigned minor, char ***ret) {
         int r;
 
         *ret = NULL;
-        if (!m->policies->property_keys)
+        if (!(*c->policies)->property_keys)
                 return 0;
-        r = udev_db_properties(&m->roots, major, minor, m->policies->property_keys, ret);
+        r = udev_db_properties(c->roots, major, minor, (*c->policies)->property_keys, ret);
         return r == -ENOENT ? 0 : r;
 }
 
-static int read_facts(Manager *m, const char *name, DeviceFacts *f) {
+static int read_facts(DeviceContext *c, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;
 
-        r = classify_device(&m->roots, name, f);
+        r = classify_device(c->roots, name, f);
         if (r < 0)
                 return r;
-        r = device_read_properties(m, f->major, f->minor, &props);
+        r = device_read_properties(c, f->major, f->minor, &props);
         if (r < 0)
                 return r;
         f->properties = props;
         return 0;
 }
 
-MediaSnapshot *device_media_find(Manager *m, dev_t devnum) {
-        for (size_t i = 0; i < m->n_media; i++)
-                if (m->media[i].devnum == devnum)
-                        return &m->media[i];
+MediaSnapshot *device_media_find(DeviceContext *c, dev_t devnum) {
+        for (size_t i = 0; i < c->n_media; i++)
+                if (c->media[i].devnum == devnum)
+                        return &c->media[i];
         return NULL;
 }
 
-void device_media_drop(Manager *m, dev_t devnum) {
-        MediaSnapshot *s = device_media_find(m, devnum);
+void device_media_drop(DeviceContext *c, dev_t devnum) {
+        MediaSnapshot *s = device_media_find(c, devnum);
 
         if (s)
-                *s = m->media[--m->n_media];
+                *s = c->media[--c->n_media];
 }
 
 /* A failure leaves no snapshot: the pass then adopts whatever it finds,
  * as before snapshots. */
-static void media_snapshot(Manager *m, const Device *d) {
-        MediaSnapshot *s = device_media_find(m, device_devnum(d));
+static void media_snapshot(DeviceContext *c, const Device *d) {
+        MediaSnapshot *s = device_media_find(c, device_devnum(d));
 
         if (!s) {
-                MediaSnapshot *grown = reallocarray(m->media, m->n_media + 1, sizeof(MediaSnapshot));
+                MediaSnapshot *grown = reallocarray(c->media, c->n_media + 1, sizeof(MediaSnapshot));
 
                 if (!grown)
                         return;
-                m->media = grown;
-                s = &m->media[m->n_media++];
+                c->media = grown;
+                s = &c->media[c->n_media++];
         }
         s->devnum = device_devnum(d);
         for (unsigned t = 0; t < n_tunables; t++) {
-                int k = attr_read_current(&m->roots, d->name, t, s->live[t].value, sizeof(s->live[t].value));
+                int k = attr_read_current(c->roots, d->name, t, s->live[t].value, sizeof(s->live[t].value));
 
                 s->live[t].state = k == 0 ? LIVE_OK : k == -ENOENT ? LIVE_ABSENT : LIVE_UNKNOWN;
         }
 }
 
-/* Room for one more in m->forgotten, before anything is changed. */
-static int devices_forgotten_reserve(Manager *m) {
-        size_t n = m->n_forgotten_allocated ? m->n_forgotten_allocated * 2 : 8;
+/* Room for one more in c->forgotten, before anything is changed. */
+static int devices_forgotten_reserve(DeviceContext *c) {
+        size_t n = c->n_forgotten_allocated ? c->n_forgotten_allocated * 2 : 8;
         Device **l;
 
-        if (m->n_forgotten < m->n_forgotten_allocated)
+        if (c->n_forgotten < c->n_forgotten_allocated)
                 return 0;
-        l = reallocarray(m->forgotten, n, sizeof(Device *));
+        l = reallocarray(c->forgotten, n, sizeof(Device *));
         if (!l)
                 return -ENOMEM;
-        m->forgotten = l;
-        m->n_forgotten_allocated = n;
+        c->forgotten = l;
+        c->n_forgotten_allocated = n;
         return 0;
 }
 
-int device_forget(Manager *m, Device *d, bool drop_state) {
-        if (devices_forgotten_reserve(m) < 0)
+int device_forget(DeviceContext *c, Device *d, bool drop_state) {
+        if (devices_forgotten_reserve(c) < 0)
                 return -ENOMEM;
         log_debug("%s: forgotten", d->name);
-        device_media_drop(m, device_devnum(d));
+        device_media_drop(c, device_devnum(d));
         /* its queue is gone, and with it every value it had: the record is moot */
-        if (drop_state && manager_restores(m))
-                (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+        if (drop_state && device_context_restores(c))
+                (void) state_remove(c->state, d->record.id.major, d->record.id.minor);
         /* a pass still queued for it is moot; one running comes back to no device */
-        if (d->job && applier_cancel(m->applier, device_devnum(d)) > 0)
+        if (d->job && applier_cancel(c->applier, device_devnum(d)) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
-        device_table_remove(&m->devices, d);
+        device_table_remove(&c->devices, d);
         if (d->extra)
                 d->extra->retry_source = sd_event_source_disable_unref(d->extra->retry_source);
         d->gone = true;
-        m->forgotten[m->n_forgotten++] = d;
+        c->forgotten[c->n_forgotten++] = d;
         return 0;
 }
 
 /* The list goes too: forgetting is rare, and a storm's list is large. */
-void devices_free_forgotten(Manager *m) {
-        for (size_t i = 0; i < m->n_forgotten; i++)
-                device_free(m, m->forgotten[i]);
-        m->forgotten = mfree(m->forgotten);
-        m->n_forgotten = m->n_forgotten_allocated = 0;
+void devices_free_forgotten(DeviceContext *c) {
+        for (size_t i = 0; i < c->n_forgotten; i++)
+                device_free(c, c->forgotten[i]);
+        c->forgotten = mfree(c->forgotten);
+        c->n_forgotten = c->n_forgotten_allocated = 0;
 }
 
 /* Takes props (also on failure); NULL: none. */
@@ -360,10 +372,10 @@ static int device_set_properties(Device *d, char **props) {
 
 /* Policies that name other udev properties: read what each device keeps
  * again, before deciding with them. */
-int device_refresh_properties(Manager *m) {
-        DEVICE_FOREACH(d, m) {
+int device_refresh_properties(DeviceContext *c) {
+        DEVICE_FOREACH(d, c) {
                 char **props = NULL;
-                int r = device_read_properties(m, major(device_devnum(d)), minor(device_devnum(d)), &props);
+                int r = device_read_properties(c, major(device_devnum(d)), minor(device_devnum(d)), &props);
 
                 if (r < 0 || (r = device_set_properties(d, props)) < 0)
                         return r;
@@ -382,8 +394,8 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         return view;
 }
 
-bool device_is_held(const Manager *m, const Device *d) {
-        return device_is_paused(m, d) || device_overridden(d);
+bool device_is_held(const DeviceContext *c, const Device *d) {
+        return device_is_paused(c, d) || device_overridden(d);
 }
 
 /* Paused or overridden: resume ends both. */
@@ -404,7 +416,7 @@ static DeviceExtra *device_extra_free(DeviceExtra *x) {
         return NULL;
 }
 
-Device *device_free(Manager *m, Device *d) {
+Device *device_free(DeviceContext *c, Device *d) {
         if (!d)
                 return NULL;
         device_extra_free(d->extra);
@@ -413,9 +425,9 @@ Device *device_free(Manager *m, Device *d) {
                 const DeviceFacts *facts = d->kind->facts;
                 const Plan *plan = d->kind->plan;
 
-                intern_unref(&m->kinds, d->kind);
-                intern_unref(&m->facts, facts);
-                intern_unref(&m->plans, plan);
+                intern_unref(&c->kinds, d->kind);
+                intern_unref(&c->facts, facts);
+                intern_unref(&c->plans, plan);
         }
         device_dynamic_free(d->dynamic);
         device_record_done(&d->record);
@@ -425,16 +437,16 @@ Device *device_free(Manager *m, Device *d) {
 }
 
 /* Takes the properties of *f (also on failure), shares the rest. */
-static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
-        const DeviceFacts *shared = intern_ref(&m->facts, f), *old = d->kind->facts;
+static int device_set_facts(DeviceContext *c, Device *d, DeviceFacts *f) {
+        const DeviceFacts *shared = intern_ref(&c->facts, f), *old = d->kind->facts;
         int r = device_set_properties(d, f->properties);
 
         f->properties = NULL;
-        if (!shared || r < 0 || device_set_kind(m, d, shared, d->kind->plan) < 0) {
-                intern_unref(&m->facts, shared);
+        if (!shared || r < 0 || device_set_kind(c, d, shared, d->kind->plan) < 0) {
+                intern_unref(&c->facts, shared);
                 return -ENOMEM;
         }
-        intern_unref(&m->facts, old);
+        intern_unref(&c->facts, old);
         /* an inode or a diskseq not read (the disk going away) is no new
          * queue or medium: the pass in flight, and the record, stay this
          * disk's */
@@ -447,18 +459,18 @@ static int device_set_facts(Manager *m, Device *d, DeviceFacts *f) {
 
 /* The record an earlier run left for this queue, if any. A record for
  * another queue at the same number belonged to a disk that is gone. */
-static int device_load_record(Manager *m, Device *d) {
+static int device_load_record(DeviceContext *c, Device *d) {
         DeviceRecord found = {};
         int r;
 
-        if (strv_contains(m->v1_pending, d->name)) {
+        if (strv_contains(c->v1_pending, d->name)) {
                 /* its originals are in a file not taken over yet */
                 d->record_unreadable = true;
                 device_set_error(d, -EBADMSG, "its state record of the first format is not taken over, nothing "
                                               "is written");
                 return 0;
         }
-        r = state_load(&m->state, d->record.id.major, d->record.id.minor, &found, NULL);
+        r = state_load(c->state, d->record.id.major, d->record.id.minor, &found, NULL);
 
         if (r == -ENOENT)
                 return 0;
@@ -466,7 +478,7 @@ static int device_load_record(Manager *m, Device *d) {
                 return r;
         if (r == -EBADMSG) {
                 log_warning("%s: %s/devices/%u:%u is not a state record, ignoring it: the values blkpolicyd "
-                            "finds now count as the originals", d->name, m->state.path, d->record.id.major,
+                            "finds now count as the originals", d->name, c->state->path, d->record.id.major,
                             d->record.id.minor);
                 return 0;
         }
@@ -481,15 +493,15 @@ static int device_load_record(Manager *m, Device *d) {
                          "), dropping it", d->name, found.id.major, found.id.minor, found.id.queue_id,
                          d->record.id.queue_id);
                 device_record_done(&found);
-                if (manager_restores(m))
-                        (void) state_remove(&m->state, d->record.id.major, d->record.id.minor);
+                if (device_context_restores(c))
+                        (void) state_remove(c->state, d->record.id.major, d->record.id.minor);
                 return 0;
         }
         if (r > 0) {
                 log_warning("%s: %d unreadable line(s) in its state record (torn or corrupt); kept as "
-                            "%s/devices/%u:%u.torn, the rest is used", d->name, r, m->state.path,
+                            "%s/devices/%u:%u.torn, the rest is used", d->name, r, c->state->path,
                             d->record.id.major, d->record.id.minor);
-                if (manager_restores(m) && state_set_aside(&m->state, &found, d->name) < 0)
+                if (device_context_restores(c) && state_set_aside(c->state, &found, d->name) < 0)
                         log_warning("%s: cannot keep the readable part as its record; the torn record stays "
                                     "as it is", d->name);
         }
@@ -505,7 +517,7 @@ static int device_load_record(Manager *m, Device *d) {
 _Static_assert(offsetof(Device, name) + sizeof("loop10000") <= 136, "a Device outgrew its 144-byte chunk");
 
 /* Takes ownership of *f. */
-static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
+static int device_new(DeviceContext *c, DeviceFacts *f, Device **ret) {
         static const Plan undecided = { .reason = "not decided yet" };
         size_t len = strlen(f->name);
         Device *d = calloc(1, offsetof(Device, name) + len + 1);
@@ -515,15 +527,15 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
                 return -ENOMEM;
         memcpy(d->name, f->name, len + 1);
         d->record.id = (DeviceIdentity) { .major = f->major, .minor = f->minor };
-        plan = intern_ref(&m->plans, &undecided);
-        if (!plan || device_set_kind(m, d, NULL, plan) < 0) {
-                intern_unref(&m->plans, plan);
+        plan = intern_ref(&c->plans, &undecided);
+        if (!plan || device_set_kind(c, d, NULL, plan) < 0) {
+                intern_unref(&c->plans, plan);
                 free(d);
                 return -ENOMEM;
         }
-        if (device_set_facts(m, d, f) < 0 || device_load_record(m, d) < 0 ||
-            device_table_put(&m->devices, d) < 0) {
-                device_free(m, d);
+        if (device_set_facts(c, d, f) < 0 || device_load_record(c, d) < 0 ||
+            device_table_put(&c->devices, d) < 0) {
+                device_free(c, d);
                 return -ENOMEM;
         }
         *ret = d;
@@ -533,13 +545,13 @@ static int device_new(Manager *m, DeviceFacts *f, Device **ret) {
 /* Classifies a disk that appeared or changed and finds (or makes) its
  * Device by dev_t: O(1). Returns NULL for partitions, vanished devices and
  * per-device errors (logged); *error is set only for -ENOMEM. */
-Device *device_refresh(Manager *m, const char *name, int *error) {
+Device *device_refresh(DeviceContext *c, const char *name, int *error) {
         DeviceFacts f = {};
         Device *d;
         int r;
 
         *error = 0;
-        r = read_facts(m, name, &f);
+        r = read_facts(c, name, &f);
         if (r == -ENOMEM) {
                 device_facts_done(&f);
                 *error = r;
@@ -547,9 +559,9 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
         }
         if (r < 0) {
                 device_facts_done(&f);
-                d = r == -ENOTBLK ? NULL : device_find_name(m, name);
+                d = r == -ENOTBLK ? NULL : device_find_name(c, name);
                 if (r == -ENODEV && d)
-                        *error = device_forget(m, d, true);
+                        *error = device_forget(c, d, true);
                 else if (r != -ENODEV && r != -ENOTBLK) {
                         log_warning_errno(r, "%s: cannot read its sysfs attributes, ignoring: %m", name);
                         if (d)
@@ -557,12 +569,12 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 }
                 return NULL;
         }
-        d = device_get(m, makedev(f.major, f.minor));
+        d = device_get(c, makedev(f.major, f.minor));
         if (d && (!streq(d->name, name) || (f.queue_id && f.queue_id != d->record.id.queue_id))) {
                 /* the number went to another disk (or the disk was removed and
                  * added again while events queued up): the old one is gone */
                 log_info("%s: a new disk at %u:%u, forgetting the old one", name, f.major, f.minor);
-                r = device_forget(m, d, true);
+                r = device_forget(c, d, true);
                 if (r < 0) {
                         device_facts_done(&f);
                         *error = r;
@@ -571,7 +583,7 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                 d = NULL;
         }
         if (!d) {
-                r = device_new(m, &f, &d);
+                r = device_new(c, &f, &d);
                 if (r < 0) {
                         device_facts_done(&f);
                         *error = r;
@@ -586,33 +598,28 @@ Device *device_refresh(Manager *m, const char *name, int *error) {
                                 log_info("%s: new media, the override ends", name);
                         device_end_override(d);
                         d->new_media = true;
-                        media_snapshot(m, d);
+                        media_snapshot(c, d);
                 }
-                if (device_set_facts(m, d, &f) < 0) {
+                if (device_set_facts(c, d, &f) < 0) {
                         *error = -ENOMEM;
                         return NULL;
                 }
         }
         device_set_error(d, 0, NULL);
         device_reset_retries(d);        /* news of the disk: a fresh retry budget */
-        if (m->record) {
-                DeviceFacts view;
-
-                record_write_device(m->record, device_facts(d, &view));
-        }
-        if (kernel_caps_learn(&m->caps, &m->roots, d->name, device_facts_scheduler(d->kind->facts)))
+        if (kernel_caps_learn(c->caps, c->roots, d->name, device_facts_scheduler(d->kind->facts)))
                 log_debug("mq-deadline dispatch_direct %s (seen on %s)",
-                          m->caps.dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
+                          c->caps->dispatch_direct == TRISTATE_YES ? "available" : "not available", name);
         return d;
 }
 
-int device_removed(Manager *m, Device *d) {
+int device_removed(DeviceContext *c, Device *d) {
         uint64_t queue_id = 0;
 
-        if (queue_inode(&m->roots, d->name, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
+        if (queue_inode(c->roots, d->name, &queue_id) == 0 && queue_id == d->record.id.queue_id) {
                 log_debug("%s: a remove event, but its queue is still there: an old event, ignoring", d->name);
                 return 0;
         }
         log_info("%s: removed", d->name);
-        return device_forget(m, d, true);
+        return device_forget(c, d, true);
 }

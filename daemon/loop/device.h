@@ -14,43 +14,14 @@
  * no longer finds it), and freed after the current event's dispatch, so
  * the caller's pointer stays valid until it returns to the loop. */
 
-#include "manager.h"
-#include "sample.h"
-
-typedef struct Device Device;
-
-#define FLIP_HISTORY 8
-
-typedef struct FlipRecord {
-        uint32_t tick;
-        float uptime_s;
-        float cost_ms;
-        bool to_busy;
-        char reason[64];        /* the full text is in the log */
-} FlipRecord;
-
-/* What flips leave on a device: allocated at its first flip, since most
- * devices never flip, and kept while the device has a DeviceDynamic. */
-typedef struct DeviceFlips {
-        FlipRecord history[FLIP_HISTORY];       /* ring of the last flips, for explain */
-        DynDecision *flip;      /* the flip whose pass is running, until it is accounted */
-        float cost_ms;          /* time spent applying flips */
-        uint8_t n_history, history_pos;
-} DeviceFlips;
-
-/* Only devices whose policy has [Dynamic] carry this, 24 bytes (a 32-byte
- * chunk): what only some states need is apart (DynExtra), and so is what
- * flips leave (device_flips()), since most devices never flip. */
-typedef struct DeviceDynamic {
-        DynState state;
-} DeviceDynamic;
+#include "device-types.h"
 
 /* Lookup, O(1) by number. */
-Device *device_get(const Manager *m, dev_t devnum);
-Device *device_find_name(const Manager *m, const char *name);
+Device *device_get(const DeviceContext *c, dev_t devnum);
+Device *device_find_name(const DeviceContext *c, const char *name);
 /* Sorted by name, for reports and passes in order. Caller frees the array
  * (not the devices). Returns the count. */
-int devices_sorted(const Manager *m, Device ***ret);
+int devices_sorted(const DeviceContext *c, Device ***ret);
 
 /* A walk over the devices in table order, from a starting slot, once
  * round. The loop's body may forget the current device (a forgotten
@@ -63,17 +34,17 @@ typedef struct DeviceIter {
 } DeviceIter;
 
 #define DEVICE_ITER_AT(slot) ((DeviceIter) { .start = (slot) })
-bool device_iter_next(const Manager *m, DeviceIter *i, Device **ret);
+bool device_iter_next(const DeviceContext *c, DeviceIter *i, Device **ret);
 /* Where a walk that stops now should start again: the slot after the
  * last device it returned (drift's round-robin). */
-size_t device_iter_resume_slot(const Manager *m, const DeviceIter *i);
+size_t device_iter_resume_slot(const DeviceContext *c, const DeviceIter *i);
 
 /* "break" ends the walk: the outer loop only gives the inner one its
  * iterator. */
 /* NOLINTBEGIN(bugprone-macro-parentheses): d is the name of the loop variable */
-#define DEVICE_FOREACH(d, m)                                                               \
+#define DEVICE_FOREACH(d, c)                                                               \
         for (DeviceIter _i = DEVICE_ITER_AT(0); !_i.done; _i.done = true)                  \
-                for (Device *d; device_iter_next((m), &_i, &d);)
+                for (Device *d; device_iter_next((c), &_i, &d);)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
 /* What the others may read. */
@@ -83,12 +54,19 @@ dev_t device_devnum(const Device *d);
 const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
 /* NULL unless the policy has [Dynamic]. */
-DeviceDynamic *device_dynamic(const Device *d);
+const DeviceDynamic *device_dynamic(const Device *d);
 /* NULL until the first flip, and without a DeviceDynamic. */
 const DeviceFlips *device_flips(const Device *d);
-/* The sampler's: the device's last counters and signals, and whether its
- * dispatch_busy could not be read last time (warned once). */
-SampleState *device_sample_state(Device *d);
+/* The sampler's: d's signals from its counters st, over the time since d
+ * was read last (sample_state_interval()); busy: dispatch_busy, -1 when
+ * not read. -ENOMEM only. */
+int device_sample_update(Device *d, const DiskStat *st, uint64_t interval_us, unsigned read_ms, double busy,
+                         Signals *ret);
+/* d's state machine, one step with the signals of tick: whether to flip,
+ * in *ret (never without a DeviceDynamic, or a managed plan's [Dynamic]).
+ * -ENOMEM only. */
+int device_dynamic_step(Device *d, const Signals *signals, uint64_t tick, DynDecision *ret);
+/* And whether its dispatch_busy could not be read last time (warned once). */
 bool device_busy_unreadable(const Device *d);
 void device_set_busy_unreadable(Device *d, bool b);
 /* d's whole facts, in *view: the shared ones with its name, number,
@@ -106,14 +84,14 @@ typedef struct DeviceView {
         unsigned not_kept;
         bool in_flight;                 /* a pass runs: shown as it left it, unread */
 } DeviceView;
-void device_view(const Manager *m, const Device *d, DeviceView *v);
+void device_view(const DeviceContext *c, const Device *d, DeviceView *v);
 /* What report.c reads of a device, from a view taken now; facts and v:
  * storage, as long as the result is used. */
-ReportDevice device_report_input(const Manager *m, const Device *d, DeviceFacts *facts, DeviceView *v);
+ReportDevice device_report_input(const DeviceContext *c, const Device *d, DeviceFacts *facts, DeviceView *v);
 
 /* Holds: paused (one or all) or overridden, looked at, never written to. */
-bool device_is_held(const Manager *m, const Device *d);
-bool device_is_paused(const Manager *m, const Device *d);
+bool device_is_held(const DeviceContext *c, const Device *d);
+bool device_is_paused(const DeviceContext *c, const Device *d);
 bool device_overridden(const Device *d);
 /* What someone else changed, while overridden; NULL otherwise. */
 const char *device_override_note(const Device *d);
@@ -138,35 +116,44 @@ bool device_seen(const Device *d);
  * (logged); *error is set only for -ENOMEM. May forget another device that
  * had the number. News of the disk (a uevent, or a rescan after lost
  * events) gives it a fresh retry budget. */
-Device *device_refresh(Manager *m, const char *name, int *error);
+Device *device_refresh(DeviceContext *c, const char *name, int *error);
 /* Policies that name other udev properties: every device's read again. */
-int device_refresh_properties(Manager *m);
+int device_refresh_properties(DeviceContext *c);
 /* decide + apply. May forget d (it vanished): out of the table, freed
  * after this dispatch. */
-int device_process(Manager *m, Device *d);
+int device_process(DeviceContext *c, Device *d);
 /* decide and apply again, writing over what the admin changed (resume,
  * drift with on_drift=reapply). May forget d. */
-int device_process_again(Manager *m, Device *d);
+int device_process_again(DeviceContext *c, Device *d);
 /* Every device, by name; processing one never forgets another. */
-int device_process_all(Manager *m);
+int device_process_all(DeviceContext *c);
 /* Puts back what blkpolicyd changed on d (nothing wanted), in the
- * applier; the values left changed are counted in m->restore_left. */
-int device_restore(Manager *m, Device *d);
+ * applier; the values left changed are counted in c->restore_left. */
+int device_restore(DeviceContext *c, Device *d);
 /* A device's pass is back from the applier. Returns 1 when it was a pass
  * (not a restore) of a device still known: then decisions may have to be
- * taken again (m->redecide) and READY=1 may be due, which is the
+ * taken again (c->redecide) and READY=1 may be due, which is the
  * manager's; 0 otherwise. */
-int device_apply_done(Manager *m, struct ApplyJob *j);
+int device_apply_done(DeviceContext *c, struct ApplyJob *j);
 /* A remove event: forget d unless its queue is still there (a stale event
  * for a disk that came back under the same number is not this disk's).
  * -ENOMEM: no room to keep it until it is freed; d is as it was. */
-_must_check_ int device_removed(Manager *m, Device *d);
+_must_check_ int device_removed(DeviceContext *c, Device *d);
 /* decide and apply again for a device whose dynamic state flipped. May
- * forget d. */
-int device_flip(Manager *m, Device *d, const DynDecision *dec);
+ * forget d. Returns -ENOMEM, or what became of the flip's pass: */
+enum {
+        DEVICE_FLIP_DROPPED,    /* d is gone, or has no state machine any more */
+        DEVICE_FLIP_DONE,       /* on the loop, now */
+        DEVICE_FLIP_RUNNING,    /* in the applier: done when d's pass is back */
+};
+int device_flip(DeviceContext *c, Device *d, const DynDecision *dec);
+/* The flip's pass is done, at tick and uptime_usec, after ms: into d's
+ * ring of flips, which it has from the flip on (nothing without one: the
+ * state machine is gone since). */
+void device_flip_applied(Device *d, const DynDecision *dec, uint64_t tick, uint64_t uptime_usec, double ms);
 /* A device forgotten (its disk is gone) stays allocated, out of the
  * table, until the event that forgot it is dispatched: no caller ever
  * holds a freed device. The manager frees them after each dispatch. */
-void devices_free_forgotten(Manager *m);
-/* m: the tables its facts and plan are shared in. */
-Device *device_free(Manager *m, Device *d);
+void devices_free_forgotten(DeviceContext *c);
+/* c: the tables its facts and plan are shared in. */
+Device *device_free(DeviceContext *c, Device *d);

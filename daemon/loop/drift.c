@@ -11,11 +11,10 @@
 #include "device.h"
 #include "drift.h"
 #include "log.h"
-#include "manager.h"
 #include "util.h"
 
 /* The view's items of one result, as verify lists them. */
-static cJSON *view_items_json(Manager *m, Device *d, const DeviceView *v, ItemResult result) {
+static cJSON *view_items_json(DeviceContext *c, Device *d, const DeviceView *v, ItemResult result) {
         cJSON *a = cJSON_CreateArray();
 
         for (unsigned i = 0; i < v->plan.n_items; i++) {
@@ -30,7 +29,7 @@ static cJSON *view_items_json(Manager *m, Device *d, const DeviceView *v, ItemRe
                 cJSON_AddStringToObject(o, "live", it->current);
                 if (result == RESULT_OVERRIDDEN) {
                         /* the likely writer of the live value, as the drift log names it */
-                        _cleanup_free_ char *who = conflicts_report_drift_note(m, d, it->tunable, it->current);
+                        _cleanup_free_ char *who = conflicts_report_drift_note(c, d, it->tunable, it->current);
 
                         if (who)
                                 cJSON_AddStringToObject(o, "writer", who);
@@ -42,7 +41,7 @@ static cJSON *view_items_json(Manager *m, Device *d, const DeviceView *v, ItemRe
         return a;
 }
 
-int drift_verify_entry(Manager *m, Device *d, cJSON **ret, VerifyFlags *flags) {
+int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *flags) {
         cJSON *e;
         DeviceView v;
 
@@ -50,16 +49,16 @@ int drift_verify_entry(Manager *m, Device *d, cJSON **ret, VerifyFlags *flags) {
         *flags = (VerifyFlags) {};
         if (!device_plan(d)->managed || !device_plan(d)->policy)
                 return 0;
-        device_view(m, d, &v);
+        device_view(c, d, &v);
         e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", device_name(d));
-        cJSON_AddBoolToObject(e, "paused", device_is_paused(m, d));
+        cJSON_AddBoolToObject(e, "paused", device_is_paused(c, d));
         cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
         /* in observe mode this is what verify must show, never "no drift":
          * the policy is not in force */
-        cJSON_AddItemToObject(e, "drift", view_items_json(m, d, &v, RESULT_OVERRIDDEN));
-        cJSON_AddItemToObject(e, "pending", view_items_json(m, d, &v, RESULT_PLANNED));
-        cJSON_AddItemToObject(e, "not_kept", view_items_json(m, d, &v, RESULT_NOT_KEPT));
+        cJSON_AddItemToObject(e, "drift", view_items_json(c, d, &v, RESULT_OVERRIDDEN));
+        cJSON_AddItemToObject(e, "pending", view_items_json(c, d, &v, RESULT_PLANNED));
+        cJSON_AddItemToObject(e, "not_kept", view_items_json(c, d, &v, RESULT_NOT_KEPT));
         if (!cJSON_GetObjectItemCaseSensitive(e, "not_kept")) {
                 cJSON_Delete(e);
                 return -ENOMEM;
@@ -87,20 +86,20 @@ static bool writer_listed(char *const *words, ConflictSource source, unsigned tu
         return false;
 }
 
-static bool drift_reapplies(Manager *m, const Device *d, const PlanItem *it) {
+static bool drift_reapplies(DeviceContext *c, const Device *d, const PlanItem *it) {
         ConflictSource source;
 
-        if (conflicts_report_drift_source(m, d, it->tunable, it->current, &source) > 0) {
-                if (writer_listed(m->config.reassert_over, source, it->tunable))
+        if (conflicts_report_drift_source(c, d, it->tunable, it->current, &source) > 0) {
+                if (writer_listed(c->config->reassert_over, source, it->tunable))
                         return true;
-                if (writer_listed(m->config.yield_to, source, it->tunable))
+                if (writer_listed(c->config->yield_to, source, it->tunable))
                         return false;
         }
-        return m->config.drift_reapply;
+        return c->config->drift_reapply;
 }
 
 /* Returns 0, or -ENOMEM. May forget d (a reapply of a vanished disk). */
-static int device_check_drift(Manager *m, Device *d) {
+static int device_check_drift(DeviceContext *c, Device *d) {
         _cleanup_free_ char *who = NULL;
         const char *name = device_name(d);
         char *note = NULL;
@@ -109,19 +108,19 @@ static int device_check_drift(Manager *m, Device *d) {
 
         /* observe: blkpolicyd holds nothing, so nothing can drift from it;
          * a pass in flight: what it writes is no drift */
-        if (!manager_writes(m) || !device_plan(d)->managed || device_is_held(m, d) || device_pass_pending(d))
+        if (!device_context_writes(c) || !device_plan(d)->managed || device_is_held(c, d) || device_pass_pending(d))
                 return 0;
-        device_view(m, d, &v);
+        device_view(c, d, &v);
         it = view_first_drift(&v);
         if (!it)
                 return 0;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
-        who = conflicts_report_drift_note(m, d, it->tunable, it->current);
-        if (drift_reapplies(m, d, it)) {
+        who = conflicts_report_drift_note(c, d, it->tunable, it->current);
+        if (drift_reapplies(c, d, it)) {
                 log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
                            tunables[it->tunable].attr, it->current, who ? ", likely by " : "", who ?: "",
                            it->target);
-                return device_process_again(m, d);
+                return device_process_again(c, d);
         }
         if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr,
                      it->current, it->target, who ? "; likely by " : "", who ?: "") < 0)
@@ -129,8 +128,8 @@ static int device_check_drift(Manager *m, Device *d) {
         return device_set_override(d, note) < 0 ? -ENOMEM : 0;
 }
 
-int drift_check(Manager *m, unsigned n) {
-        DeviceIter i = DEVICE_ITER_AT(m->drift_cursor);
+int drift_check(DeviceContext *c, unsigned n) {
+        DeviceIter i = DEVICE_ITER_AT(c->drift_cursor);
         unsigned checked = 0;
         Device *d;
         int r = 0;
@@ -139,11 +138,11 @@ int drift_check(Manager *m, unsigned n) {
                 return 0;
         /* from the cursor on (a reapply may forget the device checked,
          * which the walk allows) */
-        while (r >= 0 && device_iter_next(m, &i, &d)) {
-                r = device_check_drift(m, d);
+        while (r >= 0 && device_iter_next(c, &i, &d)) {
+                r = device_check_drift(c, d);
                 if (++checked >= n)
                         break;
         }
-        m->drift_cursor = device_iter_resume_slot(m, &i);
+        c->drift_cursor = device_iter_resume_slot(c, &i);
         return r;
 }

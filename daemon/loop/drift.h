@@ -3,7 +3,9 @@
 
 /* drift.c: what is live in sysfs against what blkpolicyd intends. */
 
-#include "manager.h"
+#include <cjson/cJSON.h>
+
+#include "device-types.h"
 
 typedef struct VerifyFlags {
         bool drifted;           /* someone else changed what blkpolicyd held */
@@ -14,7 +16,7 @@ typedef struct VerifyFlags {
 /* verify's entry for d from one live read, its drift, pending changes and
  * values the kernel did not keep, in *ret: 1; 0 (and NULL) when no policy
  * manages d, nothing to verify; -ENOMEM. */
-int drift_verify_entry(Manager *m, Device *d, cJSON **ret, VerifyFlags *flags);
+int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *flags);
 /* Reads back the managed settings of the next n devices (round robin, so a
  * tick costs a bounded number of file reads whatever the device count). */
-int drift_check(Manager *m, unsigned n);
+int drift_check(DeviceContext *c, unsigned n);

@@ -22,16 +22,25 @@
 #include "util.h"
 
 /* New kernel capabilities change decisions: take them all again, once.
- * device.c only notes the news (m->redecide): deciding every device is
+ * device.c only notes the news (m->ctx.redecide): deciding every device is
  * the manager's, after the event that brought it. */
 static int manager_redecide(Manager *m) {
-        if (!m->redecide)
+        if (!m->ctx.redecide)
                 return 0;
-        m->redecide = false;
-        return device_process_all(m);
+        m->ctx.redecide = false;
+        return device_process_all(&m->ctx);
 }
 
 static void manager_check_ready(Manager *m);
+
+/* device_refresh(), and a recording names the device. */
+static Device *manager_refresh(Manager *m, const char *name, int *error) {
+        Device *d = device_refresh(&m->ctx, name, error);
+
+        if (d)
+                sampler_record_device(m->sampler, d);
+        return d;
+}
 
 static int manager_device_event(Manager *m, const char *name, dev_t devnum, UeventAction action) {
         Device *d;
@@ -41,14 +50,14 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
         case UEVENT_ADD:
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
-                d = device_refresh(m, name, &r);
+                d = manager_refresh(m, name, &r);
                 if (r < 0 || !d)
                         return r;
-                r = device_process(m, d);
+                r = device_process(&m->ctx, d);
                 return r < 0 ? r : manager_redecide(m);
         case UEVENT_REMOVE:
-                d = device_get(m, devnum);
-                if (d && device_removed(m, d) < 0)
+                d = device_get(&m->ctx, devnum);
+                if (d && device_removed(&m->ctx, d) < 0)
                         return -ENOMEM;
                 /* its queued pass may have been the last of the first one */
                 manager_check_ready(m);
@@ -73,23 +82,23 @@ static int manager_scan_devices(Manager *m) {
         r = discover_enumerate(m->discover, &names);
         if (r < 0)
                 return log_error_errno(r, "Cannot enumerate block devices: %m");
-        DEVICE_FOREACH(d, m)
+        DEVICE_FOREACH(d, &m->ctx)
                 device_set_seen(d, false);
         /* classify everything first: one device running mq-deadline tells
          * what the kernel can do before any decision is taken */
         for (char **name = names; name && *name; name++) {
-                Device *d = device_refresh(m, *name, &r);
+                Device *d = manager_refresh(m, *name, &r);
                 if (r == -ENOMEM)
                         return log_oom();
                 /* listed is there, even if it could not be classified this time */
-                if (d || (d = device_find_name(m, *name)))
+                if (d || (d = device_find_name(&m->ctx, *name)))
                         device_set_seen(d, true);
         }
         /* not listed: gone, unless its queue is still there */
-        DEVICE_FOREACH(d, m)
-                if (!device_seen(d) && device_removed(m, d) < 0)
+        DEVICE_FOREACH(d, &m->ctx)
+                if (!device_seen(d) && device_removed(&m->ctx, d) < 0)
                         return log_oom();
-        r = device_process_all(m);
+        r = device_process_all(&m->ctx);
         if (r < 0)
                 return r;
         return manager_redecide(m);
@@ -100,7 +109,7 @@ int manager_scan(Manager *m) {
 
         if (m->options->mode == RUN_ONCE)
                 applier_drain(m->applier);      /* the report shows the results */
-        devices_free_forgotten(m);      /* no caller holds a device across a scan */
+        devices_free_forgotten(&m->ctx);      /* no caller holds a device across a scan */
         if (r >= 0 && m->fatal < 0)
                 r = m->fatal;           /* from a callback the drain ran */
 
@@ -127,7 +136,7 @@ int manager_print_report(Manager *m) {
         cJSON *j, *devices;
         int n;
 
-        n = devices_sorted(m, &sorted);
+        n = devices_sorted(&m->ctx, &sorted);
         if (n < 0)
                 return log_oom();
         j = report_build(&m->caps, NULL, 0);
@@ -135,7 +144,7 @@ int manager_print_report(Manager *m) {
         for (int i = 0; devices && i < n; i++) {
                 DeviceFacts facts;
                 DeviceView view;
-                ReportDevice rd = device_report_input(m, sorted[i], &facts, &view);
+                ReportDevice rd = device_report_input(&m->ctx, sorted[i], &facts, &view);
 
                 /* the facts as this run's pass classified them, the
                  * kernel's scheduler before it among them (a view since
@@ -157,25 +166,25 @@ int manager_print_report(Manager *m) {
 static int manager_restore_all(Manager *m) {
         /* what runs finishes first: its record is the one to restore from */
         applier_drain(m->applier);
-        m->restore_left = 0;
-        DEVICE_FOREACH(d, m)
-                if (device_restore(m, d) < 0)
+        m->ctx.restore_left = 0;
+        DEVICE_FOREACH(d, &m->ctx)
+                if (device_restore(&m->ctx, d) < 0)
                         return log_oom();
         applier_drain(m->applier);
-        return (int) m->restore_left;
+        return (int) m->ctx.restore_left;
 }
 
 static void manager_check_ready(Manager *m) {
         if (!m->ready_pending || !applier_idle(m->applier))
                 return;
         m->ready_pending = false;
-        log_info("Managing %zu block devices%s; watching %s uevents", m->devices.n_devices,
+        log_info("Managing %zu block devices%s; watching %s uevents", m->ctx.devices.n_devices,
                  m->options->dry_run ? " (dry run: nothing is written)" :
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
                  discover_monitor_kind(m->discover));
         /* the first pass is done: which disks blkpolicyd manages is known */
-        conflicts_report_log(m);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+        conflicts_report_log(&m->ctx);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->ctx.devices.n_devices);
 }
 
 /* Resuming one device of "all paused" (pause, or restore, of all): the
@@ -183,23 +192,23 @@ static void manager_check_ready(Manager *m) {
  * disk that appears later is managed, as after any resume: what was
  * asked for all is over. */
 static void manager_split_pause_all(Manager *m, Device *except) {
-        m->paused_all = false;
-        DEVICE_FOREACH(x, m)
+        m->ctx.paused_all = false;
+        DEVICE_FOREACH(x, &m->ctx)
                 if (x != except)
                         device_pause(x);
         log_info("Pause of all devices ends for %s: the other %zu stay paused, each on its own",
-                 device_name(except), m->devices.n_devices - 1);
+                 device_name(except), m->ctx.devices.n_devices - 1);
 }
 
 int manager_pause(Manager *m, Device *d, bool pause) {
         _cleanup_free_ Device **sorted = NULL;
         int n;
 
-        if (d && !pause && m->paused_all)
+        if (d && !pause && m->ctx.paused_all)
                 manager_split_pause_all(m, d);
         if (!d) {
-                m->paused_all = pause;
-                DEVICE_FOREACH(x, m)
+                m->ctx.paused_all = pause;
+                DEVICE_FOREACH(x, &m->ctx)
                         if (!pause)
                                 device_clear_hold(x);
         } else if (pause)
@@ -212,10 +221,10 @@ int manager_pause(Manager *m, Device *d, bool pause) {
         /* resume means manage it again: what someone else changed meanwhile
          * is written over (the originals recorded before stay) */
         if (d)
-                return device_process_again(m, d);
-        n = devices_sorted(m, &sorted);
+                return device_process_again(&m->ctx, d);
+        n = devices_sorted(&m->ctx, &sorted);
         for (int i = 0; i < n; i++) {
-                int r = device_process_again(m, sorted[i]);
+                int r = device_process_again(&m->ctx, sorted[i]);
 
                 if (r < 0)
                         return r;
@@ -261,7 +270,7 @@ static void log_policy_errors(const PolicySet *set) {
  * change is no override of anything; what it left on the disks goes back
  * in the passes that follow (reconcile keeps the admin's values). */
 static void manager_end_claims(Manager *m) {
-        DEVICE_FOREACH(d, m)
+        DEVICE_FOREACH(d, &m->ctx)
                 device_end_override(d);
 }
 
@@ -319,8 +328,8 @@ static int reload_decide(Manager *m, cJSON **errors) {
         /* every plan decided again from the new set; apply writes only what
          * the new decisions change. A device whose pass is running is
          * decided when it is back: from what that pass wrote. */
-        r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(m);
-        k = device_process_all(m);
+        r = strv_equal(old->property_keys, set->property_keys) ? 0 : device_refresh_properties(&m->ctx);
+        k = device_process_all(&m->ctx);
         r = r < 0 ? r : k;
         if (!swap.observe && m->config.observe)
                 log_notice("mode=observe: putting back what blkpolicyd changed; changes are reported, not made");
@@ -376,8 +385,8 @@ static void on_reload_applied(void *userdata, int r) {
         if (r >= 0 && policy_set_summary(m->policies, summary, sizeof(summary)) >= 0)
                 log_info("Reloaded: %s", summary);
         if (r >= 0)
-                conflicts_report_log(m);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->devices.n_devices);
+                conflicts_report_log(&m->ctx);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->ctx.devices.n_devices);
         for (ReloadWaiter *w = done; w; w = w->next)
                 if (w->done)
                         w->done(m, r, errors, w->userdata);
@@ -472,7 +481,7 @@ int manager_open_state_dir(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot open the state directory %s: %m", path);
         /* before any record is read: what an older version left goes back too */
-        return manager_restores(m) ? state_import_v1(&m->state, &m->roots, &m->v1_pending) : 0;
+        return manager_restores(m) ? state_import_v1(&m->state, &m->roots, &m->ctx.v1_pending) : 0;
 }
 
 /* Elevator switches on several disks at once hit a double free at boot
@@ -492,13 +501,17 @@ static unsigned apply_parallelism(const Manager *m) {
         return APPLY_PARALLELISM;
 }
 
-/* The applier's callback: device.c takes its device's pass back; what a
- * pass may start for every device (redecide, READY=1) is the manager's. */
+/* The applier's callback: device.c takes its device's pass back, the
+ * sampler the flip the pass ends; what a pass may start for every device
+ * (redecide, READY=1) is the manager's. */
 static void on_apply_done(ApplyJob *j, void *userdata) {
         Manager *m = userdata;
+        dev_t devnum = j->devnum;
+        double ms = (double) (j->end_usec - j->start_usec) / 1000.0;
+        int r = device_apply_done(&m->ctx, j);
 
-        int r = device_apply_done(m, j);
-
+        if (r >= 0)
+                sampler_pass_back(m->sampler, devnum, r > 0, ms);
         if (r > 0)
                 r = manager_redecide(m);
         if (r < 0)
@@ -514,11 +527,36 @@ static void on_apply_done(ApplyJob *j, void *userdata) {
 static int on_post(sd_event_source *s _unused_, void *userdata) {
         Manager *m = userdata;
 
-        devices_free_forgotten(m);
+        devices_free_forgotten(&m->ctx);
 #if ENABLE_FAULT_INJECTION
         discover_fake_settle(m->discover, applier_idle(m->applier));
 #endif
         return 0;
+}
+
+static void on_device_fatal(void *userdata, int r) {
+        manager_fatal(userdata, r);
+}
+
+/* What the devices' files see of the manager: pointers into it, which
+ * stay valid for its life (the config and the policies are replaced in
+ * place at a reload). The applier and the loop come later. */
+static void manager_init_context(Manager *m) {
+        m->ctx = (DeviceContext) {
+                .roots = &m->roots,
+                .config = &m->config,
+                .policies = &m->policies,
+                .caps = &m->caps,
+                .state = &m->state,
+                .dry_run = m->options->dry_run,
+                .once = m->options->mode == RUN_ONCE,
+                .fatal = on_device_fatal,
+                .userdata = m,
+                .devices = DEVICE_TABLE_INIT(device_devnum),
+                .facts.type = &facts_intern_type,
+                .plans.type = &plan_intern_type,
+                .kinds.type = &kind_intern_type,
+        };
 }
 
 static void manager_freep(Manager **m) {
@@ -534,10 +572,7 @@ int manager_new(const Options *o, Manager **ret) {
         m->options = o;
         m->roots = o->roots;
         m->state = STATE_DIR_NULL;
-        m->devices = DEVICE_TABLE_INIT(device_devnum);
-        m->facts.type = &facts_intern_type;
-        m->plans.type = &plan_intern_type;
-        m->kinds.type = &kind_intern_type;
+        manager_init_context(m);
         r = config_init_defaults(&m->config);
         if (r < 0)
                 return log_oom();
@@ -552,12 +587,16 @@ int manager_new(const Options *o, Manager **ret) {
         if (r < 0)
                 log_warning_errno(r, "Cannot read the kernel release under %s, version conditions see 0.0.0: %m",
                                   m->roots.proc);
+        r = sampler_new(&m->ctx, &m->sampler);
+        if (r < 0)
+                return log_oom();
         r = discover_new(&m->roots, o->device_globs, &m->discover);
         if (r < 0)
                 return log_oom();
         r = applier_new(&m->roots, &m->state, apply_parallelism(m), on_apply_done, m, &m->applier);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the applier: %m");
+        m->ctx.applier = m->applier;
         *ret = m;
         m = NULL;
         return 0;
@@ -570,24 +609,21 @@ Manager *manager_free(Manager *m) {
                 manager_cancel_waits(m);
         applier_free(m->applier);      /* joins its threads before the devices go */
         cJSON_Delete(m->reload_errors);
-        DEVICE_FOREACH(d, m)
-                device_free(m, d);
-        devices_free_forgotten(m);
-        device_table_done(&m->devices);
-        intern_table_done(&m->kinds);
-        intern_table_done(&m->plans);
-        intern_table_done(&m->facts);
-        sampler_stop(m);
-        record_close(m->record);
-        free(m->diskstats);
-        free(m->flips);
-        free(m->media);
+        DEVICE_FOREACH(d, &m->ctx)
+                device_free(&m->ctx, d);
+        devices_free_forgotten(&m->ctx);
+        device_table_done(&m->ctx.devices);
+        intern_table_done(&m->ctx.kinds);
+        intern_table_done(&m->ctx.plans);
+        intern_table_done(&m->ctx.facts);
+        sampler_free(m->sampler);
+        free(m->ctx.media);
         discover_free(m->discover);
         policy_set_unref(m->policies);
         config_done(&m->config);
         state_dir_close(&m->state);
-        conflict_set_done(&m->conflicts);
-        strv_free(m->v1_pending);
+        conflict_set_done(&m->ctx.conflicts);
+        strv_free(m->ctx.v1_pending);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -601,6 +637,7 @@ static int manager_setup_loop(Manager *m) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
+        m->ctx.event = m->event;
         /* WatchdogSec= in the unit: sd-event pings from the loop itself, so a
          * stuck loop (not just a live process) is what systemd sees */
         r = sd_event_set_watchdog(m->event, true);
@@ -641,14 +678,17 @@ static int manager_run_loop(Manager *m) {
         if (r < 0)
                 return r;
         if (m->options->record_path) {
-                r = record_open(m->options->record_path, &m->caps, m->config.tick_interval_ms, &m->record);
+                Recorder *rec;
+
+                r = record_open(m->options->record_path, &m->caps, m->config.tick_interval_ms, &rec);
                 if (r < 0)
                         return log_error_errno(r, "Cannot open %s for recording: %m", m->options->record_path);
+                sampler_set_recorder(m->sampler, rec);
         }
         r = manager_scan(m);
         if (r < 0)
                 return r;
-        r = sampler_start(m);
+        r = sampler_start(m->sampler, m->start_usec);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the sampling timer: %m");
         /* READY=1 once the first pass is done, from the loop: a storm of
@@ -656,7 +696,7 @@ static int manager_run_loop(Manager *m) {
         m->ready_pending = true;
         manager_check_ready(m);
         r = sd_event_loop(m->event);
-        m->stopping = true;
+        m->ctx.stopping = true;
         (void) sd_notify(false, "STOPPING=1");
         /* Before the drains below, which hand jobs back: no reload is
          * finished (no READY=1 after STOPPING=1) and no request answered
@@ -668,7 +708,7 @@ static int manager_run_loop(Manager *m) {
         if (m->handover) {
                 applier_drain(m->applier);
                 log_info("Handing over: %zu devices keep their settings; the next blkpolicyd takes them over "
-                         "from %s/devices", m->devices.n_devices, m->state.path ?: "the state dir");
+                         "from %s/devices", m->ctx.devices.n_devices, m->state.path ?: "the state dir");
         } else if (m->config.restore_on_exit && manager_restores(m) && manager_restore_all(m) > 0 && r >= 0)
                 r = -EIO;       /* something stays changed: the exit status says so */
         return r;

@@ -13,6 +13,7 @@
 #include "apply.h"
 #include "config.h"
 #include "conflicts.h"
+#include "device.h"
 #include "discover.h"
 #include "dynamic.h"
 #include "facts.h"
@@ -51,32 +52,13 @@ typedef struct Options {
 } Options;
 
 typedef struct Manager Manager;
-typedef struct Device Device;
-struct ApplyJob;
 
 /* Apply passes that may run at once (scheduler writes share RCU grace
  * periods): see docs/benchmarks.md. */
 #define APPLY_PARALLELISM 64
 
-/* A tick's read of /proc/diskstats, across dispatches (sampler.c). */
-typedef struct TickRead {
-        bool active;                    /* between the tick's start and its end */
-        bool skipping;                  /* in a line longer than the buffer: not diskstats */
-        int fd;
-        int read_error;
-        uint64_t now, interval_us;      /* of the tick: from the last read's start to this one's */
-        unsigned read_ms;               /* how far into the read this slice started (SampleState.read_ms) */
-        size_t kept;                    /* bytes of a cut line at the front of the buffer */
-} TickRead;
-
 /* Who waits for a reload (manager_reload()). */
 typedef struct ReloadWaiter ReloadWaiter;
-
-/* A flip dynamic_step() decided during a tick, applied after the pass. */
-typedef struct PendingFlip {
-        dev_t devnum;
-        DynDecision dec;
-} PendingFlip;
 
 /* What runs above the loop (main.c's: the control socket, the metrics
  * textfile), told of the loop's moments. Each is one hand-off up: the
@@ -86,9 +68,6 @@ typedef struct ManagerFront {
          * and the first scan not begun: a socket bound now is there for
          * the first pass. < 0 ends the run with it. */
         int (*start)(Manager *m, void *userdata);
-        /* A tick sampled /proc/diskstats and checked for drift (a tick
-         * whose read failed is not one). -ENOMEM only. */
-        int (*ticked)(Manager *m, void *userdata);
         /* A reload took its config in, before deciding the devices
          * again; old is the config it replaced. */
         void (*reloaded)(Manager *m, const Config *old, void *userdata);
@@ -103,48 +82,18 @@ struct Manager {
         PolicySet *policies;
         KernelCaps caps;
         Discover *discover;
-        DeviceTable devices;
-        Device **forgotten;             /* devices forgotten in this dispatch, freed after it */
-        size_t n_forgotten, n_forgotten_allocated;
-        PlanBuffer scratch;             /* where decide() and apply work; devices keep a shared copy */
-        InternTable facts;              /* of facts_intern_type */
-        InternTable plans;              /* of plan_intern_type */
-        InternTable kinds;              /* of kind_intern_type: pairs of the two */
-        ApplyStats writes;
+        DeviceContext ctx;              /* the device table and what the devices' files work in */
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
-        struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */
-        size_t n_media;
-        char **v1_pending;             /* disks with a record of the first format not taken over: held */
-        ConflictSet conflicts;          /* the other writers, as last scanned (conflicts-report.c) */
-        uint64_t conflicts_usec;        /* when; 0: never, or the scan failed */
         struct Applier *applier;        /* apply passes off the loop */
-        unsigned restore_left;          /* values a stop could not put back */
         bool ready_pending;             /* READY=1 once the first pass is done */
         bool handover;                  /* the next stop leaves everything to the next daemon */
-        bool stopping;                  /* the loop is over: the stop's put-backs run */
-        size_t drift_cursor;            /* next table slot the drift check reads */
-        bool redecide;          /* kernel capabilities changed: decide all again */
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
         /* sampling */
-        sd_event_source *tick_source;
-        sd_event_source *tick_more;     /* the next slice of a tick's read (sampler.c) */
-        TickRead tick_read;             /* the tick's read in progress, if active */
-        uint64_t tick;                  /* ticks so far */
-        uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
-        char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */
-        char *diskstats_path;           /* <proc>/diskstats */
-        PendingFlip *flips;             /* decided during this tick's pass, applied after it */
-        size_t n_flips, flips_size;
-        int diskstats_error;            /* last read error, 0 when fine */
-        int dispatch_busy_error;        /* a debugfs read error of this tick, 0 when none */
-        uint64_t tick_cost_usec_total;  /* wall time spent in ticks */
-        uint64_t tick_cpu_nsec_total;   /* CPU time spent in ticks (user + system) */
-        struct Recorder *record;        /* --record */
+        struct Sampler *sampler;        /* the tick, and the flips it decides */
 
         /* control */
         const ManagerFront *front;      /* manager_run()'s, NULL outside it */
-        bool paused_all;
         uint64_t start_usec;
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
         uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
@@ -155,8 +104,8 @@ struct Manager {
         ReloadWaiter *reload_queued;    /* who asked meanwhile: one reload after it, for all of them */
 };
 
-/* Inline: device.c, drift.c and commands.c ask these of the Manager, which
- * is above them; a call into manager.c would make a loop of files. */
+/* Inline: commands.c asks these of the Manager; a call into manager.c
+ * would make a loop of files. */
 static inline uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
 }
@@ -175,18 +124,14 @@ static inline int manager_fatal(Manager *m, int r) {
                 (void) sd_event_exit(m->event, r);
         return r;
 }
-/* The tick's hand-off up: it sampled, and checked for drift. */
-static inline int manager_front_ticked(Manager *m) {
-        return m->front && m->front->ticked ? m->front->ticked(m, m->front->userdata) : 0;
-}
 /* Policy values are written: neither --dry-run nor mode=observe. */
 static inline bool manager_writes(const Manager *m) {
-        return !m->options->dry_run && !m->config.observe;
+        return device_context_writes(&m->ctx);  /* one rule for the devices and the rest */
 }
 /* What blkpolicyd changed may be put back: not --dry-run (which writes
  * nothing at all). mode=observe puts back what an earlier run changed. */
 static inline bool manager_restores(const Manager *m) {
-        return !m->options->dry_run;
+        return device_context_restores(&m->ctx);
 }
 /* Re-reads config and policies, by the rule of the start: policy files
  * with errors are skipped (they mask nothing) and listed in the set's

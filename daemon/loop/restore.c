@@ -96,9 +96,9 @@ int restore_records(Manager *m) {
         }
         if (left > 0)
                 return log_error_errno(EIO, "%d value(s) could not be put back; their records stay", left);
-        if (m->v1_pending)
+        if (m->ctx.v1_pending)
                 return log_error_errno(EIO, "%zu record(s) of the first format could not be taken over (see above); "
-                                            "their disks were not put back", strv_length(m->v1_pending));
+                                            "their disks were not put back", strv_length(m->ctx.v1_pending));
         log_info("%zu record(s) handled, nothing left changed", n);
         return 0;
 }

@@ -11,10 +11,49 @@
 #include "device.h"
 #include "drift.h"
 #include "log.h"
-#include "manager.h"
 #include "record.h"
 #include "sampler.h"
 #include "util.h"
+
+/* A tick's read of /proc/diskstats, across dispatches. */
+typedef struct TickRead {
+        bool active;                    /* between the tick's start and its end */
+        bool skipping;                  /* in a line longer than the buffer: not diskstats */
+        int fd;
+        int read_error;
+        uint64_t now, interval_us;      /* of the tick: from the last read's start to this one's */
+        unsigned read_ms;               /* how far into the read this slice started (SampleState.read_ms) */
+        size_t kept;                    /* bytes of a cut line at the front of the buffer */
+} TickRead;
+
+/* A flip, from dynamic_step()'s decision to the end of its pass: pending
+ * while its slice is read, then running while its pass is in the
+ * applier, until the device's next pass comes back (sampler_pass_back()).
+ * One a device: a new flip replaces the one still running. */
+typedef struct SamplerFlip {
+        dev_t devnum;
+        DynDecision dec;
+} SamplerFlip;
+
+typedef struct FlipList {
+        SamplerFlip *v;
+        size_t n, size;
+} FlipList;
+
+struct Sampler {
+        DeviceContext *devices;         /* the devices sampled, and the config, roots and loop */
+        uint64_t start_usec;            /* the daemon's start, for the flips' uptime */
+        sd_event_source *tick_source;
+        sd_event_source *tick_more;     /* the next slice of a tick's read */
+        TickRead read;                  /* the tick's read in progress, if active */
+        uint64_t last_sample_usec;      /* CLOCK_MONOTONIC of the last diskstats read */
+        char *diskstats;                /* read buffer of DISKSTATS_CHUNK, reused */
+        char *diskstats_path;           /* <proc>/diskstats */
+        FlipList pending;               /* decided during this slice, applied at its end */
+        FlipList running;               /* applied, their passes not back yet */
+        SamplerStats stats;
+        Recorder *record;               /* --record */
+};
 
 static uint64_t cpu_nsec(void) {
         struct timespec ts;
@@ -26,8 +65,8 @@ static uint64_t cpu_nsec(void) {
 /* dispatch_busy: max over the default-type hctxs. Poll hctxs come last. */
 /* Each device warns once when its dispatch_busy becomes unreadable, and
  * once when it is back: one bad device must not warn every tick, nor a
- * good one hide it from status (m->dispatch_busy_error: any this tick). */
-static double read_dispatch_busy(Manager *m, Device *d) {
+ * good one hide it from status (dispatch_busy_error: any this tick). */
+static double read_dispatch_busy(Sampler *s, Device *d) {
         const char *name = device_name(d);
         DeviceFacts view;
         const DeviceFacts *f = device_facts(d, &view);
@@ -38,7 +77,7 @@ static double read_dispatch_busy(Manager *m, Device *d) {
                 char path[PATH_MAX], buf[16];
                 int r;
 
-                r = hctx_path(path, sizeof(path), &m->roots, name, i, "dispatch_busy");
+                r = hctx_path(path, sizeof(path), s->devices->roots, name, i, "dispatch_busy");
                 if (r == 0)
                         r = sysfs_read(path, buf, sizeof(buf));
                 if (r < 0) {
@@ -46,7 +85,7 @@ static double read_dispatch_busy(Manager *m, Device *d) {
                                 log_warning_errno(r, "%s: cannot read %s, dispatch_busy is unknown "
                                                   "(is debugfs mounted?): %m", name, path);
                         device_set_busy_unreadable(d, true);
-                        m->dispatch_busy_error = r;
+                        s->stats.dispatch_busy_error = r;
                         return -1;      /* no debugfs: the signal is unknown, not 0 */
                 }
                 if (atof(buf) > best)
@@ -58,74 +97,132 @@ static double read_dispatch_busy(Manager *m, Device *d) {
         return best;
 }
 
+static int flips_reserve(FlipList *l) {
+        size_t n = l->size ? l->size * 2 : 4;
+        SamplerFlip *f;
+
+        if (l->n < l->size)
+                return 0;
+        f = reallocarray(l->v, n, sizeof(SamplerFlip));
+        if (!f)
+                return -ENOMEM;
+        l->v = f;
+        l->size = n;
+        return 0;
+}
+
+static SamplerFlip *flips_find(FlipList *l, dev_t devnum) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i].devnum == devnum)
+                        return &l->v[i];
+        return NULL;
+}
+
+static void flips_remove(FlipList *l, dev_t devnum) {
+        SamplerFlip *f = flips_find(l, devnum);
+
+        if (f)
+                *f = l->v[--l->n];
+}
+
 /* Flips wait until the slice is read: a flip's pass (deciding it, and its
  * writes when the applier cannot start a thread) would otherwise delay
  * reading the devices after it, and inflate their rates. */
-static int flips_push(Manager *m, const Device *d, const DynDecision *dec) {
-        if (m->n_flips == m->flips_size) {
-                size_t n = m->flips_size ? m->flips_size * 2 : 4;
-                PendingFlip *f = reallocarray(m->flips, n, sizeof(PendingFlip));
-
-                if (!f)
-                        return -ENOMEM;
-                m->flips = f;
-                m->flips_size = n;
-        }
-        m->flips[m->n_flips++] = (PendingFlip) { .devnum = device_devnum(d), .dec = *dec };
+static int flips_push(FlipList *l, dev_t devnum, const DynDecision *dec) {
+        if (flips_reserve(l) < 0)
+                return -ENOMEM;
+        l->v[l->n++] = (SamplerFlip) { .devnum = devnum, .dec = *dec };
         return 0;
+}
+
+/* The flip's pass is done: what it cost goes to d's ring of flips. */
+static void flip_done(Sampler *s, Device *d, const DynDecision *dec, double ms) {
+        uint64_t uptime = clock_usec(CLOCK_MONOTONIC) - s->start_usec;
+
+        device_flip_applied(d, dec, s->stats.ticks, uptime, ms);
+}
+
+/* A flip's pass, and what it cost when it is done on the loop; one in the
+ * applier is done when the device's pass is back. */
+static int flip_start(Sampler *s, Device *d, const SamplerFlip *f) {
+        uint64_t start = clock_usec(CLOCK_MONOTONIC);
+        int r;
+
+        flips_remove(&s->running, f->devnum);   /* the new flip replaces it */
+        if (flips_reserve(&s->running) < 0)
+                return -ENOMEM;
+        r = device_flip(s->devices, d, &f->dec);
+        if (r == DEVICE_FLIP_RUNNING)
+                return flips_push(&s->running, f->devnum, &f->dec);
+        if (r == DEVICE_FLIP_DONE)
+                flip_done(s, d, &f->dec, (double) (clock_usec(CLOCK_MONOTONIC) - start) / 1000.0);
+        return r < 0 ? r : 0;
 }
 
 /* The flips of a slice, at its end: in the dispatch that decided them, so
  * that no pause, reload or new disk under the number comes in between. A
  * flip may forget its device (gone while applying), never another one:
  * each is found again by number. */
-static int flips_apply(Manager *m) {
+static int flips_apply(Sampler *s) {
         int r = 0;
 
-        for (size_t i = 0; i < m->n_flips && r >= 0; i++) {
-                Device *d = device_get(m, m->flips[i].devnum);
+        for (size_t i = 0; i < s->pending.n && r >= 0; i++) {
+                Device *d = device_get(s->devices, s->pending.v[i].devnum);
 
                 if (d)
-                        r = device_flip(m, d, &m->flips[i].dec);
+                        r = flip_start(s, d, &s->pending.v[i]);
         }
-        m->n_flips = 0;
+        s->pending.n = 0;
         return r;
+}
+
+void sampler_pass_back(Sampler *s, dev_t devnum, bool pass, double ms) {
+        SamplerFlip *f = s->running.n ? flips_find(&s->running, devnum) : NULL;
+        Device *d;
+
+        if (!f)
+                return;
+        d = device_get(s->devices, devnum);
+        if (!d)
+                flips_remove(&s->running, devnum);      /* gone: the flip with it */
+        else if (pass) {
+                flip_done(s, d, &f->dec, ms);
+                flips_remove(&s->running, devnum);
+        }
 }
 
 /* One device's sample: its signals, then its dynamic step, whose flip
  * waits for the end of the pass. */
-static int device_sample(Manager *m, Device *d, const DiskStat *st, const TickRead *t) {
+static int device_sample(Sampler *s, Device *d, const DiskStat *st, const TickRead *t) {
         const Plan *plan = device_plan(d);
         const DynamicPolicy *dyn = plan->managed ? plan->dynamic : NULL;
-        DeviceDynamic *y = device_dynamic(d);
-        SampleState *s = device_sample_state(d);
+        bool dynamic = dyn && device_dynamic(d);
         double busy = -1;
         DynDecision dec;
         Signals signals;
 
-        if (dyn && y && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
-                busy = read_dispatch_busy(m, d);
-        if (sample_state_update(s, st, sample_state_interval(s, t->interval_us, t->read_ms), busy, &signals) < 0)
+        if (dynamic && dynamic_uses_signal(dyn, SIGNAL_DISPATCH_BUSY))
+                busy = read_dispatch_busy(s, d);
+        if (device_sample_update(d, st, t->interval_us, t->read_ms, busy, &signals) < 0)
                 return -ENOMEM;
-        s->read_ms = (uint16_t) t->read_ms;
-        if (m->record)
-                record_write_sample(m->record, device_name(d), st, busy);
-        if (!dyn || !y || device_is_held(m, d))
+        if (s->record)
+                record_write_sample(s->record, device_name(d), st, busy);
+        if (!dynamic || device_is_held(s->devices, d))
                 return 0;       /* paused or overridden: no flips */
-        if (dynamic_step(dyn, &y->state, &signals, m->tick, &dec) < 0)
+        if (device_dynamic_step(d, &signals, s->stats.ticks, &dec) < 0)
                 return -ENOMEM;
-        return dec.flip ? flips_push(m, d, &dec) : 0;
+        return dec.flip ? flips_push(&s->pending, device_devnum(d), &dec) : 0;
 }
 
-static int sample_line(Manager *m, const char *line, size_t len, const TickRead *t) {
+static int sample_line(Sampler *s, const char *line, size_t len, const TickRead *t) {
         char name[DISKSTAT_NAME_MAX];
         DiskStat st;
         Device *d;
 
         if (diskstat_parse_line(line, len, &st, name) < 0)
                 return 0;
-        d = device_get(m, makedev(st.major, st.minor));
-        return d && streq(device_name(d), name) ? device_sample(m, d, &st, t) : 0;
+        d = device_get(s->devices, makedev(st.major, st.minor));
+        return d && streq(device_name(d), name) ? device_sample(s, d, &st, t) : 0;
 }
 
 /* /proc/diskstats gives at most a page of whole lines per read() however
@@ -142,7 +239,7 @@ static int sample_line(Manager *m, const char *line, size_t len, const TickRead 
  * socket, uevents and the applier have their turn. */
 #define TICK_SLICE_USEC 2000
 
-/* Ends a tick's read (a Manager's TickRead is zeroed, fd 0, before its
+/* Ends a tick's read (a Sampler's TickRead is zeroed, fd 0, before its
  * first: only an active one holds a file). */
 static void tick_read_done(TickRead *t) {
         if (t->active)
@@ -152,9 +249,9 @@ static void tick_read_done(TickRead *t) {
 
 /* Parses what one read() gave; 1 at the end of the file, 0 to go on,
  * -ENOMEM. A failed read ends the file with t->read_error set. */
-static int tick_read_chunk(Manager *m, TickRead *t) {
-        char *buf = m->diskstats, *p = buf, *end, *nl;
-        ssize_t k = sysfs_read_chunk(m->diskstats_path, t->fd, buf + t->kept, DISKSTATS_CHUNK - t->kept);
+static int tick_read_chunk(Sampler *s, TickRead *t) {
+        char *buf = s->diskstats, *p = buf, *end, *nl;
+        ssize_t k = sysfs_read_chunk(s->diskstats_path, t->fd, buf + t->kept, DISKSTATS_CHUNK - t->kept);
         int r = 0;
 
         if (k < 0) {
@@ -164,14 +261,14 @@ static int tick_read_chunk(Manager *m, TickRead *t) {
         end = buf + t->kept + k;
         for (; (nl = memchr(p, '\n', (size_t) (end - p))) && r >= 0; p = nl + 1) {
                 if (!t->skipping)
-                        r = sample_line(m, p, (size_t) (nl + 1 - p), t);
+                        r = sample_line(s, p, (size_t) (nl + 1 - p), t);
                 t->skipping = false;
         }
         if (r < 0)
                 return r;
         t->kept = (size_t) (end - p);
         if (k == 0) {                   /* the last line may have no newline */
-                r = t->kept && !t->skipping ? sample_line(m, p, t->kept, t) : 0;
+                r = t->kept && !t->skipping ? sample_line(s, p, t->kept, t) : 0;
                 return r < 0 ? r : 1;
         }
         if (t->kept == DISKSTATS_CHUNK) {
@@ -188,8 +285,8 @@ static int tick_read_chunk(Manager *m, TickRead *t) {
  * ended at once, whoever waits: after an interval, or a minute (read_ms). */
 #define TICK_SPREAD_MAX_USEC (60 * 1000000ULL)
 
-static uint64_t tick_spread_max_usec(const Manager *m) {
-        uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
+static uint64_t tick_spread_max_usec(const Config *config) {
+        uint64_t interval = (uint64_t) config->tick_interval_ms * 1000;
 
         return interval < TICK_SPREAD_MAX_USEC ? interval : TICK_SPREAD_MAX_USEC;
 }
@@ -197,78 +294,79 @@ static uint64_t tick_spread_max_usec(const Manager *m) {
 /* Reads for one slice; the whole file with --record (whose tick is one
  * block of the recording) or once the tick has spread too far. 1 when the
  * file is read, 0 to go on, -ENOMEM. */
-static int tick_read_slice(Manager *m, TickRead *t) {
+static int tick_read_slice(Sampler *s, TickRead *t) {
         uint64_t now = clock_usec(CLOCK_MONOTONIC), until = now + TICK_SLICE_USEC;
-        bool whole = m->record || now - t->now >= tick_spread_max_usec(m);
+        bool whole = s->record || now - t->now >= tick_spread_max_usec(s->devices->config);
         int r;
 
-        t->read_ms = m->record ? 0 : (unsigned) ((now - t->now) / 1000);
+        t->read_ms = s->record ? 0 : (unsigned) ((now - t->now) / 1000);
         do
-                r = tick_read_chunk(m, t);
+                r = tick_read_chunk(s, t);
         while (r == 0 && (whole || clock_usec(CLOCK_MONOTONIC) < until));
         return r;
 }
 
 /* Opens the tick's read. -ENOMEM only; an open that fails is the tick's
  * read error (the tick ends at once). */
-static int tick_begin(Manager *m, uint64_t now) {
-        TickRead *t = &m->tick_read;
+static int tick_begin(Sampler *s, uint64_t now) {
+        TickRead *t = &s->read;
 
-        m->tick++;
-        m->dispatch_busy_error = 0;     /* set again by any device that cannot read it this tick */
-        if (!m->diskstats && !(m->diskstats = malloc(DISKSTATS_CHUNK)))
+        s->stats.ticks++;
+        s->stats.dispatch_busy_error = 0;       /* set again by any device that cannot read it this tick */
+        if (!s->diskstats && !(s->diskstats = malloc(DISKSTATS_CHUNK)))
                 return -ENOMEM;
-        if (!m->diskstats_path && asprintf(&m->diskstats_path, "%s/diskstats", m->roots.proc) < 0) {
-                m->diskstats_path = NULL;
+        if (!s->diskstats_path && asprintf(&s->diskstats_path, "%s/diskstats", s->devices->roots->proc) < 0) {
+                s->diskstats_path = NULL;
                 return -ENOMEM;
         }
         *t = (TickRead) { .active = true, .now = now,
-                          .interval_us = m->last_sample_usec ? now - m->last_sample_usec : 0 };
-        t->fd = sysfs_open_read(m->diskstats_path);
+                          .interval_us = s->last_sample_usec ? now - s->last_sample_usec : 0 };
+        t->fd = sysfs_open_read(s->diskstats_path);
         if (t->fd < 0)
                 t->read_error = t->fd;
-        else if (m->record)
-                record_write_tick(m->record, now, m->tick);
+        else if (s->record)
+                record_write_tick(s->record, now, s->stats.ticks);
         return 0;
 }
 
 /* The file is read (or failed): 1 when sampled, 0 when the read failed
  * (said once per new error, and the tick's other steps wait for a good
  * one). */
-static int tick_sampled(Manager *m, TickRead *t) {
-        if (m->record && t->fd >= 0)
-                record_end_tick(m->record);
+static int tick_sampled(Sampler *s, TickRead *t) {
+        if (s->record && t->fd >= 0)
+                record_end_tick(s->record);
         if (t->read_error < 0) {
-                if (t->read_error != m->diskstats_error)
+                if (t->read_error != s->stats.diskstats_error)
                         log_warning_errno(t->read_error, "Cannot read %s/diskstats, load is not sampled: %m",
-                                          m->roots.proc);
-                m->diskstats_error = t->read_error;
+                                          s->devices->roots->proc);
+                s->stats.diskstats_error = t->read_error;
                 return 0;
         }
-        m->diskstats_error = 0;
-        m->last_sample_usec = t->now;
+        s->stats.diskstats_error = 0;
+        s->last_sample_usec = t->now;
         return 1;
 }
 
-/* After the read: drift → the front's (the metrics textfile). */
-static int tick_end(Manager *m) {
-        int sampled = tick_sampled(m, &m->tick_read), r = 0;
+/* After the read: drift. The metrics textfile (control/) sees the tick
+ * in sampler_stats() after this dispatch: the tick calls nothing above it. */
+static int tick_end(Sampler *s) {
+        int sampled = tick_sampled(s, &s->read), r = 0;
 
-        tick_read_done(&m->tick_read);
+        tick_read_done(&s->read);
         if (sampled)
-                r = drift_check(m, m->config.drift_checks_per_tick);
+                r = drift_check(s->devices, s->devices->config->drift_checks_per_tick);
         if (r >= 0 && sampled)
-                r = manager_front_ticked(m);
+                s->stats.sampled_tick = s->stats.ticks;
         return r;
 }
 
 /* The next slice as a timer due now, not a defer source: the loop asks
  * the kernel for the socket's and the uevents' news before a due timer's
  * dispatch, and never while a defer source is on (one would starve them). */
-static int tick_more(Manager *m) {
-        int r = sd_event_source_set_time(m->tick_more, clock_usec(CLOCK_MONOTONIC));
+static int tick_more(Sampler *s) {
+        int r = sd_event_source_set_time(s->tick_more, clock_usec(CLOCK_MONOTONIC));
 
-        return r < 0 ? r : sd_event_source_set_enabled(m->tick_more, SD_EVENT_ONESHOT);
+        return r < 0 ? r : sd_event_source_set_enabled(s->tick_more, SD_EVENT_ONESHOT);
 }
 
 /* The tick, as a pipeline: sample (each device's signals and dynamic
@@ -278,72 +376,119 @@ static int tick_more(Manager *m) {
  * running one.
  * Returns 0, or -ENOMEM. noinline: bench/scale.py has callgrind count
  * from this symbol. */
-static __attribute__((noinline)) int sampler_tick(Manager *m, uint64_t now, bool begin) {
+static __attribute__((noinline)) int sampler_tick(Sampler *s, uint64_t now, bool begin) {
         uint64_t start = clock_usec(CLOCK_MONOTONIC), cpu_start = cpu_nsec();
         int r = 0;
 
         if (begin)
-                r = tick_begin(m, now);
-        if (r >= 0 && m->tick_read.active) {
-                TickRead *t = &m->tick_read;
+                r = tick_begin(s, now);
+        if (r >= 0 && s->read.active) {
+                TickRead *t = &s->read;
 
-                int k = t->fd >= 0 ? tick_read_slice(m, t) : 1;
+                int k = t->fd >= 0 ? tick_read_slice(s, t) : 1;
 
-                r = k < 0 ? k : flips_apply(m);
+                r = k < 0 ? k : flips_apply(s);
                 if (r >= 0)
-                        r = k == 0 ? tick_more(m) : tick_end(m);
+                        r = k == 0 ? tick_more(s) : tick_end(s);
         }
-        m->tick_cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
-        m->tick_cpu_nsec_total += cpu_nsec() - cpu_start;
+        s->stats.cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
+        s->stats.cpu_nsec_total += cpu_nsec() - cpu_start;
         return r < 0 ? r : 0;
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        uint64_t next = usec + (uint64_t) m->config.tick_interval_ms * 1000, now = clock_usec(CLOCK_MONOTONIC);
+/* The one way out on -ENOMEM: the manager's (DeviceContext.fatal). */
+static int sampler_fatal(Sampler *s, int r) {
+        s->devices->fatal(s->devices->userdata, r);
+        return r;
+}
+
+static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
+        Sampler *s = userdata;
+        uint64_t interval = (uint64_t) s->devices->config->tick_interval_ms * 1000;
+        uint64_t next = usec + interval, now = clock_usec(CLOCK_MONOTONIC);
         int r = 0;
 
         /* a tick still reading (10,000 disks at a 10 ms tick) is not
          * started again: its rates would be over a part of an interval */
-        if (!m->tick_read.active)
-                r = sampler_tick(m, now, true);
+        if (!s->read.active)
+                r = sampler_tick(s, now, true);
         if (r < 0)
-                return manager_fatal(m, r);
+                return sampler_fatal(s, r);
         /* keep the cadence, but never try to catch up on missed ticks */
-        return sd_event_source_set_time(s, next > now ? next : now + (uint64_t) m->config.tick_interval_ms * 1000);
+        return sd_event_source_set_time(source, next > now ? next : now + interval);
 }
 
 /* The next slice of a tick's read. */
-static int on_tick_more(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        Manager *m = userdata;
-        int r = sampler_tick(m, 0, false);
+static int on_tick_more(sd_event_source *source _unused_, uint64_t usec _unused_, void *userdata) {
+        Sampler *s = userdata;
+        int r = sampler_tick(s, 0, false);
 
-        return r < 0 ? manager_fatal(m, r) : 0;
+        return r < 0 ? sampler_fatal(s, r) : 0;
 }
 
-void sampler_stop(Manager *m) {
+/* The tick's sources and a read in progress, gone. */
+static void sampler_stop(Sampler *s) {
         /* a recording ends with whole ticks, even one cut short by an error */
-        if (m->tick_read.active && m->tick_read.fd >= 0 && m->record)
-                record_end_tick(m->record);
-        tick_read_done(&m->tick_read);
-        m->diskstats_path = mfree(m->diskstats_path);
-        m->tick_more = sd_event_source_disable_unref(m->tick_more);
-        m->tick_source = sd_event_source_disable_unref(m->tick_source);
+        if (s->read.active && s->read.fd >= 0 && s->record)
+                record_end_tick(s->record);
+        tick_read_done(&s->read);
+        s->diskstats_path = mfree(s->diskstats_path);
+        s->tick_more = sd_event_source_disable_unref(s->tick_more);
+        s->tick_source = sd_event_source_disable_unref(s->tick_source);
 }
 
-int sampler_start(Manager *m) {
-        uint64_t interval = (uint64_t) m->config.tick_interval_ms * 1000;
+int sampler_new(DeviceContext *ctx, Sampler **ret) {
+        Sampler *s = calloc(1, sizeof(Sampler));
+
+        if (!s)
+                return -ENOMEM;
+        s->devices = ctx;
+        *ret = s;
+        return 0;
+}
+
+Sampler *sampler_free(Sampler *s) {
+        if (!s)
+                return NULL;
+        sampler_stop(s);
+        record_close(s->record);
+        free(s->diskstats);
+        free(s->pending.v);
+        free(s->running.v);
+        free(s);
+        return NULL;
+}
+
+const SamplerStats *sampler_stats(const Sampler *s) {
+        return &s->stats;
+}
+
+void sampler_set_recorder(Sampler *s, Recorder *r) {
+        record_close(s->record);
+        s->record = r;
+}
+
+void sampler_record_device(Sampler *s, const Device *d) {
+        DeviceFacts view;
+
+        if (s->record)
+                record_write_device(s->record, device_facts(d, &view));
+}
+
+int sampler_start(Sampler *s, uint64_t start_usec) {
+        uint64_t interval = (uint64_t) s->devices->config->tick_interval_ms * 1000;
         int r;
 
-        r = sd_event_add_time(m->event, &m->tick_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_tick_more, m);
+        s->start_usec = start_usec;
+        r = sd_event_add_time(s->devices->event, &s->tick_more, CLOCK_MONOTONIC, UINT64_MAX, 1, on_tick_more, s);
         if (r < 0)
                 return r;
-        r = sd_event_source_set_enabled(m->tick_more, SD_EVENT_OFF);
+        r = sd_event_source_set_enabled(s->tick_more, SD_EVENT_OFF);
         if (r < 0)
                 return r;
         /* 5% slack lets the kernel coalesce wake-ups without blurring the rates */
-        r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC, interval, interval / 20 ?: 1, on_tick, m);
+        r = sd_event_add_time_relative(s->devices->event, &s->tick_source, CLOCK_MONOTONIC, interval, interval / 20 ?: 1, on_tick, s);
         if (r < 0)
                 return r;
-        return sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+        return sd_event_source_set_enabled(s->tick_source, SD_EVENT_ON);
 }
