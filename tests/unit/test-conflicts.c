@@ -2,7 +2,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
 #include "conflicts.h"
 #include "tests.h"
 #include "tunables.h"
