@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What every reader of the other writers stands on (conflicts-files.h):
- * files below a root, the directories of a systemd-style configuration
- * with its masking, and the set they fill. Below the readers, so that
- * conflicts.c calls them and they call nothing of it. */
+ * files below a root and the directories of a systemd-style configuration
+ * with its masking. Below the readers, so that conflicts.c calls them and
+ * they call nothing of it. */
 #include <dirent.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "conflicts-files.h"

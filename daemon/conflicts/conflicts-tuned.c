@@ -7,6 +7,7 @@
 #include "conflicts-files.h"
 #include "conflicts-tuned.h"
 #include "conflicts-units.h"
+#include "ini-reader.h"
 #include "tunables.h"
 #include "util.h"
 
@@ -140,79 +141,158 @@ static int tuned_unit_key(TunedUnit *u, const char *key, const char *value, cons
         return tuned_opt_set(u, key, value, path, line);
 }
 
-/* Python's configparser as tuned sets it up: [section], key=value,
- * '#' comments (inline ones after white space). */
-static int tuned_parse(const char *path, const char *text, TunedProfile *p) {
-        TunedUnit *unit = NULL;
-        bool in_main = false;
-        unsigned lineno = 0;
+/* Profiles are read with inih (the shared reader, ini-reader.h), as
+ * tuned's loader reads them with Python's configparser: [section],
+ * key=value, '#' and ';' comment lines, and '#' an inline comment only
+ * after white space (inline_comment_prefixes=('#',)): "elevator=bfq#x" is
+ * "bfq#x". A section given twice is one unit, of a key given twice the
+ * last value counts; [main] include= names the parents.
+ *
+ * Debian's inih is built with the defaults, which read some lines unlike
+ * this parser always did: ':' also separates a key, ';' after white space
+ * starts a comment, an indented line continues the value before it, a
+ * line without '=' is an error, a section name has 50 bytes at most and
+ * a line 200, a UTF-8 BOM starting the file is dropped, and no handler
+ * runs for a section line. So a small pre-pass (tuned_rewrite) hands inih
+ * each line as the old parser read it, "[name]" or "key=value", stripped,
+ * and a blank line for what it skipped (a line without '=' or a '['
+ * without ']', continuations among them); a section line opens its unit
+ * there, since an empty [unit] counts in the merge; and a name or value
+ * inih would not carry as it is goes in the parse's stash, inih getting
+ * "\1<n>" in its place (tuned_token). */
+typedef struct TunedParse {
+        TunedProfile *profile;
+        const char *path;
+        IniReader reader;
+        char **stash;
+        int error;
+} TunedParse;
 
-        for (const char *s = text; *s;) {
-                const char *nl = strchr(s, '\n');
-                size_t n = nl ? (size_t) (nl - s) : strlen(s);
-                _cleanup_free_ char *line = strndup(s, n);
-                char *l, *eq, *hash;
-                int r = 0;
+/* inih's section name buffer, and room to spare. */
+#define TUNED_INI_SECTION_MAX 48
 
-                s = nl ? nl + 1 : s + n;
-                lineno++;
-                if (!line)
-                        return -ENOMEM;
-                for (hash = line; (hash = strchr(hash, '#')); hash++)
-                        if (hash == line || hash[-1] == ' ' || hash[-1] == '\t') {
-                                *hash = 0;
-                                break;
-                        }
-                l = strstrip(line);
-                if (!*l || *l == ';')
-                        continue;
-                if (*l == '[') {
-                        char *end = strchr(l, ']');
-                        TunedUnit *a;
+static bool tuned_token_carries(const char *s, bool section) {
+        if (section && (!*s || strlen(s) >= TUNED_INI_SECTION_MAX))
+                return false;
+        return !strpbrk(s, ":;\1") && !startswith(s, "\xef\xbb\xbf");
+}
 
-                        if (!end)
-                                continue;
-                        *end = 0;
-                        in_main = streq(l + 1, "main");
-                        unit = NULL;
-                        if (in_main)
-                                continue;
-                        unit = tuned_unit_find(p, l + 1);
-                        if (unit)
-                                continue;
-                        a = realloc(p->units, (p->n_units + 1) * sizeof(TunedUnit));
-                        if (!a)
-                                return -ENOMEM;
-                        p->units = a;
-                        unit = &a[p->n_units++];
-                        *unit = (TunedUnit) { .name = strdup(l + 1), .enabled = true };
-                        if (!unit->name)
-                                return -ENOMEM;
-                        continue;
+/* s, or "\1<n>" in ref for s kept in the stash; NULL on ENOMEM. */
+static const char *tuned_token(TunedParse *t, const char *s, bool section, bool stash, char ref[static 24]) {
+        if (!stash && tuned_token_carries(s, section))
+                return s;
+        snprintf(ref, 24, "\1%zu", strv_length(t->stash));
+        return strv_push(&t->stash, s) < 0 ? NULL : ref;
+}
+
+static const char *tuned_untoken(const TunedParse *t, const char *s) {
+        return s[0] == '\1' ? t->stash[strtoul(s + 1, NULL, 10)] : s;
+}
+
+static int tuned_open_unit(TunedProfile *p, const char *name) {
+        TunedUnit *a;
+
+        if (streq(name, "main") || tuned_unit_find(p, name))
+                return 0;
+        a = realloc(p->units, (p->n_units + 1) * sizeof(TunedUnit));
+        if (!a)
+                return -ENOMEM;
+        p->units = a;
+        a[p->n_units] = (TunedUnit) { .name = strdup(name), .enabled = true };
+        return a[p->n_units++].name ? 0 : -ENOMEM;
+}
+
+static void tuned_rewrite_line(TunedParse *t, char *line, char *buf, size_t size) {
+        char *l = strstrip(line), *end, *key, *value;
+        char kref[24], vref[24];
+        const char *k, *v;
+
+        if (!*l || *l == '#' || *l == ';')
+                return;
+        if (*l == '[') {
+                end = strchr(l, ']');
+                if (!end)
+                        return;
+                *end = 0;
+                k = tuned_token(t, l + 1, true, false, kref);
+                if (!k || tuned_open_unit(t->profile, l + 1) < 0) {
+                        t->error = -ENOMEM;
+                        return;
                 }
-                eq = strchr(l, '=');
-                if (!eq)
-                        continue;
-                *eq = 0;
-                l = strstrip(l);
-                eq = strstrip(eq + 1);
-                if (in_main && streq(l, "include")) {
-                        _cleanup_free_ char *copy = strdup(eq);
-                        char *save = NULL;
-
-                        if (!copy)
-                                return -ENOMEM;
-                        p->include = strv_free(p->include);
-                        p->include_line = lineno;
-                        for (char *w = strtok_r(copy, ",; \t", &save); w; w = strtok_r(NULL, ",; \t", &save))
-                                if (strv_push(&p->include, w) < 0)
-                                        return -ENOMEM;
-                } else if (unit)
-                        r = tuned_unit_key(unit, l, eq, path, lineno);
-                if (r < 0)
-                        return r;
+                snprintf(buf, size, "[%s]", k);
+                return;
         }
+        end = strchr(l, '=');
+        if (!end)
+                return;
+        *end = 0;
+        key = strstrip(l);
+        value = strstrip(end + 1);
+        k = tuned_token(t, key, false, false, kref);
+        v = tuned_token(t, value, false, false, vref);
+        if (k && v && strlen(k) + strlen(v) + 2 > size)
+                v = tuned_token(t, value, false, true, vref);
+        if (k && v && strlen(k) + strlen(v) + 2 > size)
+                k = tuned_token(t, key, false, true, kref);
+        if (!k || !v) {
+                t->error = -ENOMEM;
+                return;
+        }
+        snprintf(buf, size, "%s=%s", k, v);
+}
+
+static void tuned_rewrite(char *line, char *buf, size_t size, void *userdata) {
+        TunedParse *t = userdata;
+
+        buf[0] = 0;
+        if (t->error >= 0)
+                tuned_rewrite_line(t, line, buf, size);
+}
+
+static int tuned_include(TunedProfile *p, const char *value, unsigned line) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        p->include = strv_free(p->include);
+        p->include_line = line;
+        for (char *w = strtok_r(copy, ",; \t", &save); w; w = strtok_r(NULL, ",; \t", &save))
+                if (strv_push(&p->include, w) < 0)
+                        return -ENOMEM;
         return 0;
+}
+
+static int tuned_handler(void *userdata, const char *section, const char *key, const char *value) {
+        TunedParse *t = userdata;
+        TunedUnit *u;
+        int r = 0;
+
+        if (t->error < 0 || !*section)
+                return 1;       /* before the first section: not an option of any unit */
+        section = tuned_untoken(t, section);
+        key = tuned_untoken(t, key);
+        value = tuned_untoken(t, value);
+        if (streq(section, "main")) {
+                if (streq(key, "include"))
+                        r = tuned_include(t->profile, value, t->reader.line);
+        } else if ((u = tuned_unit_find(t->profile, section)))
+                r = tuned_unit_key(u, key, value, t->path, t->reader.line);
+        if (r < 0)
+                t->error = r;
+        return 1;
+}
+
+static int tuned_parse(const char *path, const char *text, TunedProfile *p) {
+        TunedParse t = { .profile = p, .path = path };
+        int r;
+
+        t.reader = (IniReader) { .text = text, .comments = INI_COMMENTS_TUNED, .rewrite = tuned_rewrite,
+                                 .userdata = &t };
+        r = ini_reader_parse(&t.reader, tuned_handler, &t);
+        strv_free(t.stash);
+        /* inih finds nothing wrong in what the pre-pass hands it */
+        return t.error < 0 ? t.error : r < 0 ? r : 0;
 }
 
 static int tuned_unit_copy(const TunedUnit *u, TunedUnit *ret) {

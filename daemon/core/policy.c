@@ -2,19 +2,17 @@
 /* Policy files: parse (inih) and load drop-in directories. Pure apart from
  * reading the files themselves: no sysfs, no global state. */
 #include <fnmatch.h>
-#include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "ini-reader.h"
 #include "policy.h"
 #include "util.h"
 
 typedef struct ParseState {
         const char *path;
-        FILE *file;
-        unsigned line;
-        unsigned long_line;     /* the first line inih would split, 0: none */
+        IniReader reader;       /* its line is the handler's */
         PolicySet *set;
         Policy *policy;
         int n_errors;
@@ -392,30 +390,9 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
         if (!error)
                 return 1;
         s->n_errors++;
-        if (policy_error_add(s->set, s->path, s->line, "[%s] %s=%s: %s", section, key, value, error) < 0)
+        if (policy_error_add(s->set, s->path, s->reader.line, "[%s] %s=%s: %s", section, key, value, error) < 0)
                 s->oom = true;
         return 1;  /* keep going: report every error of the file at once */
-}
-
-/* inih's reader callback, wrapped to count lines: the handler for a line
- * runs right after its read, so s->line is that line's number. */
-static char *counting_reader(char *str, int num, void *stream) {
-        ParseState *s = stream;
-        char *r = fgets(str, num, s->file);
-        size_t n;
-
-        if (!r)
-                return NULL;
-        n = strlen(r);
-        if (n > 0 && r[n - 1] != '\n' && !feof(s->file)) {
-                /* inih would read the rest as another line, or as a
-                 * continuation of this one's value */
-                if (!s->long_line)
-                        s->long_line = s->line + 1;
-        } else
-                s->line++;
-        ini_cut_inline_comment(r);
-        return r;
 }
 
 int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret) {
@@ -440,20 +417,20 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;
-        s.file = f;
+        s.reader = (IniReader) { .file = f, .comments = INI_COMMENTS_OURS };
         if (!p->name || !p->path) {
                 policy_free(p);
                 return -ENOMEM;
         }
 
-        r = ini_parse_stream(counting_reader, &s, policy_ini_handler, &s);
-        if (s.oom) {
+        r = ini_reader_parse(&s.reader, policy_ini_handler, &s);
+        if (s.oom || r == -ENOMEM) {
                 policy_free(p);
                 return -ENOMEM;
         }
-        if (s.long_line) {
+        if (s.reader.long_line) {
                 s.n_errors++;
-                if (policy_error_add(set, path, s.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
+                if (policy_error_add(set, path, s.reader.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
                         return policy_free(p), -ENOMEM;
         } else if (r > 0 && s.n_errors == 0) {
                 /* a syntax error inih found itself (e.g. a line with no '=') */
