@@ -13,7 +13,7 @@
 typedef struct ParseState {
         const char *path;
         IniReader reader;       /* its line is the handler's */
-        PolicySet *set;
+        PolicyErrors *errors;
         Policy *policy;
         int n_errors;
         bool oom;
@@ -390,23 +390,23 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
         if (!error)
                 return 1;
         s->n_errors++;
-        if (policy_error_add(s->set, s->path, s->reader.line, "[%s] %s=%s: %s", section, key, value, error) < 0)
+        if (policy_error_add(s->errors, s->path, s->reader.line, "[%s] %s=%s: %s", section, key, value, error) < 0)
                 s->oom = true;
         return 1;  /* keep going: report every error of the file at once */
 }
 
-int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret) {
+int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret) {
         _cleanup_fclose_ FILE *f = NULL;
         Policy *p;
-        ParseState s = { .path = path, .set = set };
+        ParseState s = { .path = path, .errors = errors };
         int r;
 
         *ret = NULL;
         r = fopen_regular(path, &f);
         if (r == -EBADFD)
-                return policy_error_add(set, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
+                return policy_error_add(errors, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
         if (r < 0)
-                return policy_error_add(set, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
+                return policy_error_add(errors, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
 
         p = calloc(1, sizeof(Policy));
         if (!p)
@@ -430,18 +430,18 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
         }
         if (s.reader.long_line) {
                 s.n_errors++;
-                if (policy_error_add(set, path, s.reader.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
+                if (policy_error_add(errors, path, s.reader.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
                         return policy_free(p), -ENOMEM;
         } else if (r > 0 && s.n_errors == 0) {
                 /* a syntax error inih found itself (e.g. a line with no '=') */
                 s.n_errors++;
-                if (policy_error_add(set, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
+                if (policy_error_add(errors, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors == 0 && (p->dynamic.enabled || p->dynamic.has_busy) &&
             (p->dynamic.n_enter == 0 || p->dynamic.n_leave == 0 || !p->dynamic.has_busy)) {
                 s.n_errors++;
-                if (policy_error_add(set, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
+                if (policy_error_add(errors, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors > 0) {

@@ -14,6 +14,7 @@
 #include "device-internal.h"
 #include "log.h"
 #include "manager.h"
+#include "policy-set.h"
 #include "record.h"
 #include "shared.h"
 #include "util.h"
