@@ -148,18 +148,18 @@ static int tuned_unit_key(TunedUnit *u, const char *key, const char *value, cons
  * "bfq#x". A section given twice is one unit, of a key given twice the
  * last value counts; [main] include= names the parents.
  *
- * Debian's inih is built with the defaults, which read some lines unlike
- * this parser always did: ':' also separates a key, ';' after white space
- * starts a comment, an indented line continues the value before it, a
- * line without '=' is an error, a section name has 50 bytes at most and
- * a line 200, a UTF-8 BOM starting the file is dropped, and no handler
- * runs for a section line. So a small pre-pass (tuned_rewrite) hands inih
- * each line as the old parser read it, "[name]" or "key=value", stripped,
- * and a blank line for what it skipped (a line without '=' or a '['
- * without ']', continuations among them); a section line opens its unit
- * there, since an empty [unit] counts in the merge; and a name or value
- * inih would not carry as it is goes in the parse's stash, inih getting
- * "\1<n>" in its place (tuned_token). */
+ * Debian's inih is built with the defaults, which would read some lines
+ * otherwise than blkpolicyd always has: ':' also separates a key, ';'
+ * after white space starts a comment, an indented line continues the
+ * value before it, a line without '=' is an error, a section name has 50
+ * bytes at most and a line 200, a UTF-8 BOM starting the file is dropped,
+ * and no handler runs for a section line. So a small pre-pass
+ * (tuned_rewrite) hands inih each line in the form blkpolicyd reads it,
+ * "[name]" or "key=value", stripped, and a blank line for what it skips
+ * (a line without '=' or a '[' without ']', continuations among them); a
+ * section line opens its unit there, since an empty [unit] counts in the
+ * merge; and a name or value inih would not carry as it is goes in the
+ * parse's stash, inih getting "\1<n>" in its place (tuned_token). */
 typedef struct TunedParse {
         TunedProfile *profile;
         const char *path;
