@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "metrics-textfile.h"
 #include "policy-check.h"
+#include "policy-set.h"
 #include "replay.h"
 #include "restore.h"
 #include "sampler.h"
@@ -314,7 +315,7 @@ static int check_config(Manager *m) {
                 printf("%s\n", summary);
         for (size_t i = 0; i < m->policies->n_policies; i++)
                 printf("  %s\n", m->policies->policies[i]->path);
-        if (m->policies->n_errors > 0)
+        if (m->policies->errors.n_items > 0)
                 r = -EINVAL;
         return r;
 }

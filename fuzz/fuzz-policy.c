@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 
+#include "decide.h"
 #include "fuzz.h"
 #include "plan.h"
 #include "policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *path = fuzz_write_tmp(data, size, ".policy");
-        PolicySet set = {};
+        PolicyErrors errors = {};
         Policy *p = NULL;
 
-        if (policy_parse_file(path, "input.policy", &set, &p) == 0) {
+        if (policy_parse_file(path, "input.policy", &errors, &p) == 0) {
                 /* what parsed must also decide without tripping anything */
                 DeviceFacts f = { .name = "vda", .hw_queues = 1, .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) };
                 KernelCaps caps = { .version = { 6, 1, 0 }, .dispatch_direct = TRISTATE_YES };
@@ -25,10 +26,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 decide(&in, plan_buffer_init(&b));
                 policy_free(p);
         }
-        for (size_t i = 0; i < set.n_errors; i++) {
-                free(set.errors[i].path);
-                free(set.errors[i].message);
-        }
-        free(set.errors);
+        policy_errors_done(&errors);
         return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "policy-set.h"
 #include "policy.h"
 #include "replay.h"
 

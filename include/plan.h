@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Plan: what decide.c wants for one device, and (after apply.c) what
- * happened. decide() is pure: Facts + KernelCaps + PolicySet → Plan. */
+/* Plan: what decide.c wants for one device (decide.h), and (after
+ * apply.c) what happened. */
 
 #include <stdbool.h>
 #include <string.h>
 
 #include "facts.h"
 #include "policy.h"
+
+/* a kept plan only points at the set it was decided from (policy-set.h) */
+typedef struct PolicySet PolicySet;
 
 typedef enum ItemResult {
         RESULT_PLANNED,         /* dry run: a write would happen */
@@ -60,14 +63,6 @@ typedef struct Plan {
         bool busy;                      /* the plan holds the busy settings */
 } Plan;
 
-typedef struct DecideInput {
-        const DeviceFacts *facts;
-        const KernelCaps *caps;
-        const PolicySet *policies;
-        bool excluded;                  /* by the daemon config's exclude= */
-        bool busy;                      /* the dynamic state: apply [Busy] over the base */
-} DecideInput;
-
 /* Room for any plan: decide() writes here, the daemon keeps a shared copy
  * sized to what was decided (shared.h; a device typically has one to three
  * items). */
@@ -96,10 +91,5 @@ static inline Plan *plan_buffer_copy(PlanBuffer *b, const Plan *src) {
         return p;
 }
 
-/* ret->items and ret->matched must have room for TUNABLES_MAX and
- * MATCHED_MAX (a PlanBuffer's); they are kept. */
-void decide(const DecideInput *in, Plan *ret);
-/* Whether p's [Match] takes f; if not, *why_not says which condition failed. */
-bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not);
 /* The item of tunable, NULL when the plan has none (a plan has one at most). */
 const PlanItem *plan_find(const Plan *p, unsigned tunable);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Policy files: *.policy INI files in drop-in directories, parsed by
- * policy.c into a PolicySet. See man/blkpolicyd.policy.5 for the language. */
+/* Policy files: *.policy INI files in drop-in directories, each parsed by
+ * policy.c into a Policy (a PolicySet of them: policy-set.h). See
+ * man/blkpolicyd.policy.5 for the language. */
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "facts.h"
+#include "policy-error.h"
 #include "sample.h"
 #include "tunables.h"
 
@@ -95,50 +97,10 @@ typedef struct Policy {
         DynamicPolicy dynamic;
 } Policy;
 
-typedef struct PolicyError {
-        char *path;
-        unsigned line;          /* 0 when the error is about the whole file */
-        char *message;
-} PolicyError;
-
-typedef struct PolicySet {
-        unsigned n_ref;         /* policy_set_ref()/unref(); 1 from policy_set_load() */
-        Policy **policies;      /* sorted by file name */
-        size_t n_policies;
-        PolicyError *errors;
-        size_t n_errors;
-        size_t n_files_rejected;        /* files with errors: what counts is files, not errors */
-        /* The KEYs of every property= condition, without repeats: the only
-         * udev properties a device needs to keep (NULL when none is named). */
-        char **property_keys;
-} PolicySet;
-
 Policy *policy_free(Policy *p);
-/* A set is counted: the manager holds the set in force, and every kept
- * plan decided from it holds it too (its names, choices and [Dynamic]
- * point into the set), so a reload's old set goes with the last plan of
- * it, whether or not deciding again succeeded. The count is bookkeeping,
- * not content: holders of a const set count too. The last unref frees. */
-const PolicySet *policy_set_ref(const PolicySet *s);
-PolicySet *policy_set_unref(const PolicySet *s);
-/* policy-error.c: appends "path:line: message" to the set's errors; -ENOMEM only. */
-int policy_error_add(PolicySet *set, const char *path, unsigned line, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-/* Parses one file. Errors are appended to *set's error list with file:line;
- * returns -EINVAL if the file had any (and then *ret is NULL), -ENOMEM fatal. */
-int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret);
-
-/* Loads "*.policy" from dirs, in order of increasing priority: a file in a
- * later dir masks the file of the same name in an earlier one. A file that
- * is empty or a symlink to /dev/null masks without contributing. Bad files
- * are rejected whole, listed in errors, and count as absent: they mask
- * nothing, so the file of the same name in an earlier dir loads instead.
- * Only -ENOMEM fails. */
-int policy_set_load(char *const *dirs, PolicySet **ret);
-const Policy *policy_set_find(const PolicySet *s, const char *name);
-/* "8 policies loaded, 1 file rejected, 13 errors" */
-int policy_set_summary(const PolicySet *s, char *buf, size_t size);
+/* Parses one file. Errors are appended to errors with file:line; returns
+ * -EINVAL if the file had any (and then *ret is NULL), -ENOMEM fatal. */
+int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret);
 
 int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
 int sched_choice_format(const SchedChoice *c, char *buf, size_t size);

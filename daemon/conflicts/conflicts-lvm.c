@@ -13,7 +13,8 @@
  * double quotes, numbers or [lists], '#' comments; lvmlocal.conf, read
  * after it, overrides it. Of a key given twice, the first is taken, as
  * libdm's lookup finds it. */
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
+#include "conflicts-lvm.h"
 #include "tunables.h"
 
 /* Sections nest a few deep in lvm.conf; a fuzzer's more is an error. */

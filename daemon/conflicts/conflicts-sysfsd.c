@@ -19,7 +19,8 @@
 #include <dirent.h>
 #include <fnmatch.h>
 
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
+#include "conflicts-sysfsd.h"
 #include "tunables.h"
 
 /* Disk globs and names are kernel names: short. */

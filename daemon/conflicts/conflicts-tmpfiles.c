@@ -19,7 +19,9 @@
  * so which write stays is a race. */
 #include <ctype.h>
 
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
+#include "conflicts-sysfsd.h"
+#include "conflicts-tmpfiles.h"
 #include "tunables.h"
 
 static const char *const tmpfiles_dirs[] = {

@@ -9,7 +9,8 @@
 #include <dirent.h>
 #include <systemd/sd-bus.h>
 
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
+#include "conflicts-units.h"
 
 /* systemd's unit search path for the system manager, most important first. */
 static const char *const unit_dirs[] = {

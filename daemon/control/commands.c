@@ -9,6 +9,7 @@
 #include "listings.h"
 #include "log.h"
 #include "manager.h"
+#include "policy-set.h"
 #include "protocol.h"
 #include "report.h"
 #include "sampler.h"
@@ -109,8 +110,8 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddNumberToObject(o, "policies_loaded", (double) m->policies->n_policies);
         cJSON_AddNumberToObject(o, "policy_files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "policy_errors");
-        for (size_t i = 0; i < m->policies->n_errors; i++)
-                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
+        for (size_t i = 0; i < m->policies->errors.n_items; i++)
+                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors.items[i]));
         if (m->reload_errors)
                 cJSON_AddItemToObject(o, "reload_errors", cJSON_Duplicate(m->reload_errors, true));
         else
@@ -144,8 +145,8 @@ static ControlReply cmd_policies(Manager *m, ControlClient *client _unused_, Dev
         }
         cJSON_AddNumberToObject(o, "files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "errors");
-        for (size_t i = 0; i < m->policies->n_errors; i++)
-                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors[i]));
+        for (size_t i = 0; i < m->policies->errors.n_items; i++)
+                cJSON_AddItemToArray(e, report_policy_error(&m->policies->errors.items[i]));
         return reply_ok(o);
 }
 

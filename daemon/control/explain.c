@@ -3,6 +3,7 @@
  * plus what only a running daemon knows (pause, override, flip history),
  * and "explain": every policy considered and why it matched or not. */
 #include "conflicts-report.h"
+#include "decide.h"
 #include "device.h"
 #include "explain.h"
 #include "manager.h"

@@ -9,6 +9,7 @@
 #include "device.h"
 #include "manager.h"
 #include "metrics.h"
+#include "policy-set.h"
 #include "sampler.h"
 #include "util.h"
 
@@ -278,7 +279,7 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
              "Policy files rejected at the last (re)load: files, not errors; they count as absent");
         fprintf(b.f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
         help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
-        fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->n_errors);
+        fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->errors.n_items);
         help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b.f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
         write_host_states(&b, mb->seen, n);

@@ -3,7 +3,7 @@
  * no allocation; the unit tests and the daemon run the same code. */
 #include <fnmatch.h>
 
-#include "plan.h"
+#include "decide.h"
 #include "util.h"
 
 /* Before 6.10 zoned block devices relied on mq-deadline's zone write

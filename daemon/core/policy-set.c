@@ -4,7 +4,7 @@
 #include <assert.h>
 #include <sys/stat.h>
 
-#include "policy.h"
+#include "policy-set.h"
 #include "util.h"
 
 const PolicySet *policy_set_ref(const PolicySet *s) {
@@ -24,11 +24,7 @@ PolicySet *policy_set_unref(const PolicySet *cs) {
         for (size_t i = 0; i < s->n_policies; i++)
                 policy_free(s->policies[i]);
         free(s->policies);
-        for (size_t i = 0; i < s->n_errors; i++) {
-                free(s->errors[i].path);
-                free(s->errors[i].message);
-        }
-        free(s->errors);
+        policy_errors_done(&s->errors);
         strv_free(s->property_keys);
         free(s);
         return NULL;
@@ -89,7 +85,7 @@ static int collect_dir(const char *dir, Candidate **c, size_t *n, PolicySet *set
         if (!d) {
                 if (errno == ENOENT)
                         return 0;
-                return policy_error_add(set, dir, 0, "cannot read directory: %s", strerror(errno)) < 0 ? -ENOMEM : 0;
+                return policy_error_add(&set->errors, dir, 0, "cannot read directory: %s", strerror(errno)) < 0 ? -ENOMEM : 0;
         }
         while ((de = readdir(d)))
                 if (name_is_policy(de->d_name) && candidates_put(c, n, dir, de->d_name) < 0)
@@ -140,7 +136,7 @@ static int load_candidate(PolicySet *set, const Candidate *c) {
 
                 if (path_is_mask(path))
                         return 0;
-                r = policy_parse_file(path, c->name, set, &p);
+                r = policy_parse_file(path, c->name, &set->errors, &p);
                 if (r == -EINVAL) {
                         set->n_files_rejected++;        /* its errors are listed */
                         continue;
@@ -197,7 +193,7 @@ static const char *plural(size_t n, const char *one, const char *many) {
 int policy_set_summary(const PolicySet *s, char *buf, size_t size) {
         int r = snprintf(buf, size, "%zu %s loaded, %zu %s rejected, %zu %s", s->n_policies,
                          plural(s->n_policies, "policy", "policies"), s->n_files_rejected,
-                         plural(s->n_files_rejected, "file", "files"), s->n_errors,
-                         plural(s->n_errors, "error", "errors"));
+                         plural(s->n_files_rejected, "file", "files"), s->errors.n_items,
+                         plural(s->errors.n_items, "error", "errors"));
         return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
 }

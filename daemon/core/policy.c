@@ -2,20 +2,18 @@
 /* Policy files: parse (inih) and load drop-in directories. Pure apart from
  * reading the files themselves: no sysfs, no global state. */
 #include <fnmatch.h>
-#include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "ini-reader.h"
 #include "policy.h"
 #include "util.h"
 
 typedef struct ParseState {
         const char *path;
-        FILE *file;
-        unsigned line;
-        unsigned long_line;     /* the first line inih would split, 0: none */
-        PolicySet *set;
+        IniReader reader;       /* its line is the handler's */
+        PolicyErrors *errors;
         Policy *policy;
         int n_errors;
         bool oom;
@@ -392,44 +390,23 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
         if (!error)
                 return 1;
         s->n_errors++;
-        if (policy_error_add(s->set, s->path, s->line, "[%s] %s=%s: %s", section, key, value, error) < 0)
+        if (policy_error_add(s->errors, s->path, s->reader.line, "[%s] %s=%s: %s", section, key, value, error) < 0)
                 s->oom = true;
         return 1;  /* keep going: report every error of the file at once */
 }
 
-/* inih's reader callback, wrapped to count lines: the handler for a line
- * runs right after its read, so s->line is that line's number. */
-static char *counting_reader(char *str, int num, void *stream) {
-        ParseState *s = stream;
-        char *r = fgets(str, num, s->file);
-        size_t n;
-
-        if (!r)
-                return NULL;
-        n = strlen(r);
-        if (n > 0 && r[n - 1] != '\n' && !feof(s->file)) {
-                /* inih would read the rest as another line, or as a
-                 * continuation of this one's value */
-                if (!s->long_line)
-                        s->long_line = s->line + 1;
-        } else
-                s->line++;
-        ini_cut_inline_comment(r);
-        return r;
-}
-
-int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy **ret) {
+int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret) {
         _cleanup_fclose_ FILE *f = NULL;
         Policy *p;
-        ParseState s = { .path = path, .set = set };
+        ParseState s = { .path = path, .errors = errors };
         int r;
 
         *ret = NULL;
         r = fopen_regular(path, &f);
         if (r == -EBADFD)
-                return policy_error_add(set, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
+                return policy_error_add(errors, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
         if (r < 0)
-                return policy_error_add(set, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
+                return policy_error_add(errors, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
 
         p = calloc(1, sizeof(Policy));
         if (!p)
@@ -440,31 +417,31 @@ int policy_parse_file(const char *path, const char *name, PolicySet *set, Policy
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;
-        s.file = f;
+        s.reader = (IniReader) { .file = f, .comments = INI_COMMENTS_OURS };
         if (!p->name || !p->path) {
                 policy_free(p);
                 return -ENOMEM;
         }
 
-        r = ini_parse_stream(counting_reader, &s, policy_ini_handler, &s);
-        if (s.oom) {
+        r = ini_reader_parse(&s.reader, policy_ini_handler, &s);
+        if (s.oom || r == -ENOMEM) {
                 policy_free(p);
                 return -ENOMEM;
         }
-        if (s.long_line) {
+        if (s.reader.long_line) {
                 s.n_errors++;
-                if (policy_error_add(set, path, s.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
+                if (policy_error_add(errors, path, s.reader.long_line, "line longer than %d characters", INI_MAX_LINE - 2) < 0)
                         return policy_free(p), -ENOMEM;
         } else if (r > 0 && s.n_errors == 0) {
                 /* a syntax error inih found itself (e.g. a line with no '=') */
                 s.n_errors++;
-                if (policy_error_add(set, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
+                if (policy_error_add(errors, path, (unsigned) r, "syntax error (expected [Section] or key = value)") < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors == 0 && (p->dynamic.enabled || p->dynamic.has_busy) &&
             (p->dynamic.n_enter == 0 || p->dynamic.n_leave == 0 || !p->dynamic.has_busy)) {
                 s.n_errors++;
-                if (policy_error_add(set, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
+                if (policy_error_add(errors, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors > 0) {

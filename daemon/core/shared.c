@@ -8,6 +8,7 @@
 #include "facts.h"
 #include "intern.h"
 #include "plan.h"
+#include "policy-set.h"
 #include "shared.h"
 #include "util.h"
 

@@ -145,23 +145,6 @@ char *strstrip(char *s) {
         return s;
 }
 
-void ini_cut_inline_comment(char *line) {
-        char *p = line + strspn(line, " \t");
-
-        if (*p == '#' || *p == ';')
-                return;
-        for (; *p; p++)
-                if ((*p == '#' || *p == ';') && p > line && (p[-1] == ' ' || p[-1] == '\t')) {
-                        /* keep the newline: the readers count lines by it */
-                        bool nl = strchr(p, '\n');
-
-                        p[0] = nl ? '\n' : 0;
-                        if (nl)
-                                p[1] = 0;
-                        return;
-                }
-}
-
 static bool stat_is_dev_null(const struct stat *st) {
         return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
 }

@@ -152,10 +152,6 @@ int parse_ll(const char *s, long long min, long long max, long long *ret);
 char *strstrip(char *s);
 /* All of text to fd, again after EINTR and short writes. */
 int write_all(int fd, const char *text);
-/* An INI line read for inih: cuts an inline comment, a '#' or ';' after
- * white space ("scheduler = none   # the device schedules"), as inih itself
- * does for ';'. A line that is a comment as a whole is left to inih. */
-void ini_cut_inline_comment(char *line);
 
 /* A memory stream like open_memstream(), but one whose failure shows: a
  * write that could not grow the buffer fails fclose() (EOF, errno

@@ -12,6 +12,7 @@
 
 #include "applier.h"
 #include "log.h"
+#include "policy-set.h"
 #include "util.h"
 
 /* An apply pass needs a few KiB (two LiveValue tables, a Reconciled,

@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
-#include <ini.h>
 #include <stddef.h>
 
 #include "blkpolicyd-paths.h"
 #include "config.h"
 #include "conflicts.h"
+#include "ini-reader.h"
 #include "log.h"
 #include "util.h"
 
 typedef struct ConfigParse {
         Config *config;
         const char *path;
-        FILE *file;
-        unsigned line;
-        unsigned long_line;     /* the first line inih would split, 0: none */
+        IniReader reader;
         int errors;
         bool oom;
         bool exclude_seen, policy_dirs_seen, reassert_seen, yield_seen;
@@ -200,30 +198,10 @@ static int config_handler(void *user, const char *section, const char *key, cons
         if (r == -ENOMEM)
                 p->oom = true;
         else if (r < 0) {
-                log_error("%s:%u: [%s] %s=%s: %s", p->path, p->line, section, key, value, error);
+                log_error("%s:%u: [%s] %s=%s: %s", p->path, p->reader.line, section, key, value, error);
                 p->errors++;
         }
         return 1;
-}
-
-/* inih's reader, wrapped to count lines and to catch lines longer than its
- * buffer: inih would hand their rest over as another line, or as the
- * continuation of a list, and silently cut or replace the list. */
-static char *config_reader(char *str, int num, void *stream) {
-        ConfigParse *p = stream;
-        char *r = fgets(str, num, p->file);
-        size_t n;
-
-        if (!r)
-                return NULL;
-        n = strlen(r);
-        if (n > 0 && r[n - 1] != '\n' && !feof(p->file)) {
-                if (!p->long_line)
-                        p->long_line = p->line + 1;
-        } else
-                p->line++;
-        ini_cut_inline_comment(r);     /* as in policy files: "exclude = sda   # boot disk" */
-        return r;
 }
 
 static int config_load_file(Config *c, const char *path, bool required) {
@@ -238,13 +216,13 @@ static int config_load_file(Config *c, const char *path, bool required) {
                 return log_error_errno(r, "%s: not a regular file, refusing to read it", path);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot open: %m", path);
-        p.file = f;
-        r = ini_parse_stream(config_reader, &p, config_handler, &p);
-        if (p.oom)
+        p.reader = (IniReader) { .file = f, .comments = INI_COMMENTS_OURS };
+        r = ini_reader_parse(&p.reader, config_handler, &p);
+        if (p.oom || r == -ENOMEM)
                 return log_oom();
-        if (p.long_line) {
+        if (p.reader.long_line) {
                 log_error("%s:%u: line longer than %d characters, refusing the file; split a list over several "
-                          "lines of the same key", path, p.long_line, INI_MAX_LINE - 2);
+                          "lines of the same key", path, p.reader.long_line, INI_MAX_LINE - 2);
                 p.errors++;
         } else if (r > 0 && p.errors == 0) {
                 log_error("%s:%d: syntax error (expected [Section] or key = value)", path, r);

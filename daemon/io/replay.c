@@ -4,6 +4,7 @@
  * only on the recording and the policies. */
 #include <cjson/cJSON.h>
 
+#include "decide.h"
 #include "dynamic.h"
 #include "log.h"
 #include "plan.h"

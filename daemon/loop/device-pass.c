@@ -8,6 +8,7 @@
 #include "applier.h"
 #include "apply.h"
 #include "classify.h"
+#include "decide.h"
 #include "device-internal.h"
 #include "device.h"
 #include "log.h"

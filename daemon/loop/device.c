@@ -14,6 +14,7 @@
 #include "device-internal.h"
 #include "device.h"
 #include "log.h"
+#include "policy-set.h"
 #include "shared.h"
 #include "util.h"
 

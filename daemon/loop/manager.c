@@ -14,6 +14,7 @@
 #include "device.h"
 #include "log.h"
 #include "manager.h"
+#include "policy-set.h"
 #include "record.h"
 #include "report.h"
 #include "sampler.h"
@@ -247,8 +248,8 @@ static void manager_set_log_level(const Manager *m) {
 static void log_policy_errors(const PolicySet *set) {
         char summary[128];
 
-        for (size_t i = 0; i < set->n_errors; i++) {
-                const PolicyError *e = &set->errors[i];
+        for (size_t i = 0; i < set->errors.n_items; i++) {
+                const PolicyError *e = &set->errors.items[i];
                 const char *name = strrchr(e->path, '/');
                 const Policy *p;
 
@@ -256,13 +257,13 @@ static void log_policy_errors(const PolicySet *set) {
                         log_error("%s:%u: %s", e->path, e->line, e->message);
                 else
                         log_error("%s: %s", e->path, e->message);
-                if (i + 1 < set->n_errors && streq(set->errors[i + 1].path, e->path))
+                if (i + 1 < set->errors.n_items && streq(set->errors.items[i + 1].path, e->path))
                         continue;       /* once per file, after its last error */
                 p = policy_set_find(set, name ? name + 1 : e->path);
                 if (p && !streq(p->path, e->path))
                         log_warning("%s is rejected: %s stays in force", e->path, p->path);
         }
-        if (set->n_errors > 0 && policy_set_summary(set, summary, sizeof(summary)) >= 0)
+        if (set->errors.n_items > 0 && policy_set_summary(set, summary, sizeof(summary)) >= 0)
                 log_warning("Policies: %s; the rejected files count as absent", summary);
 }
 

@@ -2,7 +2,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "conflicts-internal.h"
+#include "conflicts-files.h"
 #include "conflicts.h"
 #include "tests.h"
 #include "tunables.h"
@@ -319,6 +319,50 @@ TEST(tuned_merge_rules) {
         write_file(dir, "/etc/tuned/active_profile", "gone ../etc ${x}\n");
         ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
         ASSERT_TRUE(s.n_items == 0 && strv_length(s.warnings) == 3);
+        conflict_set_done(&s);
+}
+
+/* The profile syntax as tuned's configparser reads it, through inih: the
+ * lines inih alone would read otherwise (';', ':', an indented line, a
+ * long one) as the profile means them. */
+TEST(tuned_profile_syntax) {
+        char dir[] = "/tmp/test-conflicts-XXXXXX";
+        _cleanup_free_ char *text = NULL, *glob = NULL;
+        ConflictSet s = {};
+
+        ASSERT_TRUE(mkdtemp(dir));
+        write_file(dir, "/etc/tuned/active_profile", "p\n");
+        /* '#' is a comment only after white space; ';' never inline */
+        write_file(dir, "/etc/tuned/profiles/p/tuned.conf",
+                   "# a comment\n[disk] # the disks\nelevator=bfq#x\nreadahead = 4096\t# KiB\n"
+                   "devices = sda ;sdb\n");
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 2);
+        ASSERT_TRUE(streq(s.items[0].value, "bfq#x") && s.items[0].line == 3);
+        ASSERT_TRUE(streq(s.items[1].value, "4096") && s.items[1].line == 4);
+        ASSERT_STREQ(s.items[0].match, "[disk] devices=sda ;sdb");
+        conflict_set_done(&s);
+
+        /* a section given twice is one unit, the last value of a key counts
+         * (with its line); an indented line is no continuation: with '=' a
+         * key of its own, without one nothing */
+        write_file(dir, "/etc/tuned/profiles/p/tuned.conf",
+                   "[disk]\nelevator=kyber\n[sysfs]\n/sys/block/sd*/queue/nr_requests = 64\n[disk]\n"
+                   "elevator=bfq\n  mq-deadline\n  readahead=128\n");
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 3);
+        ASSERT_TRUE(streq(s.items[0].value, "bfq") && s.items[0].line == 6 && streq(s.items[0].match, "[disk] devices=*"));
+        ASSERT_TRUE(streq(s.items[1].value, "128") && s.items[1].line == 8);
+        ASSERT_TRUE(streq(s.items[2].value, "64") && streq(s.items[2].match, "/sys/block/sd*"));
+        conflict_set_done(&s);
+
+        /* ':' is no delimiter; a line past inih's buffer, whole */
+        ASSERT_TRUE(asprintf(&glob, "%0200d", 0) > 0);
+        ASSERT_TRUE(asprintf(&text, "[sysfs]\n/sys/block/%s*/queue/rq_affinity = 2\nx:y = 1\n", glob) > 0);
+        write_file(dir, "/etc/tuned/profiles/p/tuned.conf", text);
+        ASSERT_EQ_INT(conflicts_scan_tuned(dir, &s), 0);
+        ASSERT_EQ_INT(s.n_items, 1);
+        ASSERT_TRUE(streq(s.items[0].value, "2") && s.items[0].line == 2 && strlen(s.items[0].match) == 212);
         conflict_set_done(&s);
 }
 

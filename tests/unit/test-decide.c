@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* decide() is pure: synthetic facts and policies in, a plan out. */
+#include "decide.h"
 #include "plan.h"
 #include "shared.h"
 #include "tests.h"

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "policy-set.h"
 #include "policy.h"
 #include "policy-check.h"
 #include "tests.h"
@@ -84,7 +85,7 @@ TEST(parse_every_key) {
         make_dir("a", d);
         put(d, "10-good.policy", GOOD);
         s = load(d, NULL);
-        ASSERT_EQ_INT(s->n_errors, 0);
+        ASSERT_EQ_INT(s->errors.n_items, 0);
         ASSERT_EQ_INT(s->n_policies, 1);
         p = find(s, "10-good.policy");
         ASSERT_TRUE(p != NULL);
@@ -121,11 +122,11 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         s = load(d, NULL);
         ASSERT_TRUE(snprintf(expect_path, sizeof(expect_path), "%s/20-bad.policy", d) < PATH_MAX);
         ASSERT_TRUE(s->n_policies == 1 && find(s, "10-good.policy"));
-        ASSERT_TRUE(s->n_errors >= 1);
-        ASSERT_STREQ(s->errors[0].path, expect_path);
-        if (s->errors[0].line != line || !strstr(s->errors[0].message, needle))
-                TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors[0].line,
-                          s->errors[0].message, line, needle);
+        ASSERT_TRUE(s->errors.n_items >= 1);
+        ASSERT_STREQ(s->errors.items[0].path, expect_path);
+        if (s->errors.items[0].line != line || !strstr(s->errors.items[0].message, needle))
+                TEST_FAIL("got %u: %s, wanted %u: ...%s...", s->errors.items[0].line,
+                          s->errors.items[0].message, line, needle);
         policy_set_unref(s);
         teardown();
 }
@@ -191,8 +192,8 @@ TEST(all_errors_of_a_file_reported) {
         put(d, "20-bad.policy", "[Match]\nclass = nope\n[Queue]\nnr_requests = x\nfoo = 1\n");
         s = load(d, NULL);
         ASSERT_EQ_INT(s->n_policies, 0);
-        ASSERT_EQ_INT(s->n_errors, 3);
-        ASSERT_TRUE(s->n_errors == 3 && s->errors[0].line == 2 && s->errors[1].line == 4 && s->errors[2].line == 5);
+        ASSERT_EQ_INT(s->errors.n_items, 3);
+        ASSERT_TRUE(s->errors.n_items == 3 && s->errors.items[0].line == 2 && s->errors.items[1].line == 4 && s->errors.items[2].line == 5);
         policy_set_unref(s);
         teardown();
 }
@@ -216,7 +217,7 @@ TEST(etc_masks_usr_lib) {
         put(admin, "45-admin-only.policy", "[Queue]\nnr_requests = 16\n");
         put(admin, "README", "not a policy\n");
         s = load(vendor, admin);
-        ASSERT_EQ_INT(s->n_errors, 0);
+        ASSERT_EQ_INT(s->errors.n_items, 0);
         ASSERT_EQ_INT(s->n_policies, 3);
         /* sorted by file name across both directories */
         if (s->n_policies == 3) {
@@ -236,7 +237,7 @@ TEST(etc_masks_usr_lib) {
 TEST(missing_dirs_are_fine) {
         PolicySet *s = load("/nonexistent/blkpolicyd/a", "/nonexistent/blkpolicyd/b");
 
-        ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 0);
+        ASSERT_TRUE(s->n_policies == 0 && s->errors.n_items == 0);
         policy_set_unref(s);
 }
 
@@ -249,7 +250,7 @@ TEST(property_keys_are_collected_once) {
         put(d, "10-good.policy", GOOD);
         put(d, "20-serial.policy", "[Match]\nproperty = ID_SERIAL=S4EV*\nproperty = ID_MODEL=*\n[Queue]\nscheduler = none\n");
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_errors == 0 && strv_length(s->property_keys) == 2);
+        ASSERT_TRUE(s->errors.n_items == 0 && strv_length(s->property_keys) == 2);
         ASSERT_STREQ(s->property_keys[0], "ID_MODEL");
         ASSERT_STREQ(s->property_keys[1], "ID_SERIAL");
         policy_set_unref(s);
@@ -272,8 +273,8 @@ TEST(line_too_long_rejects_file) {
         strcat(text, "\n");
         put(d, "20-long.policy", text);
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_policies == 0 && s->n_errors == 1 && s->n_files_rejected == 1);
-        ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 2);
+        ASSERT_TRUE(s->n_policies == 0 && s->errors.n_items == 1 && s->n_files_rejected == 1);
+        ASSERT_TRUE(s->errors.n_items == 1 && s->errors.items[0].line == 2);
         policy_set_unref(s);
         teardown();
 }
@@ -306,7 +307,7 @@ TEST(rejected_file_falls_back) {
         ASSERT_TRUE(p && p->n_sched == 1 && streq(p->sched[0].name, "bfq"));
         ASSERT_EQ_INT(s->n_policies, 2);
         /* files, not errors: 20 (2 errors), 30 twice (1 each), the directory (1) */
-        ASSERT_TRUE(s->n_files_rejected == 4 && s->n_errors == 5);
+        ASSERT_TRUE(s->n_files_rejected == 4 && s->errors.n_items == 5);
         ASSERT_EQ_INT(policy_set_summary(s, buf, sizeof(buf)), 0);
         ASSERT_STREQ(buf, "2 policies loaded, 4 files rejected, 5 errors");
         policy_set_unref(s);
@@ -342,7 +343,7 @@ TEST(dynamic_sections) {
             "leave_ticks = 4\nwindow = 3\nmin_dwell_ticks = 5\nmax_flips = 10\nflip_window_ticks = 300\n"
             "[Busy]\nscheduler = mq-deadline\nnr_requests = 32\n[Busy mq-deadline]\nfifo_batch = 4\n");
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
+        ASSERT_TRUE(s->errors.n_items == 0 && s->n_policies == 1);
         p = find(s, "30-dyn.policy");
         ASSERT_TRUE(p != NULL);
         y = &p->dynamic;
@@ -384,7 +385,7 @@ TEST(dynamic_mix_signals) {
             "[Dynamic]\nenter = wpct > 50\nenter = wkb >= 64\nleave = rkb < 16\nleave = merge_pct <= 5\n"
             "[Busy]\nscheduler = mq-deadline\n");
         s = load(d, NULL);
-        ASSERT_TRUE(s->n_errors == 0 && s->n_policies == 1);
+        ASSERT_TRUE(s->errors.n_items == 0 && s->n_policies == 1);
         p = find(s, "30-mix.policy");
         ASSERT_TRUE(p != NULL);
         y = &p->dynamic;
@@ -436,8 +437,8 @@ TEST(inline_comments) {
         ASSERT_STREQ(p->match.names[0], "loop*");
         ASSERT_TRUE(p->match.names[1] == NULL);
         ASSERT_STREQ(p->match.properties[0], "ID_SERIAL=a#b");
-        ASSERT_TRUE(s->n_errors == 1 && s->errors[0].line == 4 && strstr(s->errors[0].message, "lots") &&
-                    !strstr(s->errors[0].message, "number\n"));
+        ASSERT_TRUE(s->errors.n_items == 1 && s->errors.items[0].line == 4 && strstr(s->errors.items[0].message, "lots") &&
+                    !strstr(s->errors.items[0].message, "number\n"));
         policy_set_unref(s);
         teardown();
 }
@@ -457,7 +458,7 @@ TEST(check_values_the_kernel_will_not_keep) {
         put(d, "20-bio.policy", "[Match]\nclass = bio-based\n[Queue]\nscheduler = none\nread_ahead_kb = 1024\n");
         put(d, "30-fine.policy", "[Match]\nname = vd*\n[Queue]\nread_ahead_kb = 4096\n[mq-deadline]\nread_expire = 8\n");
         s = load(d, NULL);
-        ASSERT_EQ_INT(s->n_errors, 0);
+        ASSERT_EQ_INT(s->errors.n_items, 0);
         /* HZ=250: 1 ms is one jiffy, shown as 4; 5000 is kept */
         ASSERT_EQ_INT(jiffies_kept_ms(1, 250), 4);
         ASSERT_EQ_INT(jiffies_kept_ms(5000, 250), 5000);
