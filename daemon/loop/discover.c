@@ -18,8 +18,7 @@ struct Discover {
         struct udev *udev;
         struct udev_monitor *udev_monitor;
         struct nl_sock *nl;
-        sd_event_source *io;
-        DiscoverCallbacks cb;
+        int fd;                 /* the monitor's, -1 before discover_open_monitor() */
         const char *kind;
 #if ENABLE_FAULT_INJECTION
         /* BLKPOLICYD_FAKE_UEVENTS: the senders waiting for a reply */
@@ -37,6 +36,7 @@ int discover_new(const Roots *roots, char *const *device_globs, Discover **ret) 
                 return -ENOMEM;
         d->roots = *roots;
         d->kind = "none";
+        d->fd = -1;
 #if ENABLE_FAULT_INJECTION
         d->fake_fd = -1;
 #endif
@@ -60,7 +60,10 @@ int discover_new(const Roots *roots, char *const *device_globs, Discover **ret) 
 Discover *discover_free(Discover *d) {
         if (!d)
                 return NULL;
-        sd_event_source_disable_unref(d->io);
+#if ENABLE_FAULT_INJECTION
+        if (d->fake_fd >= 0)
+                (void) close(d->fake_fd);
+#endif
         if (d->udev_monitor)
                 udev_monitor_unref(d->udev_monitor);
         if (d->nl)
@@ -136,37 +139,75 @@ static void drain(int fd) {
                 ;
 }
 
-/* Events handled per wakeup: a storm of a thousand adds, handled in one
- * go, kept the control socket waiting 250 ms; the rest wait for the next
- * turn of the loop (the fd stays readable), after the other sources. */
-#define EVENTS_PER_DISPATCH 16
-
-static int on_udev_event(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
-        Discover *d = userdata;
-
-        for (unsigned n = 0; n < EVENTS_PER_DISPATCH; n++) {
-                struct udev_device *dev = udev_monitor_receive_device(d->udev_monitor);
-                const char *name;
-
-                if (!dev) {
-                        if (errno == ENOBUFS) {
-                                log_warning("udev monitor overflowed, rescanning all devices");
-                                drain(udev_monitor_get_fd(d->udev_monitor));
-                                d->cb.overflow(d->cb.userdata);
-                                continue;
-                        }
-                        return 0;
-                }
-                name = udev_device_get_sysname(dev);
-                if (name && discover_name_wanted(d, name))
-                        d->cb.device(d->cb.userdata, name, udev_device_get_devnum(dev),
-                                     uevent_action_from_string(udev_device_get_action(dev)));
-                udev_device_unref(dev);
-        }
-        return 0;
+static void udev_device_unrefp(struct udev_device **d) {
+        if (*d)
+                udev_device_unref(*d);
 }
 
-static int start_udev_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
+/* One message of udevd's monitor. */
+static int receive_udev(Discover *d, DiscoverEvent *ret) {
+        _cleanup_(udev_device_unrefp) struct udev_device *dev = udev_monitor_receive_device(d->udev_monitor);
+        const char *name;
+
+        if (!dev) {
+                if (errno != ENOBUFS)
+                        return DISCOVER_NONE;
+                log_warning("udev monitor overflowed, rescanning all devices");
+                drain(d->fd);
+                return DISCOVER_LOST;
+        }
+        name = udev_device_get_sysname(dev);
+        if (!name || !discover_name_wanted(d, name) || strscpy(ret->name, sizeof(ret->name), name) < 0)
+                return DISCOVER_SKIPPED;
+        ret->devnum = udev_device_get_devnum(dev);
+        ret->action = uevent_action_from_string(udev_device_get_action(dev));
+        return DISCOVER_EVENT;
+}
+
+/* A kernel-format uevent: an event of a wanted whole disk, or none. */
+static int uevent_event(Discover *d, char *buf, size_t len, DiscoverEvent *ret) {
+        Uevent u;
+
+        if (uevent_parse(buf, len, &u) < 0 || !uevent_is_disk(&u) || !u.has_devnum ||
+            !discover_name_wanted(d, uevent_sysname(&u)) ||
+            strscpy(ret->name, sizeof(ret->name), uevent_sysname(&u)) < 0)
+                return DISCOVER_SKIPPED;
+        ret->devnum = makedev(u.major, u.minor);
+        ret->action = u.action;
+        return DISCOVER_EVENT;
+}
+
+/* libnl opens and joins the socket; a datagram is taken with recvmsg()
+ * into one stack buffer, not with nl_recv(): that maps ENOBUFS (the
+ * kernel dropped events: rescan) to NLE_NOMEM, as it maps ENOMEM, so a
+ * loss could not be told from a failed allocation, and it mallocs a
+ * buffer per message. nl_recvmsgs() and its callbacks parse netlink
+ * messages, which a uevent is not: "ACTION@DEVPATH\0KEY=value\0...",
+ * core/uevent.c's to parse. README's design notes say the same. */
+static int receive_kernel(Discover *d, DiscoverEvent *ret) {
+        char buf[8192];
+        struct sockaddr_nl sender = {};
+        struct iovec iov = { buf, sizeof(buf) };
+        struct msghdr msg = { .msg_name = &sender, .msg_namelen = sizeof(sender), .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n = recvmsg(d->fd, &msg, MSG_DONTWAIT);
+
+        if (n < 0) {
+                if (errno == ENOBUFS) {
+                        log_warning("Kernel uevents were lost (receive buffer full), rescanning all devices");
+                        drain(d->fd);
+                        return DISCOVER_LOST;
+                }
+                if (errno != EAGAIN && errno != EINTR)
+                        log_warning_errno(errno, "Reading kernel uevents failed, ignoring: %m");
+                return DISCOVER_NONE;
+        }
+        /* only the kernel (port 0) may speak on this group */
+        if (sender.nl_pid != 0 || (msg.msg_flags & MSG_TRUNC))
+                return DISCOVER_SKIPPED;
+        return uevent_event(d, buf, (size_t) n, ret);
+}
+
+static int start_udev_monitor(Discover *d, unsigned rcvbuf) {
         int r;
 
         d->udev_monitor = udev_monitor_new_from_netlink(d->udev, "udev");
@@ -181,55 +222,11 @@ static int start_udev_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
         if (r < 0)
                 return r;
         d->kind = "udev";
-        return sd_event_add_io(e, &d->io, udev_monitor_get_fd(d->udev_monitor), EPOLLIN, on_udev_event, d);
+        d->fd = udev_monitor_get_fd(d->udev_monitor);
+        return d->fd;
 }
 
-static void handle_kernel_uevent(Discover *d, char *buf, size_t len) {
-        Uevent u;
-
-        if (uevent_parse(buf, len, &u) < 0 || !uevent_is_disk(&u))
-                return;
-        if (u.has_devnum && discover_name_wanted(d, uevent_sysname(&u)))
-                d->cb.device(d->cb.userdata, uevent_sysname(&u), makedev(u.major, u.minor), u.action);
-}
-
-/* libnl opens and joins the socket; a datagram is taken with recvmsg()
- * into one stack buffer, not with nl_recv(): that maps ENOBUFS (the
- * kernel dropped events: rescan) to NLE_NOMEM, as it maps ENOMEM, so a
- * loss could not be told from a failed allocation, and it mallocs a
- * buffer per message. nl_recvmsgs() and its callbacks parse netlink
- * messages, which a uevent is not: "ACTION@DEVPATH\0KEY=value\0...",
- * core/uevent.c's to parse. README's design notes say the same. */
-static int on_kernel_uevent(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
-        Discover *d = userdata;
-
-        for (unsigned k = 0; k < EVENTS_PER_DISPATCH; k++) {
-                char buf[8192];
-                struct sockaddr_nl sender = {};
-                struct iovec iov = { buf, sizeof(buf) };
-                struct msghdr msg = { .msg_name = &sender, .msg_namelen = sizeof(sender), .msg_iov = &iov, .msg_iovlen = 1 };
-                ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
-
-                if (n < 0) {
-                        if (errno == ENOBUFS) {
-                                log_warning("Kernel uevents were lost (receive buffer full), rescanning all devices");
-                                drain(fd);
-                                d->cb.overflow(d->cb.userdata);
-                                continue;
-                        }
-                        if (errno != EAGAIN && errno != EINTR)
-                                log_warning_errno(errno, "Reading kernel uevents failed, ignoring: %m");
-                        return 0;
-                }
-                /* only the kernel (port 0) may speak on this group */
-                if (sender.nl_pid != 0 || (msg.msg_flags & MSG_TRUNC))
-                        continue;
-                handle_kernel_uevent(d, buf, (size_t) n);
-        }
-        return 0;
-}
-
-static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
+static int start_kernel_monitor(Discover *d, unsigned rcvbuf) {
         int fd, size = (int) rcvbuf, r;
 
         d->nl = nl_socket_alloc();
@@ -247,7 +244,8 @@ static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0)
                 log_warning_errno(errno, "Cannot enlarge the uevent receive buffer, ignoring: %m");
         d->kind = "kernel";
-        return sd_event_add_io(e, &d->io, fd, EPOLLIN, on_kernel_uevent, d);
+        d->fd = fd;
+        return fd;
 }
 
 #if ENABLE_FAULT_INJECTION
@@ -257,24 +255,24 @@ static int start_kernel_monitor(Discover *d, sd_event *e, unsigned rcvbuf) {
  * the kernel). Each sender is answered once every pass its event started
  * is done (discover_fake_settle()), so a test knows when to look; a
  * datagram that is no uevent ("settle") only waits for that. */
-static int on_fake_uevent(sd_event_source *s _unused_, int fd, uint32_t revents _unused_, void *userdata) {
-        Discover *d = userdata;
+static int receive_fake(Discover *d, DiscoverEvent *ret) {
         char buf[8192];
         struct sockaddr_un from = {};
         socklen_t len = sizeof(from);
-        ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *) &from, &len);
+        ssize_t n = recvfrom(d->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *) &from, &len);
 
-        if (n < 0 || (size_t) n > sizeof(buf))
-                return 0;
-        handle_kernel_uevent(d, buf, (size_t) n);
+        if (n < 0)
+                return DISCOVER_NONE;
+        if ((size_t) n > sizeof(buf))
+                return DISCOVER_SKIPPED;
         if (len > sizeof(sa_family_t) && d->n_fake_waiters < FAKE_UEVENT_WAITERS_MAX) {
                 d->fake_waiters[d->n_fake_waiters] = from;
                 d->fake_waiter_len[d->n_fake_waiters++] = len;
         }
-        return 0;
+        return uevent_event(d, buf, (size_t) n, ret);
 }
 
-static int start_fake_monitor(Discover *d, sd_event *e, const char *path) {
+static int start_fake_monitor(Discover *d, const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd, r;
 
@@ -289,12 +287,9 @@ static int start_fake_monitor(Discover *d, sd_event *e, const char *path) {
                 (void) close(fd);
                 return r;
         }
-        d->fake_fd = fd;
+        d->fake_fd = d->fd = fd;
         d->kind = "fake";
-        r = sd_event_add_io(e, &d->io, fd, EPOLLIN, on_fake_uevent, d);
-        if (r >= 0)
-                r = sd_event_source_set_io_fd_own(d->io, true);
-        return r;
+        return fd;
 }
 
 void discover_fake_settle(Discover *d, bool idle) {
@@ -307,18 +302,39 @@ void discover_fake_settle(Discover *d, bool idle) {
 }
 #endif
 
-int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf) {
-        d->cb = *cb;
+int discover_open_monitor(Discover *d, unsigned rcvbuf) {
 #if ENABLE_FAULT_INJECTION
         const char *fake = getenv("BLKPOLICYD_FAKE_UEVENTS");
 
         if (fake)
-                return start_fake_monitor(d, e, fake);
+                return start_fake_monitor(d, fake);
 #endif
         /* udevd announces itself with its control socket, as libudev checks */
         if (d->udev && access("/run/udev/control", F_OK) == 0)
-                return start_udev_monitor(d, e, rcvbuf);
-        return start_kernel_monitor(d, e, rcvbuf);
+                return start_udev_monitor(d, rcvbuf);
+        return start_kernel_monitor(d, rcvbuf);
+}
+
+int discover_receive(Discover *d, DiscoverEvent *ret) {
+#if ENABLE_FAULT_INJECTION
+        if (d->fake_fd >= 0)
+                return receive_fake(d, ret);
+#endif
+        if (d->udev_monitor)
+                return receive_udev(d, ret);
+        return d->nl ? receive_kernel(d, ret) : DISCOVER_NONE;
+}
+
+unsigned discover_batch(const Discover *d) {
+#if ENABLE_FAULT_INJECTION
+        /* a sender's "settled" follows the dispatch that handled its event */
+        if (d->fake_fd >= 0)
+                return 1;
+#endif
+        /* a storm of a thousand adds, handled in one go, kept the control
+         * socket waiting 250 ms; the rest wait for the next turn of the
+         * loop (the fd stays readable), after the other sources */
+        return 16;
 }
 
 const char *discover_monitor_kind(const Discover *d) {

@@ -5,9 +5,9 @@
  * and go (monitor). udevd's monitor when udevd runs, else the kernel's
  * own uevent netlink group via libnl. Knows nothing of policies. */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
-#include <systemd/sd-event.h>
 
 #include "blkpolicyd-paths.h"
 
@@ -16,13 +16,19 @@
 
 typedef struct Discover Discover;
 
-typedef struct DiscoverCallbacks {
-        void (*device)(void *userdata, const char *name, dev_t devnum, UeventAction action);
-        /* events were lost (ENOBUFS): everything must be rescanned */
-        void (*overflow)(void *userdata);
-        void *userdata;
-} DiscoverCallbacks;
+/* What discover_receive() took from the monitor. */
+typedef enum DiscoverReceived {
+        DISCOVER_NONE,          /* nothing waits: the loop waits for the fd again */
+        DISCOVER_EVENT,         /* *ret is an event of a wanted whole disk */
+        DISCOVER_SKIPPED,       /* a message that is no such event */
+        DISCOVER_LOST,          /* events were lost (ENOBUFS): everything must be rescanned */
+} DiscoverReceived;
 
+typedef struct DiscoverEvent {
+        char name[NAME_MAX + 1];        /* the kernel's name of the disk */
+        dev_t devnum;
+        UeventAction action;
+} DiscoverEvent;
 
 int discover_new(const Roots *roots, char *const *device_globs, Discover **ret);
 Discover *discover_free(Discover *d);
@@ -30,7 +36,13 @@ Discover *discover_free(Discover *d);
 /* Sorted kernel names of whole disks that pass the --device globs. */
 int discover_enumerate(Discover *d, char ***ret);
 
-int discover_start_monitor(Discover *d, sd_event *e, const DiscoverCallbacks *cb, unsigned rcvbuf);
+/* The monitor: udevd's, else the kernel's uevents. Returns its fd,
+ * which the loop watches for EPOLLIN and Discover closes; -errno. */
+int discover_open_monitor(Discover *d, unsigned rcvbuf);
+/* The monitor's next message, without blocking: a DiscoverReceived. The
+ * loop takes at most discover_batch() per wakeup, whatever they were. */
+int discover_receive(Discover *d, DiscoverEvent *ret);
+unsigned discover_batch(const Discover *d);
 /* "udev", "kernel", "none" (or "fake"). */
 const char *discover_monitor_kind(const Discover *d);
 

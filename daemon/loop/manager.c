@@ -68,14 +68,6 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
         }
 }
 
-static void on_device(void *userdata, const char *name, dev_t devnum, UeventAction action) {
-        Manager *m = userdata;
-        int r = manager_device_event(m, name, devnum, action);
-
-        if (r < 0)
-                manager_fatal(m, r);
-}
-
 static int manager_scan_devices(Manager *m) {
         _cleanup_strv_free_ char **names = NULL;
         int r;
@@ -121,12 +113,34 @@ int manager_scan(Manager *m) {
         return r;
 }
 
-static void on_overflow(void *userdata) {
-        Manager *m = userdata;
-        int r = manager_scan(m);
+/* The uevent monitor is readable: its events, a batch per wakeup, each
+ * handled here and below (the loop's source is the manager's, so a
+ * uevent calls only down). Lost events: everything is scanned again. */
+static int on_uevents(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
 
-        if (r == -ENOMEM)
-                manager_fatal(m, r);
+        for (unsigned n = discover_batch(m->discover); n > 0; n--) {
+                DiscoverEvent ev;
+                int r = discover_receive(m->discover, &ev);
+
+                if (r == DISCOVER_NONE)
+                        break;
+                if (r == DISCOVER_EVENT)
+                        r = manager_device_event(m, ev.name, ev.devnum, ev.action);
+                else if (r == DISCOVER_LOST && manager_scan(m) == -ENOMEM)
+                        r = -ENOMEM;
+                if (r < 0)
+                        return manager_fatal(m, r);
+        }
+        return 0;
+}
+
+static int manager_watch_uevents(Manager *m) {
+        int fd = discover_open_monitor(m->discover, m->config.uevent_buffer_bytes);
+
+        if (fd < 0)
+                return fd;
+        return sd_event_add_io(m->event, &m->uevent_source, fd, EPOLLIN, on_uevents, m);
 }
 
 /* One view at a time (a DeviceView is some 7 KiB): the devices' JSON is
@@ -619,6 +633,7 @@ Manager *manager_free(Manager *m) {
         intern_table_done(&m->ctx.facts);
         sampler_free(m->sampler);
         free(m->ctx.media);
+        sd_event_source_disable_unref(m->uevent_source);       /* before discover closes its fd */
         discover_free(m->discover);
         policy_set_unref(m->policies);
         config_done(&m->config);
@@ -631,7 +646,6 @@ Manager *manager_free(Manager *m) {
 }
 
 static int manager_setup_loop(Manager *m) {
-        DiscoverCallbacks cb = { .device = on_device, .overflow = on_overflow, .userdata = m };
         sigset_t mask;
         int r;
 
@@ -664,7 +678,7 @@ static int manager_setup_loop(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the applier: %m");
         /* monitor before the scan: a device added during the scan is not lost */
-        r = discover_start_monitor(m->discover, m->event, &cb, m->config.uevent_buffer_bytes);
+        r = manager_watch_uevents(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch for block devices: %m");
         /* the front (the control socket) before the scan, too */

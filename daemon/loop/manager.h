@@ -82,6 +82,7 @@ struct Manager {
         PolicySet *policies;
         KernelCaps caps;
         Discover *discover;
+        sd_event_source *uevent_source; /* the monitor's fd (discover.c's), watched here */
         DeviceContext ctx;              /* the device table and what the devices' files work in */
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         struct Applier *applier;        /* apply passes off the loop */
