@@ -343,7 +343,7 @@ typedef struct Front {
 /* Another daemon on the socket is fatal; a socket that cannot be had
  * for another reason is not, the disks are managed all the same. */
 static int front_start(Manager *m, void *userdata) {
-        Front *f = userdata;
+        Front *f = ASSERT_PTR(userdata);
         int r;
 
         f->handler = commands_handler(m);
@@ -358,7 +358,7 @@ static int front_start(Manager *m, void *userdata) {
 }
 
 static void front_reloaded(Manager *m _unused_, const Config *old, void *userdata) {
-        Front *f = userdata;
+        Front *f = ASSERT_PTR(userdata);
 
         metrics_textfile_reloaded(f->textfile, old);
 }

@@ -85,8 +85,7 @@ int conflicts_read_file(const char *root, const char *path, char **ret) {
         text[n] = 0;
         if (n == 0)
                 return -ENODATA;
-        *ret = text;
-        text = NULL;
+        *ret = TAKE_PTR(text);
         return 0;
 }
 

@@ -295,7 +295,7 @@ static int client_read(Client *c) {
 }
 
 static int on_client_io(sd_event_source *s _unused_, int fd _unused_, uint32_t revents, void *userdata) {
-        Client *c = userdata;
+        Client *c = ASSERT_PTR(userdata);
         int r = 0;
 
         if (revents & (EPOLLERR | EPOLLHUP) && !(revents & EPOLLIN))
@@ -364,7 +364,7 @@ void control_pending_reply(ControlPending *p, ControlReply reply) {
 }
 
 static int on_client_timeout(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        Client *c = userdata;
+        Client *c = ASSERT_PTR(userdata);
 
         log_debug("Control client pid %d idle too long, closing", (int) c->peer.pid);
         client_free(c);
@@ -565,7 +565,7 @@ static int accept_backoff(ControlServer *s, int error) {
 }
 
 static int on_accept_backoff(sd_event_source *src _unused_, uint64_t usec _unused_, void *userdata) {
-        ControlServer *s = userdata;
+        ControlServer *s = ASSERT_PTR(userdata);
 
         (void) sd_event_source_set_enabled(s->io, SD_EVENT_ON);
         return 0;
@@ -577,7 +577,7 @@ static int on_accept_backoff(sd_event_source *src _unused_, uint64_t usec _unuse
 #define ACCEPT_BATCH 64
 
 static int on_accept(sd_event_source *src _unused_, int fd, uint32_t revents _unused_, void *userdata) {
-        ControlServer *s = userdata;
+        ControlServer *s = ASSERT_PTR(userdata);
 
         for (unsigned i = 0; i < ACCEPT_BATCH; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), r;

@@ -64,7 +64,7 @@ static Device *listing_take(Listing *l, Manager *m) {
  * (memstream_open()). */
 static int listing_next(ControlStream *s, void *userdata, FILE *f) {
         Listing *l = (Listing *) s;
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         Device *d;
 
         l->w.f = f;
@@ -303,7 +303,7 @@ static int metrics_reply_text(MetricsReply *r, Manager *m) {
 
 static int metrics_reply_next(ControlStream *s, void *userdata, FILE *f) {
         MetricsReply *r = (MetricsReply *) s;
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
 
         if (r->build && metrics_build_step(r->build, m) > 0)
                 return CONTROL_STREAM_YIELD;

@@ -75,7 +75,7 @@ static int on_textfile_watch(sd_event_source *s _unused_, void *userdata) {
 }
 
 static int on_textfile_more(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        MetricsTextfile *t = userdata;
+        MetricsTextfile *t = ASSERT_PTR(userdata);
         int r = t->build ? textfile_slice(t) : 0;
 
         return r < 0 ? manager_fatal(t->manager, r) : 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The device table: Device pointers by dev_t, linear probing, tombstones. */
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -77,6 +78,8 @@ static int device_table_rehash(DeviceTable *t, size_t n_slots) {
 int device_table_put(DeviceTable *t, Device *d) {
         size_t used = t->n_devices + t->n_tombstones + 1, size = t->n_slots;
 
+        /* a number stands for one device: the caller forgets the old one first */
+        assert(device_table_find(t, t->devnum(d)) >= t->n_slots);
         /* at most 3/4 used, tombstones counted (they lengthen probes): twice
          * the slots when the devices alone fill half, else the same number
          * without the tombstones */

@@ -243,7 +243,6 @@ int state_import_v1(const StateDir *d, const Roots *roots, char ***pending) {
                 if (strv_push(&left, *n) < 0)
                         return log_oom();
         }
-        *pending = left;
-        left = NULL;
+        *pending = TAKE_PTR(left);
         return 0;
 }

@@ -337,8 +337,7 @@ int sysfs_list_disks(const Roots *r, char ***ret) {
                 if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
                         return -ENOMEM;
         strv_sort(l);
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -382,8 +381,7 @@ static int udev_db_properties_live(unsigned major, unsigned minor, char *const *
         udev_unref(udev);
         if (r < 0)
                 return r;
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -414,8 +412,7 @@ static int udev_db_properties_file(const char *root, unsigned major, unsigned mi
                 if (strv_push(&l, line + 2) < 0)
                         return -ENOMEM;
         }
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 

@@ -3,6 +3,7 @@
  * applier for writes), retry what was transient, flip its dynamic state,
  * and take the pass back when the applier is done. Per-device failures
  * are logged "…, ignoring"; only -ENOMEM is returned. */
+#include <assert.h>
 #include <time.h>
 
 #include "applier.h"
@@ -78,7 +79,7 @@ static void log_plan(const Device *d, const char *why_not) {
 
 /* userdata: the device's DeviceExtra, which the pass may free */
 static int on_retry(sd_event_source *s _unused_, uint64_t usec _unused_, void *userdata) {
-        DeviceExtra *x = userdata;
+        DeviceExtra *x = ASSERT_PTR(userdata);
         DeviceContext *c = x->context;  /* d may be forgotten by its pass */
         Device *d = x->device;
         int r;
@@ -177,8 +178,12 @@ static int device_plan_only(DeviceContext *c, Device *d, Plan *plan) {
 
 /* The job for the applier: copies of the plan and the record. */
 static int device_submit(DeviceContext *c, Device *d, const Plan *plan, bool take_over, bool restore) {
-        ApplyJob *j = applier_job_new(c->applier, d->name);
+        ApplyJob *j;
 
+        /* one pass per device at a time: its writes stay in order, and the
+         * pass that comes back is the one the device waits for */
+        assert(!d->job);
+        j = applier_job_new(c->applier, d->name);
         if (!j)
                 return -ENOMEM;
         j->devnum = device_devnum(d);

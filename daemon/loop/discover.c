@@ -106,8 +106,7 @@ static int enumerate_udev(Discover *d, char ***ret) {
         if (r < 0)
                 return r;
         strv_sort(l);
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -123,8 +122,7 @@ int discover_enumerate(Discover *d, char ***ret) {
         for (char **n = all; n && *n; n++)
                 if (discover_name_wanted(d, *n) && strv_push(&l, *n) < 0)
                         return -ENOMEM;
-        *ret = l;
-        l = NULL;
+        *ret = TAKE_PTR(l);
         return 0;
 }
 

@@ -385,7 +385,7 @@ static void reload_cancel(Manager *m) {
  * asked meanwhile starts after them (m->reloading until then: those the
  * replies' clients ask next are queued too). */
 static void on_reload_applied(void *userdata, int r) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         ReloadWaiter *done = m->reload_applying;
         cJSON *errors = m->reload_result_errors;
         char summary[128];
@@ -458,7 +458,7 @@ static void manager_cancel_waits(Manager *m) {
 }
 
 static int on_sighup(sd_event_source *s _unused_, const struct signalfd_siginfo *si _unused_, void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
 
         /* the errors are logged as file:line; nobody waits for a reply */
         if (manager_reload(m, NULL, NULL) == -ENOMEM)
@@ -520,7 +520,7 @@ static unsigned apply_parallelism(const Manager *m) {
  * sampler the flip the pass ends; what a pass may start for every device
  * (redecide, READY=1) is the manager's. */
 static void on_apply_done(ApplyJob *j, void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         dev_t devnum = j->devnum;
         double ms = (double) (j->end_usec - j->start_usec) / 1000.0;
         int r = device_apply_done(&m->ctx, j);
@@ -540,7 +540,7 @@ static void on_apply_done(ApplyJob *j, void *userdata) {
 /* After each dispatch: the devices it forgot are freed here, when no
  * callback holds one any more. */
 static int on_post(sd_event_source *s _unused_, void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
 
         devices_free_forgotten(&m->ctx);
 #if ENABLE_FAULT_INJECTION
@@ -612,8 +612,7 @@ int manager_new(const Options *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the applier: %m");
         m->ctx.applier = m->applier;
-        *ret = m;
-        m = NULL;
+        *ret = TAKE_PTR(m);
         return 0;
 }
 

@@ -403,7 +403,7 @@ static int sampler_fatal(Sampler *s, int r) {
 }
 
 static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
-        Sampler *s = userdata;
+        Sampler *s = ASSERT_PTR(userdata);
         uint64_t interval = (uint64_t) s->devices->config->tick_interval_ms * 1000;
         uint64_t next = usec + interval, now = clock_usec(CLOCK_MONOTONIC);
         int r = 0;
@@ -420,7 +420,7 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
 
 /* The next slice of a tick's read. */
 static int on_tick_more(sd_event_source *source _unused_, uint64_t usec _unused_, void *userdata) {
-        Sampler *s = userdata;
+        Sampler *s = ASSERT_PTR(userdata);
         int r = sampler_tick(s, 0, false);
 
         return r < 0 ? sampler_fatal(s, r) : 0;
