@@ -203,3 +203,24 @@ bool conflicts_path_exists(const char *root, const char *path) {
 
         return full && lstat(full, &st) == 0;
 }
+
+int conflicts_parse_lines(const char *path, const char *text, ConfLineParse parse, ConflictSet *s) {
+        unsigned lineno = 0;
+
+        if (!text)
+                return -EINVAL;
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t) (nl - p) : strlen(p);
+                _cleanup_free_ char *line = strndup(p, n);
+                int r;
+
+                if (!line)
+                        return -ENOMEM;
+                p = nl ? nl + 1 : p + n;
+                r = parse(s, path, ++lineno, line);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        return 0;
+}

@@ -33,5 +33,12 @@ typedef int (*ConfFileParse)(const char *path, const char *text, ConflictSet *s)
 int conflicts_scan_files(const char *root, const char *const *dirs, size_t n_dirs, const char *suffix,
                          ConfFileParse parse, ConflictSet *s);
 
+/* Each line of text, without its newline, as a copy fn may cut up, with
+ * its number from 1 and the file's path: fn returns 0 for the next line,
+ * > 0 to read no further (0 is returned then), or -errno, which is
+ * returned. -EINVAL for no text. */
+typedef int (*ConfLineParse)(ConflictSet *s, const char *path, unsigned lineno, char *line);
+int conflicts_parse_lines(const char *path, const char *text, ConfLineParse parse, ConflictSet *s);
+
 /* "queue/<attr>" or "bdi/read_ahead_kb" → the tunable, else -ENOENT. */
 int conflicts_attr_tunable(const char *attr);

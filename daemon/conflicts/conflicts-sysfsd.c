@@ -124,40 +124,29 @@ static int sysfsd_add(ConflictSet *s, const char *path, unsigned line, const cha
                             NULL);
 }
 
-int conflicts_parse_sysfsd_text(const char *path, const char *text, ConflictSet *s) {
-        unsigned lineno = 0;
+/* One line of a sysfs.conf; > 0 where sysfsutils stops reading it. */
+static int sysfsd_line(ConflictSet *s, const char *path, unsigned lineno, char *line) {
+        char *hash = strchr(line, '#'), *f1, *f2, *f3;
+        int r;
 
-        if (!text)
-                return -EINVAL;
-        for (const char *p = text; *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t n = nl ? (size_t) (nl - p) : strlen(p);
-                _cleanup_free_ char *line = strndup(p, n);
-                char *hash, *f1, *f2, *f3;
-                int r = 0;
-
-                p = nl ? nl + 1 : p + n;
-                lineno++;
-                if (!line)
-                        return -ENOMEM;
-                hash = strchr(line, '#');
-                if (hash)
-                        *hash = 0;
-                if (!*strstrip(line))
-                        continue;
-                sysfsd_split(line, &f1, &f2, &f3);
-                if ((streq(f1, "mode") || streq(f1, "owner")) && *f2 && *f3)
-                        continue;       /* permissions, not a value */
-                if (*f1 && *f2 && !*f3)
-                        r = sysfsd_add(s, path, lineno, f1, f2);
-                else
-                        /* the script's `exit 1` ends its loop over this file */
-                        return conflict_warn(s, "%s:%u: syntax error, sysfsutils reads no further lines of it", path,
-                                             lineno);
-                if (r < 0)
-                        return r;
+        if (hash)
+                *hash = 0;
+        if (!*strstrip(line))
+                return 0;
+        sysfsd_split(line, &f1, &f2, &f3);
+        if ((streq(f1, "mode") || streq(f1, "owner")) && *f2 && *f3)
+                return 0;       /* permissions, not a value */
+        if (*f1 && *f2 && !*f3) {
+                r = sysfsd_add(s, path, lineno, f1, f2);
+                return r < 0 ? r : 0;
         }
-        return 0;
+        /* the script's `exit 1` ends its loop over this file */
+        r = conflict_warn(s, "%s:%u: syntax error, sysfsutils reads no further lines of it", path, lineno);
+        return r < 0 ? r : 1;
+}
+
+int conflicts_parse_sysfsd_text(const char *path, const char *text, ConflictSet *s) {
+        return conflicts_parse_lines(path, text, sysfsd_line, s);
 }
 
 static int sysfsd_scan_file(const char *root, const char *path, ConflictSet *s) {

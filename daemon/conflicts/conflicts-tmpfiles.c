@@ -148,30 +148,19 @@ static int tmpfiles_line(ConflictSet *s, const char *path, unsigned lineno, cons
         return tmpfiles_add(s, path, lineno, field[0], field[1], arg);
 }
 
+/* One line of a tmpfiles.d file: tmpfiles reads on after a bad one. */
+static int tmpfiles_parse_line(ConflictSet *s, const char *path, unsigned lineno, char *line) {
+        const char *l = strstrip(line);
+        int r;
+
+        if (!*l || *l == '#')
+                return 0;
+        r = tmpfiles_line(s, path, lineno, l);
+        return r < 0 ? r : 0;
+}
+
 int conflicts_parse_tmpfiles_text(const char *path, const char *text, ConflictSet *s) {
-        unsigned lineno = 0;
-
-        if (!text)
-                return -EINVAL;
-        for (const char *p = text; *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t n = nl ? (size_t) (nl - p) : strlen(p);
-                _cleanup_free_ char *line = strndup(p, n);
-                char *l;
-                int r;
-
-                p = nl ? nl + 1 : p + n;
-                lineno++;
-                if (!line)
-                        return -ENOMEM;
-                l = strstrip(line);
-                if (!*l || *l == '#')
-                        continue;
-                r = tmpfiles_line(s, path, lineno, l);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return conflicts_parse_lines(path, text, tmpfiles_parse_line, s);
 }
 
 int conflicts_scan_tmpfiles(const char *root, ConflictSet *s) {
