@@ -3,8 +3,8 @@
  * ticks (after the tick's drift check, as its ticks_total shows), its
  * live reads a slice per dispatch, written to the dir configured when
  * they are done; moved at once by a reload that moves the dir. It
- * watches the ticks from a post source (after every dispatch, so in the
- * loop iteration of the tick's end): the tick calls nothing above it. */
+ * watches the ticks from a post source, dispatched after the tick's end
+ * before anything else pending: the tick calls nothing above it. */
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
@@ -98,6 +98,11 @@ int metrics_textfile_new(Manager *m, MetricsTextfile **ret) {
                 r = sd_event_source_set_enabled(t->more, SD_EVENT_OFF);
         if (r >= 0)
                 r = sd_event_add_post(m->event, &t->watch, on_textfile_watch, t);
+        /* before any other source that became ready with the tick (a
+         * SIGHUP, a reload request): the text is decided with the config
+         * the tick ran with, as when the tick itself started it */
+        if (r >= 0)
+                r = sd_event_source_set_priority(t->watch, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0) {
                 metrics_textfile_free(t);
                 return r;

@@ -10,9 +10,6 @@
 #include "record.h"
 
 typedef struct Sampler Sampler;
-/* The metrics textfile's, which the tick still writes (its move to
- * control/ leaves the Sampler the DeviceContext only). */
-typedef struct Manager Manager;
 
 /* What status and the metrics show of the ticks. */
 typedef struct SamplerStats {
