@@ -157,6 +157,86 @@ TEST(null_blk_poll_queue_is_single_queue) {
         ASSERT_STREQ(f.driver, "ublk_drv");
 }
 
+/* A parentless disk's driver is its major's registered name, whatever
+ * the disk is called; blkext's major and an unlisted one leave it to the
+ * name. */
+TEST(parentless_driver_from_the_major) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("majors-6.12", b), noproc = r;
+        MajorCache c = MAJOR_CACHE_NULL;
+        DeviceFacts f;
+
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "null_blk");
+        ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_NULL_BLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
+        ASSERT_EQ_INT(classify_device(&r, &c, "ublkb0", &f), 0);   /* blkext: the name says */
+        ASSERT_STREQ(f.driver, "ublk_drv");
+        ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_UBLK));
+        ASSERT_EQ_INT(classify_device(&r, &c, "md127", &f), 0);
+        ASSERT_STREQ(f.driver, "md");
+        ASSERT_EQ_INT(classify_device(&r, &c, "dm-0", &f), 0);
+        ASSERT_STREQ(f.driver, "device-mapper");
+        ASSERT_EQ_INT(classify_device(&r, &c, "drbd0", &f), 0);    /* no row: the kernel's name */
+        ASSERT_STREQ(f.driver, "drbd");
+        ASSERT_EQ_INT(f.classes, CLASS_BIT(CLASS_BIO_BASED));
+        ASSERT_EQ_INT(classify_device(&r, &c, "vda", &f), 0);      /* a parent: its driver link */
+        ASSERT_STREQ(f.driver, "virtio_blk");
+        ASSERT_EQ_INT(c.reads, 1);     /* one read for them all */
+        major_cache_drop(&c);
+        ASSERT_TRUE(c.reads == 0 && c.majors.n == 0);
+
+        /* no <proc>/devices: the name's prefix, which dev_nullb does not have */
+        noproc.proc = "/nonexistent";
+        ASSERT_EQ_INT(classify_device(&noproc, NULL, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "");
+        ASSERT_EQ_INT(f.classes, CLASS_BIT(CLASS_SINGLE_QUEUE));
+        ASSERT_EQ_INT(classify_device(&noproc, NULL, "loop0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "loop") && (f.classes & CLASS_BIT(CLASS_LOOP)));
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        ASSERT_TRUE(f != NULL);
+        ASSERT_TRUE(fputs(text, f) >= 0);
+        ASSERT_EQ_INT(fclose(f), 0);
+}
+
+/* A major the cached table lacks is read again (a module loaded since),
+ * once until the cache is dropped */
+TEST(parentless_major_read_again_once) {
+        char b[3][PATH_MAX], tmp[] = "/tmp/blkpolicyd-test-majors-XXXXXX", path[PATH_MAX];
+        Roots r = fixture("majors-6.12", b);
+        MajorCache c = MAJOR_CACHE_NULL;
+        DeviceFacts f;
+
+        ASSERT_TRUE(mkdtemp(tmp) != NULL);
+        snprintf(path, sizeof(path), "%s/devices", tmp);
+        write_file(path, "Character devices:\n  1 mem\n\nBlock devices:\n  7 loop\n");
+        r.proc = tmp;
+        ASSERT_EQ_INT(classify_device(&r, &c, "loop0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "loop") && c.reads == 1);
+        /* null_blk loaded: its major is new, and it is read again */
+        write_file(path, "Block devices:\n  7 loop\n250 nullb\n");
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "null_blk");
+        ASSERT_EQ_INT(c.reads, 2);
+        /* a major nobody registered: not read a third time */
+        ASSERT_EQ_INT(classify_device(&r, &c, "nbd0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "nbd") && c.reads == 2);
+        /* a fresh read that lacks it is not read again either */
+        major_cache_drop(&c);
+        ASSERT_EQ_INT(classify_device(&r, &c, "nbd0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "nbd") && c.reads == 1);
+        /* unparsable: the names say, as without the file */
+        write_file(path, "garbage\n");
+        major_cache_drop(&c);
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "");
+        major_cache_drop(&c);
+        ASSERT_TRUE(unlink(path) == 0 && rmdir(tmp) == 0);
+}
+
 TEST(scsi_rotational_and_smr) {
         char b[3][PATH_MAX];
         Roots r = fixture("hdd-6.1", b);
