@@ -58,7 +58,7 @@ static const struct {
 
 /* /proc/devices can hold every character and block major: some 50 KiB at
  * worst, 1 KiB on the machines seen */
-#define PROC_DEVICES_MAX (64 * 1024)
+#define PROC_DEVICES_MAX ((size_t) 64 * 1024)
 
 void major_cache_drop(MajorCache *c) {
         block_majors_done(&c->majors);
@@ -75,7 +75,8 @@ static int majors_read(const Roots *r, MajorCache *c) {
 
         block_majors_done(&c->majors);
         c->reads++;
-        if (snprintf(path, sizeof(path), "%s/devices", r->proc) >= (int) sizeof(path))
+        k = snprintf(path, sizeof(path), "%s/devices", r->proc);
+        if (k < 0 || (size_t) k >= sizeof(path))
                 return 0;
         k = sysfs_read_all(path, PROC_DEVICES_MAX, &text, &len);
         if (k >= 0)
