@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* classify: sysfs (and debugfs) → DeviceFacts + classes. Reads only; the
- * kernel's own facts beat names, names only for parentless virtual disks. */
+ * kernel's own facts beat names: a parentless disk's driver is its major's
+ * registered name, its own name only when the major says nothing. */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -34,38 +35,129 @@ static unsigned count_poll_queues(const Roots *r, const char *name, unsigned hw_
         return n;
 }
 
+/* Disks without a parent device, whose driver only their major tells
+ * (registered: register_blkdev()'s name, as /proc/devices lists it) or,
+ * when it cannot, their name (prefix). ublk asks for no major of its
+ * own: add_disk() gives its disks blkext's, as NVMe's. */
 static const struct {
+        const char *registered;
         const char *prefix;
         const char *driver;
         DeviceClass class;
 } parentless[] = {
-        { "ublkb", "ublk_drv", CLASS_UBLK },
-        { "nullb", "null_blk", CLASS_NULL_BLK },
-        { "loop", "loop", CLASS_LOOP },
-        { "nbd", "nbd", CLASS_NBD },
-        { "zram", "zram", _CLASS_MAX },
-        { "dm-", "device-mapper", _CLASS_MAX },
-        { "md", "md", _CLASS_MAX },
-        { "ram", "brd", _CLASS_MAX },
+        { NULL, "ublkb", "ublk_drv", CLASS_UBLK },
+        { "nullb", "nullb", "null_blk", CLASS_NULL_BLK },      /* configfs names it as the admin likes */
+        { "loop", "loop", "loop", CLASS_LOOP },
+        { "nbd", "nbd", "nbd", CLASS_NBD },
+        { "zram", "zram", "zram", _CLASS_MAX },
+        { "device-mapper", "dm-", "device-mapper", _CLASS_MAX },       /* DM_NAME */
+        { "md", "md", "md", _CLASS_MAX },
+        { "mdp", NULL, "md", _CLASS_MAX },                     /* partitionable arrays, md_d0 */
+        { "ramdisk", "ram", "brd", _CLASS_MAX },
 };
 
-static void classify_driver(const SysfsDir *dir, const char *name, DeviceFacts *f) {
-        if (sysfs_dir_exists(dir, "device")) {
-                (void) sysfs_dir_read(dir, "device/model", f->model, sizeof(f->model));
-                (void) strscpy(f->model, sizeof(f->model), strstrip(f->model));
-                (void) sysfs_dir_read_link_name(dir, "device/subsystem", f->subsystem, sizeof(f->subsystem));
-                /* NVMe namespaces hang off the controller, whose parent has the driver */
-                if (sysfs_dir_read_link_name(dir, "device/driver", f->driver, sizeof(f->driver)) < 0)
-                        (void) sysfs_dir_read_link_name(dir, "device/device/driver", f->driver, sizeof(f->driver));
-                return;
-        }
+/* /proc/devices can hold every character and block major: some 50 KiB at
+ * worst, 1 KiB on the machines seen */
+#define PROC_DEVICES_MAX ((size_t) 64 * 1024)
+
+void major_cache_drop(MajorCache *c) {
+        block_majors_done(&c->majors);
+        c->reads = 0;
+}
+
+/* <proc>/devices into c. A file that cannot be read or parsed leaves c
+ * empty: the disks' names tell what they can. Only -ENOMEM fails. */
+static int majors_read(const Roots *r, MajorCache *c) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX];
+        size_t len;
+        int k;
+
+        block_majors_done(&c->majors);
+        c->reads++;
+        k = snprintf(path, sizeof(path), "%s/devices", r->proc);
+        if (k < 0 || (size_t) k >= sizeof(path))
+                return 0;
+        k = sysfs_read_all(path, PROC_DEVICES_MAX, &text, &len);
+        if (k >= 0)
+                k = block_majors_parse(text, len, &c->majors);
+        return k == -ENOMEM ? k : 0;
+}
+
+/* The name major is registered under, NULL if none (MajorCache says when
+ * the file is read). */
+static int major_name(const Roots *r, MajorCache *c, unsigned major, const char **ret) {
+        bool fresh = c->reads == 0;
+        int k = fresh ? majors_read(r, c) : 0;
+
+        *ret = NULL;
+        if (k < 0)
+                return k;
+        *ret = block_majors_name(&c->majors, major);
+        if (*ret || fresh || c->reads > 1)
+                return 0;
+        k = majors_read(r, c);
+        if (k < 0)
+                return k;
+        *ret = block_majors_name(&c->majors, major);
+        return 0;
+}
+
+static void parentless_set(DeviceFacts *f, size_t i) {
+        (void) strscpy(f->driver, sizeof(f->driver), parentless[i].driver);
+        if (parentless[i].class != _CLASS_MAX)
+                f->classes |= CLASS_BIT(parentless[i].class);
+}
+
+/* The kernel's word: a driver of the table by its registered name, or one
+ * it does not know under that name (its class then none of the above). */
+static void parentless_by_major(DeviceFacts *f, const char *registered) {
         for (size_t i = 0; i < ELEMENTSOF(parentless); i++)
-                if (startswith(name, parentless[i].prefix)) {
-                        (void) strscpy(f->driver, sizeof(f->driver), parentless[i].driver);
-                        if (parentless[i].class != _CLASS_MAX)
-                                f->classes |= CLASS_BIT(parentless[i].class);
+                if (streq_ptr(parentless[i].registered, registered)) {
+                        parentless_set(f, i);
                         return;
                 }
+        (void) strscpy(f->driver, sizeof(f->driver), registered);
+}
+
+static void parentless_by_name(DeviceFacts *f, const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(parentless); i++)
+                if (parentless[i].prefix && startswith(name, parentless[i].prefix)) {
+                        parentless_set(f, i);
+                        return;
+                }
+}
+
+/* A renamed null_blk (blktests' configfs "dev_nullb") is still at nullb's
+ * major. The name's prefix only when the major says nothing: not listed
+ * (no <proc>/devices, as in a container or a fixture tree without one) or
+ * blkext (BLOCK_EXT_MAJOR, 259), which holds the disks of every driver
+ * that asks for no major of its own. */
+static int classify_parentless(const Roots *r, MajorCache *majors, const char *name, DeviceFacts *f) {
+        MajorCache once = MAJOR_CACHE_NULL;
+        const char *registered;
+        int k;
+
+        k = major_name(r, majors ?: &once, f->major, &registered);
+        if (k >= 0 && registered && !streq(registered, "blkext"))
+                parentless_by_major(f, registered);
+        else if (k >= 0)
+                parentless_by_name(f, name);
+        major_cache_drop(&once);
+        return k;
+}
+
+static int classify_driver(const Roots *r, MajorCache *majors, const SysfsDir *dir, const char *name,
+                           DeviceFacts *f) {
+        if (!sysfs_dir_exists(dir, "device"))
+                return classify_parentless(r, majors, name, f);
+        (void) sysfs_dir_read(dir, "device/model", f->model, sizeof(f->model));
+        (void) strscpy(f->model, sizeof(f->model), strstrip(f->model));
+        (void) sysfs_dir_read_link_name(dir, "device/subsystem", f->subsystem, sizeof(f->subsystem));
+        /* NVMe namespaces hang off the controller, whose parent has the driver */
+        if (sysfs_dir_read_link_name(dir, "device/driver", f->driver, sizeof(f->driver)) < 0)
+                (void) sysfs_dir_read_link_name(dir, "device/device/driver", f->driver, sizeof(f->driver));
+        return 0;
 }
 
 static void classify_bus(DeviceFacts *f) {
@@ -108,7 +200,7 @@ static void classify_queue(const Roots *r, const SysfsDir *dir, const char *name
 /* Every file is read relative to the disk's own directory, opened once:
  * the facts are all of one disk even if the name is taken by another
  * meanwhile, and each read walks one or two path components (sysfs.h). */
-int classify_device(const Roots *r, const char *name, DeviceFacts *f) {
+int classify_device(const Roots *r, MajorCache *majors, const char *name, DeviceFacts *f) {
         _cleanup_(sysfs_dir_close) SysfsDir dir = SYSFS_DIR_NULL;
         char buf[64];
         int k;
@@ -132,7 +224,9 @@ int classify_device(const Roots *r, const char *name, DeviceFacts *f) {
         if (sysfs_dir_read(&dir, "hidden", buf, sizeof(buf)) == 0)
                 f->hidden = streq(buf, "1");
 
-        classify_driver(&dir, name, f);
+        k = classify_driver(r, majors, &dir, name, f);
+        if (k < 0)
+                return k;
         classify_bus(f);
         classify_queue(r, &dir, name, f);
 

@@ -191,6 +191,48 @@ ssize_t sysfs_read_chunk(const char *path, int fd, void *buf, size_t size) {
         return n < 0 ? -errno : n;
 }
 
+/* Room for buf to take another read: doubled from a page, up to max. */
+static int read_all_grow(char **buf, size_t *allocated, size_t max) {
+        size_t n = *allocated ? *allocated * 2 : 4096;
+        char *grown;
+
+        if (*allocated >= max)
+                return -EFBIG;
+        if (n > max)
+                n = max;
+        grown = realloc(*buf, n);
+        if (!grown)
+                return -ENOMEM;
+        *buf = grown;
+        *allocated = n;
+        return 0;
+}
+
+int sysfs_read_all(const char *path, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = sysfs_open_read(path);
+        size_t size = 0, allocated = 0;
+
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                ssize_t n;
+                int k = size < allocated ? 0 : read_all_grow(&buf, &allocated, max);
+
+                if (k < 0)
+                        return k;
+                n = sysfs_read_chunk(path, fd, buf + size, allocated - size);
+                if (n < 0)
+                        return (int) n;
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
 bool sysfs_exists(const char *path) {
         return access(path, F_OK) == 0;
 }

@@ -23,6 +23,10 @@ int sysfs_open_read(const char *path);
 /* One read() of a file sysfs_open_read() opened (path: the same, for the
  * fault seam's "chunk" faults). Returns the bytes read, or -errno. */
 ssize_t sysfs_read_chunk(const char *path, int fd, void *buf, size_t size);
+/* A whole file of less than max bytes, read until its end: a seq_file
+ * such as /proc/devices gives at most a page per read(). *ret (not
+ * NUL-terminated) is the caller's. -EFBIG past max, -ENOMEM, -errno. */
+int sysfs_read_all(const char *path, size_t max, char **ret, size_t *ret_size);
 bool sysfs_exists(const char *path);
 /* The inode of <sysfs>/block/<dev>/queue: which registered queue the name
  * stands for now (a disk removed and added again has another). */

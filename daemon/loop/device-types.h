@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "apply.h"
+#include "classify.h"
 #include "config.h"
 #include "conflicts.h"
 #include "device-table.h"
@@ -57,6 +58,7 @@ typedef struct DeviceContext {
         InternTable facts;              /* of facts_intern_type */
         InternTable plans;              /* of plan_intern_type */
         InternTable kinds;              /* of kind_intern_type: pairs of the two */
+        MajorCache majors;              /* <proc>/devices, dropped after each dispatch and scan (manager.c) */
         ApplyStats writes;
         struct MediaSnapshot *media;    /* disks whose new medium's pass is not submitted yet */
         size_t n_media;

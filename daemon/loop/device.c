@@ -270,7 +270,7 @@ static int read_facts(DeviceContext *c, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;
 
-        r = classify_device(c->roots, name, f);
+        r = classify_device(c->roots, &c->majors, name, f);
         if (r < 0)
                 return r;
         r = device_read_properties(c, f->major, f->minor, &props);
@@ -342,6 +342,8 @@ int device_forget(DeviceContext *c, Device *d, bool drop_state) {
         if (d->job && applier_cancel(c->applier, device_devnum(d)) > 0)
                 log_info("%s: gone, dropped its queued pass", d->name);
         device_table_remove(&c->devices, d);
+        /* its driver may be unloading, its major soon another module's */
+        major_cache_drop(&c->majors);
         if (d->extra)
                 d->extra->retry_source = sd_event_source_disable_unref(d->extra->retry_source);
         d->gone = true;

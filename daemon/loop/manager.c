@@ -103,6 +103,7 @@ int manager_scan(Manager *m) {
         if (m->options->mode == RUN_ONCE)
                 applier_drain(m->applier);      /* the report shows the results */
         devices_free_forgotten(&m->ctx);      /* no caller holds a device across a scan */
+        major_cache_drop(&m->ctx.majors);       /* a module may load before the next */
         if (r >= 0 && m->fatal < 0)
                 r = m->fatal;           /* from a callback the drain ran */
 
@@ -543,6 +544,8 @@ static int on_post(sd_event_source *s _unused_, void *userdata) {
         Manager *m = ASSERT_PTR(userdata);
 
         devices_free_forgotten(&m->ctx);
+        /* the next batch's disks may be of a module loaded meanwhile */
+        major_cache_drop(&m->ctx.majors);
 #if ENABLE_FAULT_INJECTION
         discover_fake_settle(m->discover, applier_idle(m->applier));
 #endif
@@ -626,6 +629,7 @@ Manager *manager_free(Manager *m) {
         DEVICE_FOREACH(d, &m->ctx)
                 device_free(&m->ctx, d);
         devices_free_forgotten(&m->ctx);
+        major_cache_drop(&m->ctx.majors);
         device_table_done(&m->ctx.devices);
         intern_table_done(&m->ctx.kinds);
         intern_table_done(&m->ctx.plans);

@@ -80,7 +80,7 @@ TEST(virtio_is_not_a_hard_disk) {
         Roots r = fixture("kvm-6.18", b);
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "vda", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "vda", &f), 0);
         ASSERT_TRUE(f.rotational);
         ASSERT_TRUE(!(f.classes & CLASS_BIT(CLASS_ROTATIONAL)));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_VIRTIO));
@@ -96,8 +96,8 @@ TEST(partitions_and_missing_devices) {
              target[PATH_MAX + 64];
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "vdz", &f), -ENODEV);
-        ASSERT_TRUE(classify_device(&r, "../etc", &f) < 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "vdz", &f), -ENODEV);
+        ASSERT_TRUE(classify_device(&r, NULL, "../etc", &f) < 0);
         /* a root whose block/ lists a partition, as /sys/class/block does */
         ASSERT_TRUE(mkdtemp(tmp) != NULL);
         snprintf(blockdir, sizeof(blockdir), "%s/block", tmp);
@@ -106,7 +106,7 @@ TEST(partitions_and_missing_devices) {
         snprintf(target, sizeof(target), "%s/devices/pci0000:00/0000:00:02.0/virtio1/block/vda/vda1", b[0]);
         ASSERT_EQ_INT(symlink(target, link), 0);
         part.sysfs = tmp;
-        ASSERT_EQ_INT(classify_device(&part, "vda1", &f), -ENOTBLK);
+        ASSERT_EQ_INT(classify_device(&part, NULL, "vda1", &f), -ENOTBLK);
         ASSERT_TRUE(unlink(link) == 0 && rmdir(blockdir) == 0 && rmdir(tmp) == 0);
 }
 
@@ -115,9 +115,9 @@ TEST(bio_based_devices) {
         Roots r = fixture("kvm-6.18", b);
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "zram0", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "zram0", &f), 0);
         ASSERT_TRUE(f.classes == CLASS_BIT(CLASS_BIO_BASED) && f.hw_queues == 0 && f.schedulers.n == 0);
-        ASSERT_EQ_INT(classify_device(&r, "dm-0", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "dm-0", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_BIO_BASED));
 }
 
@@ -126,15 +126,15 @@ TEST(nvme_driver_through_the_controller) {
         Roots r = fixture("nvme-6.12", b);
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "nvme0n1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme0n1", &f), 0);
         ASSERT_STREQ(f.driver, "nvme");
         ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_NVME) | CLASS_BIT(CLASS_MULTI_QUEUE)));
         ASSERT_STREQ(f.model, "QEMU NVMe Ctrl");
-        ASSERT_EQ_INT(classify_device(&r, "nvme1c1n1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme1c1n1", &f), 0);
         ASSERT_TRUE(f.hidden);
-        ASSERT_EQ_INT(classify_device(&r, "nvme1n1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme1n1", &f), 0);
         ASSERT_TRUE(!f.hidden && (f.classes & CLASS_BIT(CLASS_BIO_BASED)) && (f.classes & CLASS_BIT(CLASS_NVME)));
-        ASSERT_EQ_INT(classify_device(&r, "nvme2n1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme2n1", &f), 0);
         ASSERT_TRUE(f.zoned == ZONED_HOST_MANAGED && (f.classes & CLASS_BIT(CLASS_ZONED)));
 }
 
@@ -143,18 +143,98 @@ TEST(null_blk_poll_queue_is_single_queue) {
         Roots r = fixture("ublk-nullb-6.12", b), nodebug;
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "nullb1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nullb1", &f), 0);
         ASSERT_TRUE(f.hw_queues == 2 && f.poll_queues == 1);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_SINGLE_QUEUE));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_NULL_BLK));
         /* without debugfs the hctx types are unknown: two queues are two queues */
         nodebug = r;
         nodebug.debugfs = "/nonexistent";
-        ASSERT_EQ_INT(classify_device(&nodebug, "nullb1", &f), 0);
+        ASSERT_EQ_INT(classify_device(&nodebug, NULL, "nullb1", &f), 0);
         ASSERT_TRUE(f.poll_queues == 0 && (f.classes & CLASS_BIT(CLASS_MULTI_QUEUE)));
-        ASSERT_EQ_INT(classify_device(&r, "ublkb0", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "ublkb0", &f), 0);
         ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_UBLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
         ASSERT_STREQ(f.driver, "ublk_drv");
+}
+
+/* A parentless disk's driver is its major's registered name, whatever
+ * the disk is called; blkext's major and an unlisted one leave it to the
+ * name. */
+TEST(parentless_driver_from_the_major) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("majors-6.12", b), noproc = r;
+        MajorCache c = MAJOR_CACHE_NULL;
+        DeviceFacts f;
+
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "null_blk");
+        ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_NULL_BLK) | CLASS_BIT(CLASS_SINGLE_QUEUE)));
+        ASSERT_EQ_INT(classify_device(&r, &c, "ublkb0", &f), 0);   /* blkext: the name says */
+        ASSERT_STREQ(f.driver, "ublk_drv");
+        ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_UBLK));
+        ASSERT_EQ_INT(classify_device(&r, &c, "md127", &f), 0);
+        ASSERT_STREQ(f.driver, "md");
+        ASSERT_EQ_INT(classify_device(&r, &c, "dm-0", &f), 0);
+        ASSERT_STREQ(f.driver, "device-mapper");
+        ASSERT_EQ_INT(classify_device(&r, &c, "drbd0", &f), 0);    /* no row: the kernel's name */
+        ASSERT_STREQ(f.driver, "drbd");
+        ASSERT_EQ_INT(f.classes, CLASS_BIT(CLASS_BIO_BASED));
+        ASSERT_EQ_INT(classify_device(&r, &c, "vda", &f), 0);      /* a parent: its driver link */
+        ASSERT_STREQ(f.driver, "virtio_blk");
+        ASSERT_EQ_INT(c.reads, 1);     /* one read for them all */
+        major_cache_drop(&c);
+        ASSERT_TRUE(c.reads == 0 && c.majors.n == 0);
+
+        /* no <proc>/devices: the name's prefix, which dev_nullb does not have */
+        noproc.proc = "/nonexistent";
+        ASSERT_EQ_INT(classify_device(&noproc, NULL, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "");
+        ASSERT_EQ_INT(f.classes, CLASS_BIT(CLASS_SINGLE_QUEUE));
+        ASSERT_EQ_INT(classify_device(&noproc, NULL, "loop0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "loop") && (f.classes & CLASS_BIT(CLASS_LOOP)));
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        ASSERT_TRUE(f != NULL);
+        ASSERT_TRUE(fputs(text, f) >= 0);
+        ASSERT_EQ_INT(fclose(f), 0);
+}
+
+/* A major the cached table lacks is read again (a module loaded since),
+ * once until the cache is dropped */
+TEST(parentless_major_read_again_once) {
+        char b[3][PATH_MAX], tmp[] = "/tmp/blkpolicyd-test-majors-XXXXXX", path[PATH_MAX];
+        Roots r = fixture("majors-6.12", b);
+        MajorCache c = MAJOR_CACHE_NULL;
+        DeviceFacts f;
+
+        ASSERT_TRUE(mkdtemp(tmp) != NULL);
+        snprintf(path, sizeof(path), "%s/devices", tmp);
+        write_file(path, "Character devices:\n  1 mem\n\nBlock devices:\n  7 loop\n");
+        r.proc = tmp;
+        ASSERT_EQ_INT(classify_device(&r, &c, "loop0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "loop") && c.reads == 1);
+        /* null_blk loaded: its major is new, and it is read again */
+        write_file(path, "Block devices:\n  7 loop\n250 nullb\n");
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "null_blk");
+        ASSERT_EQ_INT(c.reads, 2);
+        /* a major nobody registered: not read a third time */
+        ASSERT_EQ_INT(classify_device(&r, &c, "nbd0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "nbd") && c.reads == 2);
+        /* a fresh read that lacks it is not read again either */
+        major_cache_drop(&c);
+        ASSERT_EQ_INT(classify_device(&r, &c, "nbd0", &f), 0);
+        ASSERT_TRUE(streq(f.driver, "nbd") && c.reads == 1);
+        /* unparsable: the names say, as without the file */
+        write_file(path, "garbage\n");
+        major_cache_drop(&c);
+        ASSERT_EQ_INT(classify_device(&r, &c, "dev_nullb", &f), 0);
+        ASSERT_STREQ(f.driver, "");
+        major_cache_drop(&c);
+        ASSERT_TRUE(unlink(path) == 0 && rmdir(tmp) == 0);
 }
 
 TEST(scsi_rotational_and_smr) {
@@ -162,15 +242,15 @@ TEST(scsi_rotational_and_smr) {
         Roots r = fixture("hdd-6.1", b);
         DeviceFacts f;
 
-        ASSERT_EQ_INT(classify_device(&r, "sda", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "sda", &f), 0);
         ASSERT_STREQ(f.driver, "sd");
         ASSERT_EQ_INT(f.classes, (CLASS_BIT(CLASS_SCSI) | CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_ROTATIONAL)));
-        ASSERT_EQ_INT(classify_device(&r, "sdb", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "sdb", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_ZONED));
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_ROTATIONAL));
-        ASSERT_EQ_INT(classify_device(&r, "sdc", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "sdc", &f), 0);
         ASSERT_STREQ(f.model, "scsi_debug");
-        ASSERT_EQ_INT(classify_device(&r, "mmcblk0", &f), 0);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "mmcblk0", &f), 0);
         ASSERT_TRUE(f.classes & CLASS_BIT(CLASS_MMC));
 }
 
@@ -184,13 +264,13 @@ TEST(dispatch_direct_is_probed_not_assumed) {
 
         ASSERT_EQ_INT(kernel_caps_read(&with, &caps), 0);
         ASSERT_TRUE(caps.dispatch_direct == TRISTATE_UNKNOWN && caps.version[0] == 7);
-        ASSERT_EQ_INT(classify_device(&with, "vdb", &f), 0);   /* runs none: tells nothing */
+        ASSERT_EQ_INT(classify_device(&with, NULL, "vdb", &f), 0);   /* runs none: tells nothing */
         ASSERT_TRUE(!kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_UNKNOWN);
-        ASSERT_EQ_INT(classify_device(&with, "vda", &f), 0);
+        ASSERT_EQ_INT(classify_device(&with, NULL, "vda", &f), 0);
         ASSERT_TRUE(kernel_caps_learn(&caps, &with, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_YES);
 
         ASSERT_EQ_INT(kernel_caps_read(&without, &caps), 0);
-        ASSERT_EQ_INT(classify_device(&without, "vda", &f), 0);
+        ASSERT_EQ_INT(classify_device(&without, NULL, "vda", &f), 0);
         ASSERT_TRUE(kernel_caps_learn(&caps, &without, f.name, device_facts_scheduler(&f)) && caps.dispatch_direct == TRISTATE_NO);
 }
 
@@ -215,7 +295,7 @@ TEST(devices_alike_share_their_facts_but_not_their_name) {
         char *props[] = { (char *) "ID_SERIAL=x", NULL };
         const DeviceFacts *sa, *sb, *sc;
 
-        ASSERT_TRUE(classify_device(&r, "vda", &a) == 0 && classify_device(&r, "vda", &b) == 0);
+        ASSERT_TRUE(classify_device(&r, NULL, "vda", &a) == 0 && classify_device(&r, NULL, "vda", &b) == 0);
         /* another device of the same kind: only its own identity differs */
         (void) strscpy(b.name, sizeof(b.name), "vdb");
         b.minor += 16;
