@@ -62,12 +62,17 @@ class Tree(faketree.Workspace):
 
     def set_original(self):
         for dev, attrs in ORIGINAL.items():
-            shutil.rmtree(self.qfile(dev, "iosched"), ignore_errors=True)
-            write(self.qfile(dev, "scheduler"), " ".join(f"[{s}]" if s == attrs["scheduler"] else s
-                                                         for s in ("none", "mq-deadline", "kyber", "bfq")))
-            for attr, value in attrs.items():
-                if attr != "scheduler":
-                    write(self.qfile(dev, attr), value)
+            self.set_queue(dev, attrs)
+
+    def set_queue(self, dev, values):
+        """dev's queue as the kernel would show values: the scheduler
+        selected, no iosched/ (what a switch brings is the fake kernel's)."""
+        shutil.rmtree(self.qfile(dev, "iosched"), ignore_errors=True)
+        write(self.qfile(dev, "scheduler"), " ".join(f"[{s}]" if s == values["scheduler"] else s
+                                                     for s in ("none", "mq-deadline", "kyber", "bfq")))
+        for attr, value in values.items():
+            if attr != "scheduler":
+                write(self.qfile(dev, attr), value)
 
     def snapshot(self, dev):
         return {attr: self.live(dev, attr) for attr in ORIGINAL[dev]}
@@ -435,12 +440,7 @@ def replace_queue(tree, dev, values):
     os.rename(queue, queue + ".old")
     shutil.copytree(queue + ".old", queue)
     shutil.rmtree(queue + ".old")
-    shutil.rmtree(tree.qfile(dev, "iosched"), ignore_errors=True)
-    write(tree.qfile(dev, "scheduler"), " ".join(f"[{s}]" if s == values["scheduler"] else s
-                                                 for s in ("none", "mq-deadline", "kyber", "bfq")))
-    for attr, value in values.items():
-        if attr != "scheduler":
-            write(tree.qfile(dev, attr), value)
+    tree.set_queue(dev, values)
     return os.stat(queue).st_ino
 
 
