@@ -49,8 +49,9 @@ class Held(faketree.Workspace):
     """Two loop disks on the fake kernel, a policy that sets read_ahead_kb,
     and a daemon whose second write of loop0's read_ahead_kb is held."""
 
-    def __init__(self, blkpolicyd, fixture, work):
+    def __init__(self, blkpolicyd, fixture, work, faults=FAULTS):
         super().__init__(blkpolicyd, fixture, work)
+        self.faults = faults
         self.notify_path = os.path.join(work, "notify")
         self.proc = self.notify = self.listener = None
 
@@ -75,7 +76,7 @@ class Held(faketree.Workspace):
         self.notify.bind(self.notify_path)
         self.listener = Listener(self.notify)
         env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1", NOTIFY_SOCKET=self.notify_path,
-                   WATCHDOG_USEC=str(WATCHDOG_USEC), BLKPOLICYD_FAULTS=FAULTS)
+                   WATCHDOG_USEC=str(WATCHDOG_USEC), BLKPOLICYD_FAULTS=self.faults)
         with open(os.path.join(self.work, "daemon.log"), "w") as log:
             self.proc = subprocess.Popen([self.blkpolicyd, *self.daemon_args(conf)], stdout=log,
                                          stderr=subprocess.STDOUT, env=env)
@@ -97,16 +98,29 @@ class Held(faketree.Workspace):
             self.notify.close()
 
 
-@pytest.fixture
-def held(blkpolicyd, kvm_fixture, work, fault_injection):
+def held_daemon(blkpolicyd, kvm_fixture, work, faults=FAULTS):
     if os.geteuid() != 0:
         skip_or_fail("reload, resume and restore are root's requests")
-    h = Held(blkpolicyd, kvm_fixture, work)
+    h = Held(blkpolicyd, kvm_fixture, work, faults)
     h.start()
     yield h
     h.cleanup()
     with open(os.path.join(work, "daemon.log")) as f:
         print(f"--- daemon log\n{f.read()[-4000:]}")
+
+
+@pytest.fixture
+def held(blkpolicyd, kvm_fixture, work, fault_injection):
+    yield from held_daemon(blkpolicyd, kvm_fixture, work)
+
+
+# loop1's second write held 2 s, loop0's 4 s
+TWO_HELD = "write:*/loop1/queue/read_ahead_kb:DELAY=2000:1:1;write:*/loop0/queue/read_ahead_kb:DELAY=4000:1:1"
+
+
+@pytest.fixture
+def two_held(blkpolicyd, kvm_fixture, work, fault_injection):
+    yield from held_daemon(blkpolicyd, kvm_fixture, work, TWO_HELD)
 
 
 def send(h, req):
@@ -272,3 +286,32 @@ def test_resume_one_after_restore_of_all(held):
     assert d0["paused"] is True and h.ra("loop0") == ORIGINAL_RA and st["paused_all"] is False \
         and st["paused"] == 1, f"the others stay paused, each on its own: {st}"
     assert h.call({"command": "resume"})["ok"] and h.ra("loop0") == "1024", "resume all ends those too"
+
+
+def test_restore_waits_for_a_pass_started_while_it_waited(two_held):
+    """restore loop0 waits for the passes in flight (loop1's, held); a
+    resume and a pause of loop0 meanwhile start a pass of loop0 (held
+    longer) that is still running when the wait is over. The put-back
+    follows that pass, from the record it brings back: one pass per device
+    at a time, and the original is what comes back."""
+    h = two_held
+    assert h.call({"command": "pause", "device": "loop1"})["ok"]
+    with open(h.qfile("loop1", "read_ahead_kb"), "w") as f:
+        f.write("512\n")
+    r1 = send(h, {"command": "resume", "device": "loop1"})     # loop1's pass: held 2 s
+    wait_for(lambda: "loop1/queue/read_ahead_kb held" in h.log(), 10, "loop1's write held")
+    restore = send(h, {"command": "restore", "device": "loop0"})
+    wait_for(lambda: h.call({"command": "device", "device": "loop0"})["result"]["paused"], 10,
+             "loop0 paused by the restore")
+    with open(h.qfile("loop0", "read_ahead_kb"), "w") as f:
+        f.write("512\n")        # the admin's while paused: the resume writes 1024 over it
+    r0 = send(h, {"command": "resume", "device": "loop0"})     # loop0's pass: held 4 s
+    wait_for(lambda: "loop0/queue/read_ahead_kb held" in h.log(), 10, "loop0's write held")
+    assert h.call({"command": "pause", "device": "loop0"})["ok"]
+    r = json.loads(recv_line(restore))
+    assert h.proc.poll() is None, f"the daemon runs on: {h.log()[-2000:]}"
+    assert r["ok"] and r["result"]["not_restored"] == [], r
+    assert h.ra("loop0") == ORIGINAL_RA, \
+        f"the put-back came after the resumed pass, from its record: {h.ra('loop0')}"
+    for s in (restore, r0, r1):
+        s.close()

@@ -48,6 +48,7 @@ struct Device {
         bool job : 1;           /* an apply pass of its own runs in the applier */
         bool reprocess : 1;     /* asked for again while it ran: decide again when it is back */
         bool reprocess_take_over : 1;
+        bool restore_pending : 1;       /* a put-back asked for while a pass ran: after it */
         bool new_media : 1;     /* diskseq moved: the next pass adopts what the admin set */
         bool gone : 1;          /* forgotten: out of the table, freed after this dispatch */
         bool busy_unreadable : 1; /* the sampler's (device_busy_unreadable()) */

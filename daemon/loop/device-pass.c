@@ -324,7 +324,20 @@ int device_process_again(DeviceContext *c, Device *d) {
 int device_restore(DeviceContext *c, Device *d) {
         if (d->gone || device_record_empty(&d->record) || !device_context_restores(c))
                 return 0;
+        if (d->job) {
+                /* one pass at a time: the put-back follows the running one,
+                 * from the record it brings back (a restore's waiter waits
+                 * for it too: it is submitted from that pass's return) */
+                d->restore_pending = true;
+                return 0;
+        }
         return device_submit(c, d, NULL, false, true);
+}
+
+/* A put-back asked for while the pass that just came back ran. */
+static int device_restore_deferred(DeviceContext *c, Device *d) {
+        d->restore_pending = false;
+        return device_restore(c, d);
 }
 
 /* A put-back changes what a look sees: where the next pass only looks
@@ -343,6 +356,8 @@ static int device_after_restore(DeviceContext *c, Device *d) {
 
         if (c->stopping)
                 return 0;
+        if (d->restore_pending)
+                return device_restore_deferred(c, d);
         if (d->reprocess) {
                 d->reprocess = d->reprocess_take_over = false;
                 return device_process_full(c, d, take_over, false);
@@ -410,6 +425,11 @@ int device_apply_done(DeviceContext *c, ApplyJob *j) {
         applier_job_free(c->applier, j);
         if (r < 0)
                 return r;
+        if (!d->gone && d->restore_pending && !d->job) {
+                /* the put-back first; an event meanwhile is decided after it */
+                r = device_restore_deferred(c, d);
+                return r < 0 ? r : 1;
+        }
         if (!d->gone && d->reprocess && !d->job) {
                 bool take_over = d->reprocess_take_over;
 
