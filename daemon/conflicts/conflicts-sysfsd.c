@@ -16,8 +16,6 @@
  * The script runs once at boot, in the multi-user runlevels (under
  * systemd: sysfsutils.service from systemd-sysv-generator), long after
  * blkpolicyd's first pass: its value is the one that stays. */
-#include <dirent.h>
-#include <fnmatch.h>
 
 #include "conflicts-files.h"
 #include "conflicts-sysfsd.h"
@@ -162,35 +160,11 @@ static int sysfsd_scan_file(const char *root, const char *path, ConflictSet *s) 
         return conflicts_parse_sysfsd_text(path, text, s);
 }
 
-static int name_compare(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 int conflicts_scan_sysfsd(const char *root, ConflictSet *s) {
-        _cleanup_free_ char *dir = conflicts_root_path(root, "/etc/sysfs.d");
-        _cleanup_strv_free_ char **names = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int r;
+        static const char *const dirs[] = { "/etc/sysfs.d" };
+        int r = sysfsd_scan_file(root, "/etc/sysfs.conf", s);
 
-        if (!dir)
-                return -ENOMEM;
-        r = sysfsd_scan_file(root, "/etc/sysfs.conf", s);
-        d = opendir(dir);
-        while (r >= 0 && d && (de = readdir(d)))
-                if (de->d_name[0] != '.' && fnmatch("*.conf", de->d_name, 0) == 0)
-                        r = strv_push(&names, de->d_name);
-        if (r < 0)
-                return r;
-        /* the shell's glob order; at boot the locale is C */
-        if (names)
-                qsort(names, strv_length(names), sizeof(char *), name_compare);
-        for (char **n = names; n && *n && r >= 0; n++) {
-                _cleanup_free_ char *path = NULL;
-
-                if (asprintf(&path, "/etc/sysfs.d/%s", *n) < 0)
-                        return -ENOMEM;
-                r = sysfsd_scan_file(root, path, s);
-        }
-        return r;
+        /* then the .conf files of sysfs.d in the shell's glob order (at boot
+         * the locale is C), a masked one writing nothing, as for the others */
+        return r < 0 ? r : conflicts_scan_files(root, dirs, ELEMENTSOF(dirs), ".conf", conflicts_parse_sysfsd_text, s);
 }
