@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The metrics textfile: a new text every metrics_every_ticks sampled
- * ticks (after the tick's drift check, as its ticks_total shows), its
- * live reads a slice per dispatch, written to the dir configured when
- * they are done; moved at once by a reload that moves the dir. It
+/* The metrics textfile: a new text after a tick that sampled (and checked
+ * for drift) whose number (ticks_total) is a multiple of
+ * metrics_every_ticks, its live reads a slice per dispatch, written to the
+ * dir configured when they are done; moved at once by a reload that moves the dir. It
  * watches the ticks from a post source, dispatched after the tick's end
  * before anything else pending: the tick calls nothing above it. */
 #include "log.h"
