@@ -326,30 +326,23 @@ static char *dormant_note(const Conflict *c) {
         return s;
 }
 
-int conflicts_report_drift_source(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
-                                  ConflictSource *ret) {
-        const ConflictSet *set = scanned(ctx, false);
-        DeviceRead dr = { ctx->roots, d };
-        ConflictDevice cd = conflict_device(d, &dr);
-        const Conflict *c = set ? conflicts_attribute(set, &cd, tunable, live) : NULL;
-
-        if (!c)
-                return 0;
-        *ret = c->source;
-        return 1;
-}
-
-char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live) {
+char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
+                                  ConflictSource *ret_source) {
         const ConflictSet *set = scanned(ctx, false);
         DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         const Conflict *c;
 
+        if (ret_source)
+                *ret_source = _CONFLICT_SOURCE_MAX;
         if (!set)
                 return NULL;
         c = conflicts_attribute(set, &cd, tunable, live);
-        if (c)
+        if (c) {
+                if (ret_source)
+                        *ret_source = c->source;
                 return conflict_describe(c);
+        }
         /* one that would write the value but does not run: the change came
          * from elsewhere, and the admin must not go after that one */
         c = conflicts_attribute_dormant(set, &cd, tunable, live);

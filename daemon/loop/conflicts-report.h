@@ -26,9 +26,9 @@ void conflicts_report_metrics(DeviceContext *ctx, FILE *f);
 void conflicts_report_log(DeviceContext *ctx);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq
  * (KERNEL==\"sd*\")" when a writer found applies to d and writes live; NULL
- * when none is known (or on ENOMEM). Caller frees. */
-/* The source of the writer a drift is put down to (one that runs, as the
- * note names it): 1 and *ret, or 0 when none is known. */
-int conflicts_report_drift_source(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
-                                  ConflictSource *ret);
-char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live);
+ * when none is known (or on ENOMEM). Caller frees. ret_source (NULL: not
+ * asked): the source of that writer when it runs, as the note names it,
+ * else _CONFLICT_SOURCE_MAX. One attribution for both: matching may read
+ * sysfs and udev's database, and drift runs in the tick. */
+char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
+                                  ConflictSource *ret_source);

@@ -29,7 +29,7 @@ static cJSON *view_items_json(DeviceContext *c, Device *d, const DeviceView *v, 
                 cJSON_AddStringToObject(o, "live", it->current);
                 if (result == RESULT_OVERRIDDEN) {
                         /* the likely writer of the live value, as the drift log names it */
-                        _cleanup_free_ char *who = conflicts_report_drift_note(c, d, it->tunable, it->current);
+                        _cleanup_free_ char *who = conflicts_report_drift_note(c, d, it->tunable, it->current, NULL);
 
                         if (who)
                                 cJSON_AddStringToObject(o, "writer", who);
@@ -86,10 +86,9 @@ static bool writer_listed(char *const *words, ConflictSource source, unsigned tu
         return false;
 }
 
-static bool drift_reapplies(DeviceContext *c, const Device *d, const PlanItem *it) {
-        ConflictSource source;
-
-        if (conflicts_report_drift_source(c, d, it->tunable, it->current, &source) > 0) {
+/* source: the writer the drift is put down to, _CONFLICT_SOURCE_MAX: none. */
+static bool drift_reapplies(const DeviceContext *c, const PlanItem *it, ConflictSource source) {
+        if (source != _CONFLICT_SOURCE_MAX) {
                 if (writer_listed(c->config->reassert_over, source, it->tunable))
                         return true;
                 if (writer_listed(c->config->yield_to, source, it->tunable))
@@ -104,6 +103,7 @@ static int device_check_drift(DeviceContext *c, Device *d) {
         const char *name = device_name(d);
         char *note = NULL;
         const PlanItem *it;
+        ConflictSource source;
         DeviceView v;
 
         /* observe: blkpolicyd holds nothing, so nothing can drift from it;
@@ -115,8 +115,8 @@ static int device_check_drift(DeviceContext *c, Device *d) {
         if (!it)
                 return 0;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
-        who = conflicts_report_drift_note(c, d, it->tunable, it->current);
-        if (drift_reapplies(c, d, it)) {
+        who = conflicts_report_drift_note(c, d, it->tunable, it->current, &source);
+        if (drift_reapplies(c, it, source)) {
                 log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
                            tunables[it->tunable].attr, it->current, who ? ", likely by " : "", who ?: "",
                            it->target);
