@@ -198,9 +198,11 @@ static void manager_check_ready(Manager *m) {
                  m->options->dry_run ? " (dry run: nothing is written)" :
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",
                  discover_monitor_kind(m->discover));
-        /* the first pass is done: which disks blkpolicyd manages is known */
-        conflicts_report_log(&m->ctx);
         (void) sd_notifyf(false, "READY=1\nSTATUS=Managing %zu block devices", m->ctx.devices.n_devices);
+        /* the first pass is done: which disks blkpolicyd manages is known.
+         * After READY=1: the scan asks systemd whether tuned and the GCE
+         * agent run (up to 1 s a question), and boot waits for READY=1 */
+        conflicts_report_log(&m->ctx);
 }
 
 /* Resuming one device of "all paused" (pause, or restore, of all): the
