@@ -407,7 +407,7 @@ static int udev_db_properties_live(unsigned major, unsigned minor, char *const *
                 const char *key = udev_list_entry_get_name(e), *value = udev_list_entry_get_value(e);
                 _cleanup_free_ char *p = NULL;
 
-                if (!strv_contains(keys, key))
+                if (keys && !strv_contains(keys, key))
                         continue;
                 if (asprintf(&p, "%s=%s", key, value ?: "") < 0) {
                         p = NULL;
@@ -448,7 +448,7 @@ static int udev_db_properties_file(const char *root, unsigned major, unsigned mi
                 if (!startswith(line, "E:") || !(eq = strchr(line + 2, '=')))
                         continue;
                 *eq = 0;
-                if (!strv_contains(keys, line + 2))
+                if (keys && !strv_contains(keys, line + 2))
                         continue;
                 *eq = '=';
                 if (strv_push(&l, line + 2) < 0)

@@ -92,8 +92,8 @@ int queue_dir_check(const QueueDir *q);
 int queue_dir_read(const QueueDir *q, const char *attr, char *buf, size_t size);
 int queue_dir_write(const QueueDir *q, const char *attr, const char *value);
 
-/* The udev properties of a disk named in keys, as "KEY=value"; *ret NULL
- * when it has none of them. On the live root through libudev, as udev's
+/* The udev properties of a disk named in keys (NULL: all of them), as
+ * "KEY=value"; *ret NULL when it has none of them. On the live root through libudev, as udev's
  * ENV{} sees them (the kernel's uevent ones, DEVTYPE=disk, too), in
  * libudev's order; under a fixture root from its copy of udevd's
  * database, <root>/run/udev/data/b<major>:<minor> ("E:KEY=value" lines),

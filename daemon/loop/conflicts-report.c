@@ -14,10 +14,30 @@
 #include "tunables.h"
 #include "util.h"
 
+/* What the matcher reads of one device, for one report: its udev
+ * properties are fetched once, at the first ENV{} condition (through
+ * libudev a lookup walks the device's sysfs path), whatever the number of
+ * rules that ask. */
 typedef struct DeviceRead {
         const Roots *roots;
         const Device *device;
+        bool env_read;
+        int env_error;          /* of the fetch */
+        char **env;             /* "KEY=value", all of them */
 } DeviceRead;
+
+static void device_read_done(DeviceRead *dr) {
+        dr->env = strv_free(dr->env);
+}
+
+static const char *env_find(char *const *env, const char *key) {
+        size_t n = strlen(key);
+
+        for (char *const *e = env; e && *e; e++)
+                if (strncmp(*e, key, n) == 0 && (*e)[n] == '=')
+                        return *e + n + 1;
+        return NULL;
+}
 
 /* ATTR{} of a rule: <sysfs>/block/<dev>/<attr>; nothing outside the disk. */
 static int device_read_attr(void *userdata, const char *attr, char *buf, size_t size) {
@@ -33,19 +53,23 @@ static int device_read_attr(void *userdata, const char *attr, char *buf, size_t 
 
 /* ENV{} of a rule: udev's database, as a policy's property= reads it. */
 static int device_read_env(void *userdata, const char *key, char *buf, size_t size) {
-        const DeviceRead *dr = userdata;
-        _cleanup_strv_free_ char **props = NULL;
-        char *const keys[] = { (char *) key, NULL };
-        int r;
+        DeviceRead *dr = userdata;
+        const char *value;
 
-        r = udev_db_properties(dr->roots, major(device_devnum(dr->device)), minor(device_devnum(dr->device)), keys, &props);
-        if (r == -ENOENT)
+        if (!dr->env_read) {
+                dev_t n = device_devnum(dr->device);
+
+                dr->env_error = udev_db_properties(dr->roots, major(n), minor(n), NULL, &dr->env);
+                dr->env_read = true;
+        }
+        if (dr->env_error == -ENOENT)
                 return -EIO;    /* no database: the condition stays unknown */
-        if (r < 0)
-                return r;
-        if (!props)
+        if (dr->env_error < 0)
+                return dr->env_error;
+        value = env_find(dr->env, key);
+        if (!value)
                 return -ENOENT; /* the disk has no such property: udev matches "" */
-        return strscpy(buf, size, props[0] + strlen(key) + 1);
+        return strscpy(buf, size, value);
 }
 
 static ConflictDevice conflict_device(const Device *d, DeviceRead *dr) {
@@ -105,7 +129,7 @@ static cJSON *conflict_devices_json(DeviceContext *ctx, const Conflict *c, Devic
 
         *affects = false;
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { ctx->roots, sorted[i] };
+                _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 ConflictMatch k = conflict_matches(c, &cd, NULL);
                 const PlanItem *it = managed_item(sorted[i], c);
@@ -183,7 +207,7 @@ cJSON *conflicts_report_json(DeviceContext *ctx) {
 
 cJSON *conflicts_report_device_json(DeviceContext *ctx, Device *d) {
         const ConflictSet *set = scanned(ctx, false);
-        DeviceRead dr = { ctx->roots, d };
+        _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         cJSON *a = cJSON_CreateArray();
 
@@ -246,7 +270,7 @@ void conflicts_report_metrics(DeviceContext *ctx, FILE *f) {
               "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
         n = devices_sorted(ctx, &sorted);
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { ctx->roots, sorted[i] };
+                _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 unsigned count = 0;
 
@@ -271,7 +295,7 @@ static char *conflict_devices_text(DeviceContext *ctx, const Conflict *c, Device
                 return NULL;
         *affects = false;
         for (int i = 0; i < n; i++) {
-                DeviceRead dr = { ctx->roots, sorted[i] };
+                _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, sorted[i] };
                 ConflictDevice cd = conflict_device(sorted[i], &dr);
                 ConflictMatch k = conflict_matches(c, &cd, NULL);
 
@@ -329,7 +353,7 @@ static char *dormant_note(const Conflict *c) {
 char *conflicts_report_drift_note(DeviceContext *ctx, const Device *d, unsigned tunable, const char *live,
                                   ConflictSource *ret_source) {
         const ConflictSet *set = scanned(ctx, false);
-        DeviceRead dr = { ctx->roots, d };
+        _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, d };
         ConflictDevice cd = conflict_device(d, &dr);
         const Conflict *c;
 
