@@ -81,6 +81,8 @@ static int majors_read(const Roots *r, MajorCache *c) {
         k = sysfs_read_all(path, PROC_DEVICES_MAX, &text, &len);
         if (k >= 0)
                 k = block_majors_parse(text, len, &c->majors);
+        if (k < 0)
+                c->reads = 2;   /* unreadable now is unreadable for this dispatch: no re-read */
         return k == -ENOMEM ? k : 0;
 }
 
