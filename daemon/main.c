@@ -16,12 +16,14 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "metrics-file.h"
 #include "metrics-textfile.h"
 #include "policy-check.h"
 #include "policy-set.h"
 #include "replay.h"
 #include "restore.h"
 #include "sampler.h"
+#include "state-file.h"
 #include "util.h"
 
 static void help(void) {
@@ -47,6 +49,8 @@ static void help(void) {
                "                          (after --once, or a daemon that was killed)\n"
                "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
                "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
+               "     --metrics-stopped    Write the metrics textfile of a stopped daemon, as systemd's\n"
+               "                          $SERVICE_RESULT says it ended, exit (ExecStopPost=)\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",
                program_invocation_short_name, CONFIG_PATH, POLICY_DIR_VENDOR, POLICY_DIR_ADMIN, CONTROL_SOCKET_PATH);
 }
@@ -69,6 +73,7 @@ enum {
         ARG_LOG_LEVEL,
         ARG_RECORD,
         ARG_REPLAY,
+        ARG_METRICS_STOPPED,
 };
 
 static const struct option long_options[] = {
@@ -90,6 +95,7 @@ static const struct option long_options[] = {
         { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
         { "record", required_argument, NULL, ARG_RECORD },
         { "replay", required_argument, NULL, ARG_REPLAY },
+        { "metrics-stopped", no_argument, NULL, ARG_METRICS_STOPPED },
         {}
 };
 
@@ -98,6 +104,7 @@ static const char *const mode_options[] = {
         [RUN_RESTORE] = "--restore",
         [RUN_CHECK_CONFIG] = "--check-config",
         [RUN_REPLAY] = "--replay",
+        [RUN_METRICS_STOPPED] = "--metrics-stopped",
 };
 
 /* One run, one job: "--once --restore" would otherwise do whichever the
@@ -186,6 +193,11 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         if (r < 0)
                                 return r;
                         o->replay_path = optarg;
+                        break;
+                case ARG_METRICS_STOPPED:
+                        r = set_mode(o, RUN_METRICS_STOPPED);
+                        if (r < 0)
+                                return r;
                         break;
                 default:        /* '?': getopt has said what was wrong */
                         return -EINVAL;
@@ -370,18 +382,45 @@ static int run_daemon(Manager *m) {
         int r = manager_run(m, &front);
 
         /* node_exporter would serve a file left behind as if the daemon
-         * still ran; a daemon that never ticked wrote none (and may have
-         * failed because another one runs, with the same dir) */
+         * still ran: the stopped file replaces it, which says blkpolicyd
+         * is not running and that it stopped on purpose (systemd's
+         * ExecStopPost= says so too, and how any other end came). A daemon
+         * that never ticked wrote none (and may have failed because another
+         * one runs, with the same dir). */
         if (sampler_stats(m->sampler)->ticks > 0) {
-                int k = metrics_remove_textfile(m->config.metrics_textfile_dir);
+                int k = metrics_file_write_stopped(m->config.metrics_textfile_dir, r < 0 ? "exit-code" : "success",
+                                                   r < 0 ? "exited" : NULL, NULL);
 
                 if (k < 0)
-                        log_warning_errno(k, "Cannot remove the metrics file in %s: %m",
+                        log_warning_errno(k, "Cannot write the stopped metrics file in %s: %m",
                                           m->config.metrics_textfile_dir);
         }
         metrics_textfile_free(f.textfile);
         control_server_free(f.control);
         return r;
+}
+
+/* ExecStopPost=: after every end of the daemon, a SIGKILL or a crash
+ * too, the file says it is down and how it ended, so an alert tells a
+ * stop on purpose from a death. Never over a running daemon's file: the
+ * state dir's lock says whether one runs. */
+static int write_stopped_metrics(Manager *m) {
+        _cleanup_(state_dir_close) StateDir sd = { .fd = -1 };
+        const char *dir = m->config.metrics_textfile_dir, *state = m->options->state_dir ?: m->config.state_dir;
+        int r;
+
+        if (!dir)
+                return 0;
+        r = state_dir_open(state, true, &sd);
+        if (r == -EBUSY) {
+                log_notice("A blkpolicyd runs with %s: its metrics file is its own", state);
+                return 0;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot open %s: %m", state);
+        r = metrics_file_write_stopped(dir, getenv("SERVICE_RESULT") ?: "unknown", getenv("EXIT_CODE"),
+                                       getenv("EXIT_STATUS"));
+        return r < 0 ? log_error_errno(r, "Cannot write the stopped metrics file in %s: %m", dir) : 0;
 }
 
 static int run(int argc, char *argv[]) {
@@ -399,6 +438,8 @@ static int run(int argc, char *argv[]) {
                 r = check_config(m);
         else if (o.mode == RUN_REPLAY)
                 r = run_replay(m);
+        else if (o.mode == RUN_METRICS_STOPPED)
+                r = write_stopped_metrics(m);
         /* the modes that change devices or put them back: the records first */
         else if ((r = manager_open_state_dir(m)) < 0)
                 goto out;

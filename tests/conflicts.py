@@ -61,8 +61,12 @@ def start(module_daemons, machine, top, fault_injection):
 
 
 @pytest.fixture(scope="module")
-def main(start, machine):
-    d, sock = start("main", os.path.join(machine, "root"))
+def main(start, machine, module_daemons):
+    # the per-device series too: doctor's per-device counts are checked in them
+    config = os.path.join(module_daemons.work, "main.conf")
+    with open(config, "w") as f:
+        f.write("[Daemon]\nmetrics_per_device = yes\n")
+    d, sock = start("main", os.path.join(machine, "root"), config=config)
     return {"daemon": d, "sock": sock, "conflicts": control_call(sock, {"command": "status"})["result"]["conflicts"]}
 
 
@@ -198,7 +202,8 @@ def test_start_log_and_doctor(main, ctl, top):
     'blkpolicyd_conflicts{source="gce-guest-agent"} 1', 'blkpolicyd_conflicts{source="kernel-cmdline"} 1',
     'blkpolicyd_conflicts{source="sysfsutils"} 2', 'blkpolicyd_conflicts{source="tmpfiles"} 3',
     'blkpolicyd_conflicts{source="lvm"} 1',
-    'blkpolicyd_device_conflicts{device="vda"} 4', 'blkpolicyd_device_conflicts{device="loop0"} 1'])
+    'blkpolicyd_device_conflicts{device="vda"} 4', 'blkpolicyd_device_conflicts{device="loop0"} 1',
+    'blkpolicyd_conflicting_devices 2'])
 def test_metrics(main, line):
     text = call(main["sock"], {"command": "metrics"})["text"]
     assert line in text.splitlines(), text
@@ -304,7 +309,7 @@ def test_a_named_writer_is_yielded_to_or_reasserted_over(start, machine, module_
     name = "arbiter-" + str(abs(hash(conf)))
     path = os.path.join(module_work, name + ".conf")
     with open(path, "w") as f:
-        f.write("[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\n" + conf)
+        f.write("[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\nmetrics_per_device = yes\n" + conf)
     d, sock = start(name, os.path.join(machine, "root"), append_log=True, config=path)
     sched = os.path.join(machine, "sys", "block", "vda", "queue", "scheduler")
 

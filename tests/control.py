@@ -28,7 +28,8 @@ def env(module_daemons, kvm_fixture, top):
     conf = os.path.join(work, "blkpolicyd.conf")
     with open(conf, "w") as f:
         f.write("[Daemon]\ntick_interval_ms = 100\nclient_timeout_ms = 3000\nmax_clients = 300\n"
-                f"max_clients_per_uid = 300\nmetrics_textfile_dir = {work}\nmetrics_every_ticks = 2\n")
+                f"max_clients_per_uid = 300\nmetrics_textfile_dir = {work}\nmetrics_every_ticks = 2\n"
+                "metrics_per_device = yes\n")
     d = module_daemons.start(["--dry-run", "--config", conf, "--policy-dir", policies, *fixture_roots(kvm_fixture),
                               "--state-dir", os.path.join(work, "state"), "--socket", module_daemons.sock])
     return {"work": work, "policies": policies, "sock": module_daemons.sock, "daemon": d}

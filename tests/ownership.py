@@ -27,7 +27,7 @@ from blkptest import faketree
 from blkptest.daemon import Daemon, control_call, ctl, wait_for
 
 ORIGINAL = {"scheduler": "none", "read_ahead_kb": "128"}
-ENFORCE = "[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\n"
+ENFORCE = "[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\nmetrics_per_device = yes\n"
 OBSERVE = ENFORCE + "mode = observe\n"
 
 
@@ -198,7 +198,7 @@ def test_a_value_the_kernel_did_not_keep(jiffies_host, blkpolicyctl):
     dev = h.call("device", device="loop0")
     assert dev["settings"]["iosched/read_expire"]["result"] == "not-kept", dev["settings"]
     m = h.metrics()
-    assert (m.get("blkpolicyd_settings_not_kept") == 1
+    assert (m.get('blkpolicyd_settings{result="not_kept"}') == 1
             and m.get('blkpolicyd_device_settings_not_kept{device="loop0"}') == 1
             and m.get('blkpolicyd_device_overridden{device="loop0"}') == 0), \
         f"metrics count it, and it is nobody's override: { {k: v for k, v in m.items() if 'kept' in k} }"

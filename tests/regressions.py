@@ -3,6 +3,7 @@
 each test failed before its fix."""
 import json
 import os
+import re
 import subprocess
 
 from blkptest.daemon import fixture_roots
@@ -16,14 +17,17 @@ def write(path, text):
 
 
 def test_pause_all_shows_in_metrics(daemons, kvm_fixture, top):
-    """"pause" (all devices) shows in blkpolicyd_device_paused, as "pause DEV" does."""
+    """"pause" (all devices) shows in blkpolicyd_device_paused, as "pause DEV" does, and in the host's sum."""
     work = daemons.work
-    conf = write(os.path.join(work, "pause.conf"), "[Daemon]\ntick_interval_ms = 100\n")
+    conf = write(os.path.join(work, "pause.conf"), "[Daemon]\ntick_interval_ms = 100\nmetrics_per_device = yes\n")
     daemons.start(["--dry-run", "--config", conf, "--policy-dir", f"{top}/policies", *fixture_roots(kvm_fixture),
                    "--state-dir", os.path.join(work, "state"), "--socket", daemons.sock])
     daemons.call({"command": "pause"})
     text = daemons.call({"command": "metrics"})["result"]["text"]
     assert 'blkpolicyd_device_paused{device="vda"} 1\n' in text, \
+        [line for line in text.splitlines() if "paused" in line]
+    managed = len(re.findall(r'^blkpolicyd_device_paused\{device="[^"]*"\} 1$', text, re.M))
+    assert managed >= 1 and f'\nblkpolicyd_devices_by_state{{state="paused"}} {managed}\n' in text, \
         [line for line in text.splitlines() if "paused" in line]
 
 

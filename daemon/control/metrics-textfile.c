@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The metrics textfile: a new text after a tick that sampled (and checked
- * for drift) whose number (ticks_total) is a multiple of
+/* The metrics textfile: a new text after the first tick that sampled (and
+ * checked for drift) and each whose number (ticks_total) is a multiple of
  * metrics_every_ticks, its live reads a slice per dispatch, written to the
  * dir configured when they are done; moved at once by a reload that moves the dir. It
  * watches the ticks from a post source, dispatched after the tick's end
@@ -49,14 +49,16 @@ static int textfile_slice(MetricsTextfile *t) {
         return 0;
 }
 
-/* A tick that sampled (SamplerStats.sampled_tick), every
+/* A tick that sampled (SamplerStats.sampled_tick), the first and every
  * metrics_every_ticks of them: a new text, unless one is still made (the
- * next is due then). -ENOMEM only. */
-static int textfile_tick(MetricsTextfile *t, uint64_t tick) {
+ * next is due then). The first at once: the file a stop left says the
+ * daemon is down (blkpolicyd_up 0) until this one replaces it. -ENOMEM
+ * only. */
+static int textfile_tick(MetricsTextfile *t, uint64_t tick, bool first) {
         const Manager *m = t->manager;
         int r;
 
-        if (!m->config.metrics_textfile_dir || tick % m->config.metrics_every_ticks != 0 || t->build)
+        if (!m->config.metrics_textfile_dir || (!first && tick % m->config.metrics_every_ticks != 0) || t->build)
                 return 0;
         r = metrics_build_new(t->manager, &t->build);
         return r < 0 ? r : textfile_slice(t);
@@ -68,8 +70,10 @@ static int on_textfile_watch(sd_event_source *s _unused_, void *userdata) {
         int r = 0;
 
         if (tick != t->seen_tick) {
+                bool first = t->seen_tick == 0;
+
                 t->seen_tick = tick;
-                r = textfile_tick(t, tick);
+                r = textfile_tick(t, tick, first);
         }
         return r < 0 ? manager_fatal(t->manager, r) : 0;
 }

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "blkpolicyd-paths.h"
 #include "conflicts-report.h"
 #include "device.h"
+#include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "metrics-file.h"
 #include "policy-set.h"
 #include "sampler.h"
 #include "util.h"
@@ -25,14 +26,7 @@ static void help(Buf *b, const char *name, const char *type, const char *text) {
 
 /* Kernel names are [A-Za-z0-9_.!-]: nothing to escape, but be safe. */
 static void label(Buf *b, const char *v) {
-        for (; *v; v++) {
-                if (*v == '\\' || *v == '"')
-                        fputc('\\', b->f);
-                if (*v == '\n')
-                        fputs("\\n", b->f);
-                else
-                        fputc(*v, b->f);
-        }
+        metrics_write_label(b->f, v);
 }
 
 static void device_metric(Buf *b, const char *name, const Device *d, double v) {
@@ -41,13 +35,87 @@ static void device_metric(Buf *b, const char *name, const Device *d, double v) {
         fprintf(b->f, "\"} %.17g\n", v);
 }
 
+/* A setting as a fleet counts it (blkpolicyd_settings{result=...}): in
+ * force, or why not. Pending is what an alert on an enforcing host is
+ * for: a write due and not done (a retry, a pass that waits); paused is
+ * the admin's own hold. */
+typedef enum SettingState {
+        SETTING_IN_FORCE,
+        SETTING_PENDING,
+        SETTING_PAUSED,
+        SETTING_OVERRIDDEN,
+        SETTING_NOT_KEPT,
+        SETTING_FAILED,
+        SETTING_UNSUPPORTED,
+        _SETTING_STATE_MAX,
+} SettingState;
+
+static const char *const setting_state_names[_SETTING_STATE_MAX] = {
+        [SETTING_IN_FORCE] = "in_force",       [SETTING_PENDING] = "pending",
+        [SETTING_PAUSED] = "paused",           [SETTING_OVERRIDDEN] = "overridden",
+        [SETTING_NOT_KEPT] = "not_kept",       [SETTING_FAILED] = "failed",
+        [SETTING_UNSUPPORTED] = "unsupported",
+};
+
+/* A device as a fleet counts it (blkpolicyd_devices_by_state{state=...}):
+ * one state each, the first that holds from the last up. */
+typedef enum DeviceState {
+        DSTATE_UNMANAGED,       /* left alone: excluded, or nothing to set */
+        DSTATE_NO_POLICY,
+        DSTATE_IN_FORCE,
+        DSTATE_PENDING,
+        DSTATE_NOT_KEPT,
+        DSTATE_FAILED,
+        DSTATE_OVERRIDDEN,
+        DSTATE_PAUSED,
+        _DSTATE_MAX,
+} DeviceState;
+
+static const char *const device_state_names[_DSTATE_MAX] = {
+        [DSTATE_UNMANAGED] = "unmanaged", [DSTATE_NO_POLICY] = "no_policy", [DSTATE_IN_FORCE] = "in_force",
+        [DSTATE_PENDING] = "pending",     [DSTATE_NOT_KEPT] = "not_kept",   [DSTATE_FAILED] = "failed",
+        [DSTATE_OVERRIDDEN] = "overridden", [DSTATE_PAUSED] = "paused",
+};
+
+static SettingState setting_state(ItemResult r, bool paused) {
+        switch (r) {
+        case RESULT_UNCHANGED:
+        case RESULT_APPLIED: return SETTING_IN_FORCE;
+        case RESULT_OVERRIDDEN: return SETTING_OVERRIDDEN;
+        case RESULT_NOT_KEPT: return SETTING_NOT_KEPT;
+        case RESULT_FAILED: return SETTING_FAILED;
+        case RESULT_UNSUPPORTED: return SETTING_UNSUPPORTED;
+        default: return paused ? SETTING_PAUSED : SETTING_PENDING;     /* planned, retry */
+        }
+}
+
 /* What the metrics show of a device now: one live read (device_view()),
  * taken once for every series of it. */
 typedef struct DeviceSeen {
         uint64_t queue_id;              /* of the device read: another under its number is not it */
-        unsigned pending, overridden, not_kept;
+        uint16_t settings[_SETTING_STATE_MAX];
+        uint8_t state;                  /* DeviceState */
+        bool paused;
         char scheduler[VALUE_MAX];      /* "" when it cannot be read */
 } DeviceSeen;
+
+static DeviceState device_state(const Plan *plan, const DeviceSeen *s) {
+        static const struct { SettingState setting; DeviceState device; } worst[] = {
+                { SETTING_OVERRIDDEN, DSTATE_OVERRIDDEN }, { SETTING_FAILED, DSTATE_FAILED },
+                { SETTING_NOT_KEPT, DSTATE_NOT_KEPT },     { SETTING_PENDING, DSTATE_PENDING },
+        };
+
+        if (!plan->managed)
+                return DSTATE_UNMANAGED;
+        if (!plan->policy)
+                return DSTATE_NO_POLICY;
+        if (s->paused)
+                return DSTATE_PAUSED;
+        for (size_t i = 0; i < ELEMENTSOF(worst); i++)
+                if (s->settings[worst[i].setting] > 0)
+                        return worst[i].device;
+        return DSTATE_IN_FORCE;
+}
 
 /* Devices read live per dispatch: some 10 ms on sysfs (about 40 us a
  * managed disk, bench/views.py), so a text of 10,000 disks keeps no
@@ -62,71 +130,82 @@ struct MetricsBuild {
         size_t n, read;
 };
 
-typedef double (*DeviceValue)(const Manager *m, const Device *d, const DeviceSeen *s);
+typedef double (*DeviceValue)(const Device *d, const DeviceSeen *s);
 
-static double v_busy(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
+static double v_busy(const Device *d, const DeviceSeen *s _unused_) {
         return device_plan(d)->busy;
 }
-static double v_flips(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
+static double v_flips(const Device *d, const DeviceSeen *s _unused_) {
         const DeviceDynamic *y = device_dynamic(d);
         return y ? dyn_state_flips(&y->state) : 0;
 }
-static double v_cost(const Manager *m _unused_, const Device *d, const DeviceSeen *s _unused_) {
+static double v_cost(const Device *d, const DeviceSeen *s _unused_) {
         const DeviceFlips *y = device_flips(d);
         return y ? y->cost_ms / 1000.0 : 0;
 }
 /* as status counts it: "pause" of all devices pauses each */
-static double v_paused(const Manager *m, const Device *d, const DeviceSeen *s _unused_) {
-        return device_is_paused(&m->ctx, d);
+static double v_paused(const Device *d _unused_, const DeviceSeen *s) {
+        return s->paused;
 }
 /* someone else's value on a setting blkpolicyd held, now */
-static double v_overridden(const Manager *m _unused_, const Device *d, const DeviceSeen *s) {
-        return device_overridden(d) || s->overridden > 0;
+static double v_overridden(const Device *d, const DeviceSeen *s) {
+        return device_overridden(d) || s->settings[SETTING_OVERRIDDEN] > 0;
 }
 /* the settings a write would change, as verify lists them: planned
  * (observe, paused) and overridden; 0 once the policy is in force */
-static double v_pending(const Manager *m _unused_, const Device *d _unused_, const DeviceSeen *s) {
-        return s->pending;
+static double v_pending(const Device *d _unused_, const DeviceSeen *s) {
+        return s->settings[SETTING_PENDING] + s->settings[SETTING_PAUSED] + s->settings[SETTING_OVERRIDDEN];
 }
-static double v_not_kept(const Manager *m _unused_, const Device *d _unused_, const DeviceSeen *s) {
-        return s->not_kept;
+static double v_not_kept(const Device *d _unused_, const DeviceSeen *s) {
+        return s->settings[SETTING_NOT_KEPT];
 }
 
-/* No per-device load here: a gauge of the last tick is a random sample at
- * a 15 s scrape, and node_exporter's diskstats collector already exports
- * the counters these came from (node_disk_*_total): join on `device`. */
+/* Per device, only with metrics_per_device = yes: a fleet's 10,000-disk
+ * hosts would serve 80,000 series each. No per-device load: a gauge of
+ * the last tick is a random sample at a 15 s scrape, and node_exporter's
+ * diskstats collector exports the counters these came from
+ * (node_disk_*_total): join on `device`. */
 static const struct {
         const char *name, *type, *help;
         DeviceValue value;
+        bool dynamic;           /* only devices whose policy has [Dynamic]: 0 on the others, always */
 } device_metrics[] = {
-        { "blkpolicyd_device_busy", "gauge", "1 while the device runs its policy's busy settings", v_busy },
-        { "blkpolicyd_device_flips_total", "counter", "Flips between base and busy settings", v_flips },
-        { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost },
-        { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused },
-        { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden },
+        { "blkpolicyd_device_busy", "gauge", "1 while the device runs its policy's busy settings", v_busy, true },
+        { "blkpolicyd_device_flips_total", "counter", "Flips between base and busy settings", v_flips, true },
+        { "blkpolicyd_device_flip_cost_seconds_total", "counter", "Time spent applying flips", v_cost, true },
+        { "blkpolicyd_device_paused", "gauge", "1 while paused by an admin", v_paused, false },
+        { "blkpolicyd_device_overridden", "gauge", "1 while a setting was changed by someone else", v_overridden,
+          false },
         { "blkpolicyd_device_pending_changes", "gauge",
-          "Settings a write would change, not made (mode=observe, paused, overridden)", v_pending },
+          "Settings a write would change, not made (mode=observe, paused, overridden)", v_pending, false },
         { "blkpolicyd_device_settings_not_kept", "gauge",
-          "Settings written whose value the kernel did not keep (it rounds iosched times to jiffies)", v_not_kept },
+          "Settings written whose value the kernel did not keep (it rounds iosched times to jiffies)", v_not_kept,
+          false },
 };
 
 static void seen_now(const Manager *m, const Device *d, DeviceSeen *s) {
         DeviceView v;
 
         device_view(&m->ctx, d, &v);
-        *s = (DeviceSeen) { .queue_id = device_record(d)->id.queue_id, .pending = v.pending,
-                            .overridden = v.overridden, .not_kept = v.not_kept };
+        *s = (DeviceSeen) { .queue_id = device_record(d)->id.queue_id, .paused = device_is_paused(&m->ctx, d) };
+        for (unsigned i = 0; i < v.plan.n_items; i++) {
+                SettingState k = setting_state(v.items[i].result, s->paused);
+
+                if (s->settings[k] < UINT16_MAX)
+                        s->settings[k]++;
+        }
+        s->state = (uint8_t) device_state(&v.plan, s);
         if (v.scheduler.state == LIVE_OK)
                 (void) strscpy(s->scheduler, sizeof(s->scheduler), v.scheduler.value);
 }
 
-static void write_device_metrics(Buf *b, const Manager *m, Device **devs, const DeviceSeen *seen, int n) {
+static void write_device_metrics(Buf *b, Device **devs, const DeviceSeen *seen, int n) {
         for (size_t k = 0; k < ELEMENTSOF(device_metrics); k++) {
                 help(b, device_metrics[k].name, device_metrics[k].type, device_metrics[k].help);
                 for (int i = 0; i < n; i++)
-                        if (device_plan(devs[i])->managed)
+                        if (device_plan(devs[i])->managed && (!device_metrics[k].dynamic || device_dynamic(devs[i])))
                                 device_metric(b, device_metrics[k].name, devs[i],
-                                              device_metrics[k].value(m, devs[i], &seen[i]));
+                                              device_metrics[k].value(devs[i], &seen[i]));
         }
         help(b, "blkpolicyd_device_scheduler", "gauge", "The I/O scheduler the device runs (1 for the one in use)");
         for (int i = 0; i < n; i++) {
@@ -140,15 +219,42 @@ static void write_device_metrics(Buf *b, const Manager *m, Device **devs, const 
         }
 }
 
-/* The host's sums, for an alert that fires once per host. */
-static void write_host_states(Buf *b, const DeviceSeen *seen, int n) {
-        unsigned not_kept = 0;
+/* One series per value of a label, 0s too: a state that ends shows as
+ * 0, not as a series gone stale (an alert on it resolves at once). */
+static void write_by_label(Buf *b, const char *name, const char *label_name, const char *const *values,
+                           const unsigned *counts, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                fprintf(b->f, "%s{%s=\"%s\"} %u\n", name, label_name, values[i], counts[i]);
+}
 
-        for (int i = 0; i < n; i++)
-                not_kept += seen[i].not_kept;
-        help(b, "blkpolicyd_settings_not_kept", "gauge",
-             "Settings written on this host whose value the kernel did not keep");
-        fprintf(b->f, "blkpolicyd_settings_not_kept %u\n", not_kept);
+/* The host's sums: what a fleet's alerts and dashboards read, a few dozen
+ * series whatever the number of disks; each alert fires once per host. */
+static void write_host_states(Buf *b, Device **devs, const DeviceSeen *seen, int n) {
+        unsigned settings[_SETTING_STATE_MAX] = {}, states[_DSTATE_MAX] = {}, classes[_CLASS_MAX] = {};
+        const char *class_labels[_CLASS_MAX];
+
+        for (int i = 0; i < n; i++) {
+                DeviceFacts view;
+                ClassSet set = device_facts(devs[i], &view)->classes;
+
+                for (int k = 0; k < _SETTING_STATE_MAX; k++)
+                        settings[k] += seen[i].settings[k];
+                states[seen[i].state]++;
+                for (int c = 0; c < _CLASS_MAX; c++)
+                        classes[c] += (set & CLASS_BIT(c)) != 0;
+        }
+        for (int c = 0; c < _CLASS_MAX; c++)
+                class_labels[c] = class_to_string((DeviceClass) c);
+        help(b, "blkpolicyd_devices_by_class", "gauge",
+             "Whole disks known, by class (a disk is counted in every class it has)");
+        write_by_label(b, "blkpolicyd_devices_by_class", "class", class_labels, classes, _CLASS_MAX);
+        help(b, "blkpolicyd_devices_by_state", "gauge",
+             "Whole disks known, by state (one each: paused, overridden, failed, not_kept, pending, in_force, "
+             "no_policy, unmanaged)");
+        write_by_label(b, "blkpolicyd_devices_by_state", "state", device_state_names, states, _DSTATE_MAX);
+        help(b, "blkpolicyd_settings", "gauge",
+             "Settings the policies set on this host's disks, by what holds now (pending: a write due, not done)");
+        write_by_label(b, "blkpolicyd_settings", "result", setting_state_names, settings, _SETTING_STATE_MAX);
 }
 
 MetricsBuild *metrics_build_free(MetricsBuild *b) {
@@ -237,9 +343,75 @@ static int build_compact(MetricsBuild *b, Manager *m, Device ***ret) {
         return (int) k;
 }
 
+static const char *mode_name(const Manager *m) {
+        return m->ctx.dry_run ? "dry-run" : m->config.observe ? "observe" : "enforce";
+}
+
+/* What tells a running daemon from a stuck or stopped one: up, when it
+ * started and last ticked, how often it writes (BlkpolicydMetricsStale
+ * scales with it). */
+static void write_liveness(Buf *b, const Manager *m, const SamplerStats *ticks) {
+        uint64_t now = clock_usec(CLOCK_REALTIME), started = now - manager_uptime_usec(m);
+
+        metrics_write_build_info(b->f);
+        help(b, "blkpolicyd_up", "gauge", "1 while blkpolicyd runs; 0 in the file it leaves when it stops");
+        fputs("blkpolicyd_up 1\n", b->f);
+        help(b, "blkpolicyd_start_time_seconds", "gauge", "When this blkpolicyd started (Unix time)");
+        fprintf(b->f, "blkpolicyd_start_time_seconds %.3f\n", (double) started / 1e6);
+        help(b, "blkpolicyd_last_tick_timestamp_seconds", "gauge",
+             "When the last tick that read /proc/diskstats ended (Unix time; 0: none yet)");
+        fprintf(b->f, "blkpolicyd_last_tick_timestamp_seconds %.3f\n", (double) ticks->sampled_realtime_usec / 1e6);
+        help(b, "blkpolicyd_metrics_interval_seconds", "gauge",
+             "How often this file is written (tick_interval_ms x metrics_every_ticks)");
+        fprintf(b->f, "blkpolicyd_metrics_interval_seconds %.3f\n",
+                (double) m->config.tick_interval_ms * m->config.metrics_every_ticks / 1000.0);
+        help(b, "blkpolicyd_mode", "gauge", "1 for the mode in force: enforce, observe or dry-run");
+        fprintf(b->f, "blkpolicyd_mode{mode=\"%s\"} 1\n", mode_name(m));
+        help(b, "blkpolicyd_enforcing", "gauge", "1 when policies are written (mode=enforce), 0 when only observed");
+        fprintf(b->f, "blkpolicyd_enforcing %d\n", manager_writes(m) ? 1 : 0);
+}
+
+static void write_counters(Buf *b, const Manager *m, const SamplerStats *ticks) {
+        help(b, "blkpolicyd_devices", "gauge", "Whole disks known");
+        fprintf(b->f, "blkpolicyd_devices %zu\n", m->ctx.devices.n_devices);
+        help(b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
+        fprintf(b->f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) ticks->ticks);
+        help(b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
+        fprintf(b->f, "blkpolicyd_tick_seconds_total %.6f\n", (double) ticks->cost_usec_total / 1e6);
+        help(b, "blkpolicyd_flips_total", "counter", "Flips between base and busy settings, on all disks");
+        fprintf(b->f, "blkpolicyd_flips_total %llu\n", (unsigned long long) ticks->flips_total);
+        help(b, "blkpolicyd_flips_capped_total", "counter",
+             "Flips a disk's max_flips cap held back: its [Dynamic] thresholds thrash under its load");
+        fprintf(b->f, "blkpolicyd_flips_capped_total %llu\n", (unsigned long long) ticks->flips_capped_total);
+        help(b, "blkpolicyd_sysfs_writes_total", "counter",
+             "Writes to queue attributes, by kind (each scheduler write freezes the queue)");
+        fprintf(b->f, "blkpolicyd_sysfs_writes_total{kind=\"scheduler\"} %llu\n",
+                (unsigned long long) m->ctx.writes.scheduler_writes);
+        fprintf(b->f, "blkpolicyd_sysfs_writes_total{kind=\"other\"} %llu\n",
+                (unsigned long long) m->ctx.writes.other_writes);
+        help(b, "blkpolicyd_sysfs_write_errors_total", "counter",
+             "Writes to queue attributes the kernel refused (a scheduler fallback taken is not one)");
+        fprintf(b->f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->ctx.writes.write_errors);
+}
+
+static void write_config_state(Buf *b, const Manager *m, const SamplerStats *ticks) {
+        help(b, "blkpolicyd_last_reload_successful", "gauge",
+             "0 while the last reload was refused (its configuration has errors; the running one stays)");
+        fprintf(b->f, "blkpolicyd_last_reload_successful %d\n", m->reload_errors ? 0 : 1);
+        help(b, "blkpolicyd_reload_failures_total", "counter", "Reloads refused (the configuration had errors)");
+        fprintf(b->f, "blkpolicyd_reload_failures_total %llu\n", (unsigned long long) m->reload_failures);
+        help(b, "blkpolicyd_policy_files_rejected", "gauge",
+             "Policy files rejected at the last (re)load: files, not errors; they count as absent");
+        fprintf(b->f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
+        help(b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
+        fprintf(b->f, "blkpolicyd_policy_errors %zu\n", m->policies->errors.n_items);
+        help(b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
+        fprintf(b->f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
+}
+
 /* The whole text to f, from a build whose reads are done; the caller
  * checks f's errors (a memstream's at fclose(): memstream_open()).
- * -ENOMEM only for the disks' list. */
+ * -ENOMEM only. */
 int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         _cleanup_free_ Device **devs = NULL;
         const SamplerStats *ticks = sampler_stats(m->sampler);
@@ -250,42 +422,13 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         n = build_compact(mb, m, &devs);
         if (n < 0)
                 return -ENOMEM;
-        help(&b, "blkpolicyd_build_info", "gauge", "Always 1; the version of the running blkpolicyd");
-        fputs("blkpolicyd_build_info{version=\"", b.f);
-        label(&b, PACKAGE_VERSION);
-        fputs("\"} 1\n", b.f);
-        help(&b, "blkpolicyd_enforcing", "gauge", "1 when policies are written (mode=enforce), 0 when only observed");
-        fprintf(b.f, "blkpolicyd_enforcing %d\n", manager_writes(m) ? 1 : 0);
-        help(&b, "blkpolicyd_devices", "gauge", "Whole disks known");
-        fprintf(b.f, "blkpolicyd_devices %zu\n", m->ctx.devices.n_devices);
-        help(&b, "blkpolicyd_ticks_total", "counter", "Sampling ticks");
-        fprintf(b.f, "blkpolicyd_ticks_total %llu\n", (unsigned long long) ticks->ticks);
-        help(&b, "blkpolicyd_tick_seconds_total", "counter", "Time spent in ticks");
-        fprintf(b.f, "blkpolicyd_tick_seconds_total %.6f\n", (double) ticks->cost_usec_total / 1e6);
-        help(&b, "blkpolicyd_sysfs_writes_total", "counter",
-             "Writes to queue attributes, by kind (each scheduler write freezes the queue)");
-        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"scheduler\"} %llu\n",
-                (unsigned long long) m->ctx.writes.scheduler_writes);
-        fprintf(b.f, "blkpolicyd_sysfs_writes_total{kind=\"other\"} %llu\n", (unsigned long long) m->ctx.writes.other_writes);
-        help(&b, "blkpolicyd_sysfs_write_errors_total", "counter",
-             "Writes to queue attributes the kernel refused (a scheduler fallback taken is not one)");
-        fprintf(b.f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->ctx.writes.write_errors);
-        help(&b, "blkpolicyd_last_reload_successful", "gauge",
-             "0 while the last reload was refused (its configuration has errors; the running one stays)");
-        fprintf(b.f, "blkpolicyd_last_reload_successful %d\n", m->reload_errors ? 0 : 1);
-        help(&b, "blkpolicyd_reload_failures_total", "counter", "Reloads refused (the configuration had errors)");
-        fprintf(b.f, "blkpolicyd_reload_failures_total %llu\n", (unsigned long long) m->reload_failures);
-        help(&b, "blkpolicyd_policy_files_rejected", "gauge",
-             "Policy files rejected at the last (re)load: files, not errors; they count as absent");
-        fprintf(b.f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
-        help(&b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
-        fprintf(b.f, "blkpolicyd_policy_errors %zu\n", m->policies->errors.n_items);
-        help(&b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
-        fprintf(b.f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
-        write_host_states(&b, mb->seen, n);
-        write_device_metrics(&b, m, devs, mb->seen, n);
-        conflicts_report_metrics(&m->ctx, b.f);
-        return 0;
+        write_liveness(&b, m, ticks);
+        write_counters(&b, m, ticks);
+        write_config_state(&b, m, ticks);
+        write_host_states(&b, devs, mb->seen, n);
+        if (m->config.metrics_per_device)
+                write_device_metrics(&b, devs, mb->seen, n);
+        return conflicts_report_metrics(&m->ctx, b.f, m->config.metrics_per_device);
 }
 
 int metrics_build(Manager *m, char **ret) {
@@ -311,68 +454,17 @@ int metrics_build(Manager *m, char **ret) {
         return 0;
 }
 
-#define TEXTFILE "blkpolicyd.prom"
-#define TEXTFILE_TMP ".blkpolicyd.prom.tmp"
 
-/* The textfile dir may be writable by others (node_exporter's often is):
- * everything is relative to the dir's fd, the temp file is created with
- * O_EXCL|O_NOFOLLOW so a planted symlink or file makes this write fail
- * instead of being followed, and rename() replaces a planted TEXTFILE
- * link itself, never its target. */
-int metrics_write_textfile(Manager *m, MetricsBuild *b, const char *dir) {
-        _cleanup_close_ int dfd = -1, fd = -1;
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
+static int write_build(FILE *f, void *userdata) {
+        void **a = userdata;
 
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        /* a temp file of ours left by a crash: unlinkat() removes a link, not its target */
-        if (unlinkat(dfd, TEXTFILE_TMP, 0) < 0 && errno != ENOENT)
-                return -errno;
-        fd = openat(dfd, TEXTFILE_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        /* written as made, not built first: at 10,000 disks the text is
-         * 4.6 MB, which every metrics_every_ticks would have held */
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                (void) unlinkat(dfd, TEXTFILE_TMP, 0);
-                return r;
-        }
-        (void) take_fd(&fd);    /* owned by f now */
-        r = metrics_build_write(b, m, f);
-        errno = 0;      /* ferror() from an earlier write leaves no errno of its own */
-        if (r >= 0 && (fflush(f) != 0 || ferror(f)))
-                r = errno > 0 ? -errno : -EIO;
-        if (r >= 0 && fsync(fileno(f)) < 0)
-                r = -errno;
-        if (r >= 0 && renameat(dfd, TEXTFILE_TMP, dfd, TEXTFILE) < 0)
-                r = -errno;
-        if (r < 0)
-                (void) unlinkat(dfd, TEXTFILE_TMP, 0);
-        return r;
+        return metrics_build_write(a[0], a[1], f);
 }
 
-/* At stop: a file left behind would be served by node_exporter as if the
- * daemon still ran, its gauges frozen. Gone, the series go stale and
- * absent(blkpolicyd_build_info) can alert. */
-int metrics_remove_textfile(const char *dir) {
-        _cleanup_close_ int dfd = -1;
-        int r = 0;
+int metrics_write_textfile(Manager *m, MetricsBuild *b, const char *dir) {
+        void *a[2] = { b, m };
 
-        if (!dir)
-                return 0;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        /* unlinkat() removes the links, never what a planted link points to */
-        if (unlinkat(dfd, TEXTFILE, 0) < 0 && errno != ENOENT)
-                r = -errno;
-        if (unlinkat(dfd, TEXTFILE_TMP, 0) < 0 && errno != ENOENT && r == 0)
-                r = -errno;
-        return r;
+        return metrics_file_replace(dir, write_build, a);
 }
 
 void metrics_move_textfile(Manager *m, const char *old_dir) {
@@ -384,7 +476,7 @@ void metrics_move_textfile(Manager *m, const char *old_dir) {
          * the state dir's lock: no other daemon runs), ticked or not */
         if (streq_ptr(old_dir, dir))
                 return;
-        r = metrics_remove_textfile(old_dir);
+        r = metrics_file_remove(old_dir);
         if (r < 0)
                 log_warning_errno(r, "Cannot remove the metrics file in %s: %m", old_dir);
         if (!dir)

@@ -24,9 +24,6 @@ int metrics_build(Manager *m, char **ret);
 /* Atomically replaces <dir>/blkpolicyd.prom (node_exporter textfile
  * collector) with the text of b, whose reads are done. */
 int metrics_write_textfile(Manager *m, MetricsBuild *b, const char *dir);
-/* Removes <dir>/blkpolicyd.prom (and a temp file of ours) when the daemon
- * stops; NULL dir: nothing to do. 0, or -errno of the first failure. */
-int metrics_remove_textfile(const char *dir);
 /* A reload moved metrics_textfile_dir from old_dir (NULL: there was
  * none) or dropped it: the file left in old_dir would be served as if
  * this daemon still wrote it, its gauges frozen. Removes it and writes

@@ -158,13 +158,13 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
                 c->policy_dirs_configured = true;
                 return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value, error);
         }
-        if (streq(key, "restore_on_exit")) {
+        if (streq(key, "restore_on_exit") || streq(key, "metrics_per_device")) {
                 r = parse_boolean(value);
                 if (r < 0) {
                         *error = "expected yes or no";
                         return -EINVAL;
                 }
-                c->restore_on_exit = r;
+                *(streq(key, "restore_on_exit") ? &c->restore_on_exit : &c->metrics_per_device) = r;
                 return 0;
         }
         if (streq(key, "log_level")) {

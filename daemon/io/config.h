@@ -27,6 +27,9 @@ typedef struct Config {
         unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;
+        /* a series per device too (some 8 each: 80,000 at 10,000 disks);
+         * off, a host's series are its sums, a few dozen whatever its disks */
+        bool metrics_per_device;
         unsigned uevent_buffer_bytes;   /* receive buffer of the uevent socket */
         unsigned apply_parallelism;     /* apply passes at once; 0: chosen from the kernel */
         bool observe;           /* mode=observe: decide and report, write no policy (a rollout's first step) */

@@ -252,36 +252,55 @@ cJSON *conflicts_report_doctor(DeviceContext *ctx) {
         return o;
 }
 
-void conflicts_report_metrics(DeviceContext *ctx, FILE *f) {
+/* The other writers of one managed device's settings. */
+static unsigned device_conflicts(DeviceContext *ctx, const ConflictSet *set, Device *d) {
+        _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, d };
+        ConflictDevice cd = conflict_device(d, &dr);
+        unsigned count = 0;
+
+        for (size_t k = 0; k < set->n_items; k++)
+                count += conflict_affects(&set->items[k], d, conflict_matches(&set->items[k], &cd, NULL));
+        return count;
+}
+
+int conflicts_report_metrics(DeviceContext *ctx, FILE *f, bool per_device) {
         const ConflictSet *set = scanned_within(ctx, CONFLICTS_METRICS_MAX_AGE_USEC);
         _cleanup_free_ Device **sorted = NULL;
-        unsigned per_source[_CONFLICT_SOURCE_MAX] = {};
+        unsigned per_source[_CONFLICT_SOURCE_MAX] = {}, *counts;
+        unsigned devices = 0;
         int n;
 
         if (!set)
-                return;
+                return 0;
+        n = devices_sorted(ctx, &sorted);
+        counts = n >= 0 ? calloc((size_t) n + 1, sizeof(unsigned)) : NULL;
+        if (!counts)
+                return -ENOMEM;
         for (size_t i = 0; i < set->n_items; i++)
                 per_source[set->items[i].source]++;
         fputs("# HELP blkpolicyd_conflicts Other writers found of settings blkpolicyd manages (udev rules, tuned, "
               "the GCE guest agent, elevator=, sysfsutils, tmpfiles.d, LVM)\n# TYPE blkpolicyd_conflicts gauge\n", f);
         for (int s = 0; s < _CONFLICT_SOURCE_MAX; s++)
                 fprintf(f, "blkpolicyd_conflicts{source=\"%s\"} %u\n", conflict_source_to_string(s), per_source[s]);
-        fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
-              "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
-        n = devices_sorted(ctx, &sorted);
-        for (int i = 0; i < n; i++) {
-                _cleanup_(device_read_done) DeviceRead dr = { ctx->roots, sorted[i] };
-                ConflictDevice cd = conflict_device(sorted[i], &dr);
-                unsigned count = 0;
-
-                if (!device_plan(sorted[i])->managed)
-                        continue;
-                for (size_t k = 0; k < set->n_items; k++)
-                        count += conflict_affects(&set->items[k], sorted[i],
-                                                  conflict_matches(&set->items[k], &cd, NULL));
+        for (int i = 0; i < n; i++)
+                if (device_plan(sorted[i])->managed) {
+                        counts[i] = device_conflicts(ctx, set, sorted[i]);
+                        devices += counts[i] > 0;
+                }
+        fputs("# HELP blkpolicyd_conflicting_devices Managed devices whose settings another writer sets too\n"
+              "# TYPE blkpolicyd_conflicting_devices gauge\n", f);
+        fprintf(f, "blkpolicyd_conflicting_devices %u\n", devices);
+        if (per_device) {
+                fputs("# HELP blkpolicyd_device_conflicts Other writers that set a setting blkpolicyd manages on this "
+                      "device\n# TYPE blkpolicyd_device_conflicts gauge\n", f);
                 /* kernel names need no escaping: [A-Za-z0-9_.!-] */
-                fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", device_name(sorted[i]), count);
+                for (int i = 0; i < n; i++)
+                        if (device_plan(sorted[i])->managed)
+                                fprintf(f, "blkpolicyd_device_conflicts{device=\"%s\"} %u\n", device_name(sorted[i]),
+                                        counts[i]);
         }
+        free(counts);
+        return 0;
 }
 
 /* "sda, sdb (managed), vdc (maybe)" */

@@ -20,8 +20,9 @@ cJSON *conflicts_report_device_json(DeviceContext *ctx, Device *d);
 /* doctor: conflicts, per device, warnings, and "affecting": how many
  * writers set a setting blkpolicyd manages on a managed device. */
 cJSON *conflicts_report_doctor(DeviceContext *ctx);
-/* metrics: blkpolicyd_conflicts{source=...} and blkpolicyd_device_conflicts{device=...}. */
-void conflicts_report_metrics(DeviceContext *ctx, FILE *f);
+/* metrics: blkpolicyd_conflicts{source=...}, blkpolicyd_conflicting_devices,
+ * and with per_device blkpolicyd_device_conflicts{device=...}. -ENOMEM. */
+int conflicts_report_metrics(DeviceContext *ctx, FILE *f, bool per_device);
 /* At start and reload: one line per writer, with what to do. */
 void conflicts_report_log(DeviceContext *ctx);
 /* Drift: "udev rule /etc/udev/rules.d/60-io.rules:3 sets queue/scheduler=bfq

@@ -34,6 +34,7 @@ typedef enum RunMode {
         RUN_RESTORE,            /* --restore: put back what the state records say */
         RUN_CHECK_CONFIG,       /* --check-config */
         RUN_REPLAY,             /* --replay=FILE: the decisions over a recording */
+        RUN_METRICS_STOPPED,    /* --metrics-stopped: the textfile a stopped daemon leaves (ExecStopPost=) */
 } RunMode;
 
 typedef struct Options {

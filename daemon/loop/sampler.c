@@ -140,6 +140,7 @@ static void flip_done(Sampler *s, Device *d, const DynDecision *dec, double ms) 
         uint64_t uptime = clock_usec(CLOCK_MONOTONIC) - s->start_usec;
 
         device_flip_applied(d, dec, s->stats.ticks, uptime, ms);
+        s->stats.flips_total++;
 }
 
 /* A flip's pass, and what it cost when it is done on the loop; one in the
@@ -198,6 +199,7 @@ static int device_sample(Sampler *s, Device *d, const DiskStat *st, const TickRe
         const DynamicPolicy *dyn = plan->managed ? plan->dynamic : NULL;
         bool dynamic = dyn && device_dynamic(d);
         double busy = -1;
+        unsigned capped;
         DynDecision dec;
         Signals signals;
 
@@ -209,8 +211,10 @@ static int device_sample(Sampler *s, Device *d, const DiskStat *st, const TickRe
                 record_write_sample(s->record, device_name(d), st, busy);
         if (!dynamic || device_is_held(s->devices, d))
                 return 0;       /* paused or overridden: no flips */
+        capped = dyn_state_capped(&device_dynamic(d)->state);
         if (device_dynamic_step(d, &signals, s->stats.ticks, &dec) < 0)
                 return -ENOMEM;
+        s->stats.flips_capped_total += dyn_state_capped(&device_dynamic(d)->state) - capped;
         return dec.flip ? flips_push(&s->pending, device_devnum(d), &dec) : 0;
 }
 
@@ -355,8 +359,10 @@ static int tick_end(Sampler *s) {
         tick_read_done(&s->read);
         if (sampled)
                 r = drift_check(s->devices, s->devices->config->drift_checks_per_tick);
-        if (r >= 0 && sampled)
+        if (r >= 0 && sampled) {
                 s->stats.sampled_tick = s->stats.ticks;
+                s->stats.sampled_realtime_usec = clock_usec(CLOCK_REALTIME);
+        }
         return r;
 }
 

@@ -22,6 +22,9 @@ typedef struct SamplerStats {
          * (0: none yet): the metrics textfile's moment, which it reads
          * after the tick's dispatch rather than being called from it */
         uint64_t sampled_tick;
+        uint64_t sampled_realtime_usec; /* when it ended (CLOCK_REALTIME): the host's heartbeat */
+        uint64_t flips_total;           /* flips applied, on every device there was */
+        uint64_t flips_capped_total;    /* flips a device's cap held back: it thrashes */
 } SamplerStats;
 
 /* ctx: what the ticks read and decide with, for the Sampler's life. */

@@ -20,7 +20,7 @@ from blkptest.loop import scheduler, set_attr, sysfs
 
 LOOP_BASE = 3700
 GLOB = "loop37[0-9][0-9]"
-ENFORCE = "[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\n"
+ENFORCE = "[Daemon]\ntick_interval_ms = 50\ndrift_checks_per_tick = 8\nmetrics_per_device = yes\n"
 
 
 @pytest.fixture(scope="module")
@@ -113,5 +113,5 @@ def test_read_expire_not_kept(host, blkpolicyctl):
     r = ctl(blkpolicyctl, host.daemons.sock, "verify")
     assert r.returncode == 4 and re.search(rf"{host.dev}: iosched/read_expire is {kept}: .*not kept", r.stdout), \
         f"verify names the value the kernel did not keep and exits 4: {(r.returncode, r.stdout)}"
-    assert host.metric("blkpolicyd_settings_not_kept") == 1, "the metrics count it"
+    assert host.metric('blkpolicyd_settings{result="not_kept"}') == 1, "the metrics count it"
     assert d.stop() == 0 and host.snapshot() == host.original, host.snapshot()

@@ -154,6 +154,7 @@ TEST(metrics_in_parts_is_the_reply_cjson_printed) {
         }
         log_set_max_level(LOG_EMERG);
         m = scanned_manager(&o_, dirs);
+        m->config.metrics_per_device = true;    /* a text of many slices */
         ASSERT_EQ_INT(metrics_build(m, &text), 0);
         ASSERT_TRUE(strlen(text) > 3 * 4096);
         reply = drain(listing_metrics(m), m, 3);        /* the head and several slices of the text */

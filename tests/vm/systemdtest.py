@@ -127,7 +127,10 @@ pending_shown() {
 pending_in_metrics() {
         blkpolicyctl metrics > /run/metrics.txt &&
         grep -q '^blkpolicyd_enforcing 0$' /run/metrics.txt &&
-        grep -q '^blkpolicyd_device_pending_changes{device="vdb"} 1$' /run/metrics.txt
+        grep -q '^blkpolicyd_mode{mode="observe"} 1$' /run/metrics.txt &&
+        grep -Eq '^blkpolicyd_settings[{]result="pending"[}] [1-9][0-9]*$' /run/metrics.txt &&
+        grep -Eq '^blkpolicyd_devices_by_state[{]state="pending"[}] [1-9][0-9]*$' /run/metrics.txt &&
+        ! grep -q '^blkpolicyd_device_' /run/metrics.txt     # per-device series are opt-in
 }
 # another writer of the same settings: a udev rule in /etc and a tuned
 # profile (files only: tuned does not load it), named by doctor with exit
@@ -207,13 +210,13 @@ ticks_since() { [ "$(tick_count)" -ge $(($1 + $2)) ]; }
 ticks_pass() { t=$(tick_count); until_true 300 ticks_since "$t" 5; }
 none_overridden() {
         blkpolicyctl --json status | grep -Eq '"overridden":[[:space:]]*0,' &&
-        ! blkpolicyctl metrics | grep -q '^blkpolicyd_device_overridden{.*} 1$'
+        blkpolicyctl metrics | grep -q '^blkpolicyd_devices_by_state{state="overridden"} 0$'
 }
 # what the disks and the daemon say, for a check that failed
 disks_said() {
         detail "failed at: $1; vdb=$(sched vdb) vdc=$(sched vdc) vdd=$(sched vdd) drop-ins: $(ls /etc/blkpolicyd/blkpolicyd.conf.d 2>&1 | tr '\n' ' ')"
         detail "status: $(blkpolicyctl --json status | tr -d ' \n\t' | cut -c1-400)"
-        detail "$(blkpolicyctl metrics | grep '^blkpolicyd_device_overridden' | grep ' 1$')"
+        detail "$(blkpolicyctl metrics | grep '^blkpolicyd_devices_by_state')"
         return 1
 }
 # each step of a check, named when it fails
@@ -254,7 +257,7 @@ check "... with no capabilities but CAP_CHOWN and CAP_NET_ADMIN" only_two_caps
 check "installed observing: status says mode observe" observing
 check "... nothing written: vdb still runs the kernel's mq-deadline" runs vdb mq-deadline
 check "... and verify shows vdb's pending change to none" pending_shown
-check "... and the metrics say so: enforcing 0, one pending change on vdb" pending_in_metrics
+check "... and the metrics say so, as the host's sums: mode observe, settings and disks pending" pending_in_metrics
 check "one drop-in with mode = enforce and a reload: applied" enforce_by_dropin
 check "the single-queue virtio disk vdb was set to none, under ProtectSystem=strict" runs vdb none
 check "vdc got bfq, which the kernel loaded on the write (an admin's policy)" bfq_loaded
