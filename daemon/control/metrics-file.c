@@ -87,9 +87,12 @@ typedef struct Stopped {
         const char *result, *code, *status;
 } Stopped;
 
-static void exit_label(FILE *f, const char *name, const char *value, bool first) {
-        fprintf(f, "%s%s=\"", first ? "" : ",", name);
-        metrics_write_label(f, value ?: "");
+/* A label not known is left out: Prometheus drops an empty one anyway. */
+static void exit_label(FILE *f, const char *name, const char *value) {
+        if (!value || !*value)
+                return;
+        fprintf(f, ",%s=\"", name);
+        metrics_write_label(f, value);
         fputc('"', f);
 }
 
@@ -103,10 +106,11 @@ static int write_stopped(FILE *f, void *userdata) {
               "# TYPE blkpolicyd_up gauge\nblkpolicyd_up 0\n", f);
         fputs("# HELP blkpolicyd_exit_info Always 1; how blkpolicyd last ended, as systemd's SERVICE_RESULT, "
               "EXIT_CODE and EXIT_STATUS say (result=\"success\": stopped on purpose)\n"
-              "# TYPE blkpolicyd_exit_info gauge\nblkpolicyd_exit_info{", f);
-        exit_label(f, "result", s->result, true);
-        exit_label(f, "code", s->code, false);
-        exit_label(f, "status", s->status, false);
+              "# TYPE blkpolicyd_exit_info gauge\nblkpolicyd_exit_info{result=\"", f);
+        metrics_write_label(f, s->result);
+        fputc('"', f);
+        exit_label(f, "code", s->code);
+        exit_label(f, "status", s->status);
         fputs("} 1\n", f);
         fprintf(f, "# HELP blkpolicyd_exit_timestamp_seconds When blkpolicyd ended (Unix time)\n"
                    "# TYPE blkpolicyd_exit_timestamp_seconds gauge\nblkpolicyd_exit_timestamp_seconds %.3f\n",
