@@ -242,6 +242,20 @@ upgrade_no_churn() {
         [ "$(prop MainPID)" != "$pid" ] && [ "$(sched_writes)" = 0 ]
 }
 handed_over() { journalctl -b -u blkpolicyd -o cat | grep -q "Handing over" && [ "$(put_backs)" = "$(cat /run/put-backs-before)" ]; }
+PROM=/var/lib/prometheus/node-exporter/blkpolicyd.prom
+# the file a stopped daemon leaves: down, and how it ended
+stopped_file() {
+        grep -q '^blkpolicyd_up 0$' $PROM && grep -q "^blkpolicyd_exit_info{result=\"$1\",$2} 1$" $PROM ||
+                { detail "$(cat $PROM)"; return 1; }
+}
+killed_file() {
+        mkdir -p /run/systemd/system/blkpolicyd.service.d &&
+        printf '[Service]\nRestart=no\n' > /run/systemd/system/blkpolicyd.service.d/no-restart.conf &&
+        systemctl daemon-reload && systemctl start blkpolicyd && until_true 300 grep -q '^blkpolicyd_up 1$' $PROM &&
+        systemctl kill -s KILL blkpolicyd && until_true 300 stopped_state &&
+        stopped_file signal 'code="killed",status="KILL"'
+}
+stopped_state() { [ "$(prop ActiveState)" = failed ] || [ "$(prop ActiveState)" = inactive ]; }
 nullb() {
         modprobe null_blk nr_devices=0 &&
         mkdir /sys/kernel/config/nullb/nullb0 &&
@@ -292,6 +306,8 @@ systemctl stop blkpolicyd
 check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
 check "... and on nullb0" runs nullb0 mq-deadline
 check "... and on vdc" runs vdc mq-deadline
+check "... and leaves the metrics file of a stop on purpose (ExecStopPost= ran)" stopped_file success 'code="exited",status="0"'
+check "a SIGKILL (no restart): ExecStopPost= writes that it died, from \$SERVICE_RESULT" killed_file
 say "===JOURNAL==="
 journalctl -b -u blkpolicyd --no-pager -o cat > /dev/ttyS0 2>&1
 say "===SYSTEMD-TEST-END==="
@@ -382,6 +398,11 @@ def build_image(base, deb, kdir, kver, out):
         os.makedirs(dropin, exist_ok=True)
         with open(os.path.join(dropin, "vmtest.conf"), "w") as f:
             f.write("[Service]\n# the test waits for one watchdog ping; 30 s under TCG is long\nWatchdogSec=4s\n")
+        # node_exporter's textfile dir, as Debian's prometheus-node-exporter makes it
+        os.makedirs(os.path.join(root, "var/lib/prometheus/node-exporter"), exist_ok=True)
+        os.makedirs(os.path.join(root, "etc/blkpolicyd/blkpolicyd.conf.d"), exist_ok=True)
+        with open(os.path.join(root, "etc/blkpolicyd/blkpolicyd.conf.d/40-metrics.conf"), "w") as f:
+            f.write("[Daemon]\nmetrics_textfile_dir = /var/lib/prometheus/node-exporter\n")
         for name, text in ADMIN_POLICIES.items():
             with open(os.path.join(root, "etc/blkpolicyd/policies.d", name), "w") as f:   # the .deb made the dir
                 f.write(text)
