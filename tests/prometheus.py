@@ -265,10 +265,13 @@ def test_every_shipped_rule_loads_and_evaluates(stack):
     # the rules, loaded and evaluated by Prometheus over the real series
     def rules_ok(j):
         rules = [r for g in j["data"]["groups"] for r in g["rules"]]
-        return len(rules) >= 7 and all(r.get("health") == "ok" for r in rules), rules
+        return len(rules) >= 13 and all(r.get("health") == "ok" for r in rules), rules
     deadline = time.monotonic() + DEADLINE
     while True:
-        ok, rules = rules_ok(stack["prom"].get("/api/v1/rules"))
+        try:
+            ok, rules = rules_ok(stack["prom"].get("/api/v1/rules"))
+        except OSError:         # not listening yet
+            ok, rules = False, []
         if ok or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -287,11 +290,15 @@ def test_the_dashboard_queries_run(stack, contrib, meta):
         if stack["prom"].query(q) is None:
             bad.append(e)
     names = set(re.findall(r"\b(blkpolicyd_[a-z_]+)", " ".join(exprs)))
-    known = set(meta)
+    known = set(meta) | STOPPED_SERIES      # those only once a daemon stopped: test_a_stop_leaves_the_stopped_file
     assert exprs and not bad, \
         f"the Grafana dashboard's {len(exprs)} queries parse and run: {bad}"
     assert names and names <= known, \
         f"... and name only metrics blkpolicyd exports: {names - known}"
+
+
+# the series of the file a stopped daemon leaves, beside build_info and up
+STOPPED_SERIES = {"blkpolicyd_exit_info", "blkpolicyd_exit_timestamp_seconds"}
 
 
 def test_a_stop_leaves_the_stopped_file(stack):
@@ -309,6 +316,9 @@ def test_a_stop_leaves_the_stopped_file(stack):
     v = stack["prom"].wait_query("blkpolicyd_up == 0", what="blkpolicyd_up 0")
     assert v and v[0][1] == 0, \
         f"... Prometheus sees blkpolicyd_up 0: {v}"
+    v = stack["prom"].wait_query('{__name__=~"blkpolicyd_exit_.*"}', pred=lambda v: len(v) == 2, what="exit series")
+    assert {m["__name__"] for m, _ in v} == STOPPED_SERIES, \
+        f"... with the exit series the dashboard and the rules name: {v}"
     v = stack["prom"].wait_query('{__name__=~"blkpolicyd_device_.*"}', pred=lambda v: v == [],
                                  what="the per-device series to go stale")
     assert v == [], \
