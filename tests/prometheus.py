@@ -521,6 +521,20 @@ def test_defaults_serve_no_per_device_series(fleet):
     assert v and sum(x for _, x in v) == 4, f"... the host's disks by state, one state each: {v}"
 
 
+def test_metrics_stopped_leaves_a_running_daemons_file_alone(fleet):
+    # ExecStopPost= runs after the daemon ended; by hand while one runs,
+    # the state dir's lock says so and its file stays its own
+    host = fleet["hosts"]["quiet"]
+    r = subprocess.run([host.blkpolicyd, "--metrics-stopped", *host.args], capture_output=True, text=True,
+                       env=dict(os.environ, SERVICE_RESULT="signal"), timeout=30)
+    with open(os.path.join(host.textdir, "blkpolicyd.prom")) as f:
+        text = f.read()
+    assert r.returncode == 0 and "its metrics file is its own" in r.stdout + r.stderr, \
+        f"--metrics-stopped while a daemon holds the state dir: nothing written, and it says why: {r}"
+    assert "\nblkpolicyd_up 1\n" in text and "blkpolicyd_exit_info" not in text, \
+        f"... the running daemon's file is untouched: {text[:400]}"
+
+
 # ---------------------------------------------------------------------------
 # The scrape of a 10,000-disk host with the defaults
 
