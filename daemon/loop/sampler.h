@@ -22,6 +22,8 @@ typedef struct SamplerStats {
          * (0: none yet): the metrics textfile's moment, which it reads
          * after the tick's dispatch rather than being called from it */
         uint64_t sampled_tick;
+        unsigned drift_per_tick;        /* the last tick's share of the drift sweep */
+        uint64_t drift_checked;         /* devices read back by the sweep so far */
 } SamplerStats;
 
 /* ctx: what the ticks read and decide with, for the Sampler's life. */
