@@ -62,12 +62,6 @@ class Host(faketree.Workspace):
         wait_for(lambda: self.call("status")["tick"]["count"] >= t0 + count, 60, f"{count} ticks")
         return self.call("status")
 
-    def cleanup(self):
-        for d in self.running:
-            d.cleanup()
-        if self.running:
-            print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
-
 
 @pytest.fixture
 def host_of(blkpolicyd, kvm_fixture, work, fault_injection):

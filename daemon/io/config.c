@@ -30,7 +30,7 @@ static int set_string(char **dst, const char *value) {
 
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
-                        .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_sweep_seconds = 60, .metrics_every_ticks = 15,
+                        .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_sweep_seconds = 50, .metrics_every_ticks = 15,
                         .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, CONTROL_SOCKET_PATH) < 0 ||
@@ -286,7 +286,7 @@ int config_load(Config *c, const char *path, bool required) {
         return k == -ENOMEM ? k : r < 0 ? r : k;
 }
 
-unsigned drift_checks_this_tick(const Config *c, size_t n_devices) {
+unsigned config_drift_checks(const Config *c, size_t n_devices) {
         uint64_t sweep_ms = (uint64_t) c->drift_sweep_seconds * 1000, n;
 
         if (c->drift_checks_set)

@@ -26,7 +26,7 @@ typedef struct Config {
         char **reassert_over;
         char **yield_to;
         /* every managed device read back within this many seconds, a share
-         * of the devices a tick (drift_checks_this_tick()); 0: off */
+         * of the devices a tick (config_drift_checks()); 0: off */
         unsigned drift_sweep_seconds;
         /* deprecated: a fixed count a tick instead of the sweep, when
          * drift_checks_set (a config of before the sweep); 0: off */
@@ -49,4 +49,4 @@ int config_load(Config *c, const char *path, bool required);
 /* How many devices of n_devices a tick reads back: the sweep's share,
  * ceil(n_devices * tick_interval / drift_sweep_seconds), at least 1 and at
  * most n_devices; or the fixed drift_checks_per_tick of an old config. */
-unsigned drift_checks_this_tick(const Config *c, size_t n_devices);
+unsigned config_drift_checks(const Config *c, size_t n_devices);

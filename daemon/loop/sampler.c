@@ -358,7 +358,7 @@ static void tick_read_end(Sampler *s, TickRead *t) {
         closep(&t->fd);
         t->fd = -1;             /* tick_read_done() closes nothing more */
         t->drifting = true;
-        t->drift_left = t->sampled ? drift_checks_this_tick(s->devices->config, s->devices->devices.n_devices) : 0;
+        t->drift_left = t->sampled ? config_drift_checks(s->devices->config, s->devices->devices.n_devices) : 0;
         s->stats.drift_per_tick = t->drift_left;
 }
 
@@ -446,8 +446,9 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         uint64_t next = usec + interval, now = clock_usec(CLOCK_MONOTONIC);
         int r = 0;
 
-        /* a tick still reading (10,000 disks at a 10 ms tick) is not
-         * started again: its rates would be over a part of an interval */
+        /* a tick still reading (10,000 disks at a 10 ms tick) or checking
+         * its share of the drift sweep is not started again: its rates
+         * would be over a part of an interval */
         if (!s->read.active)
                 r = sampler_tick(s, now, true);
         if (r < 0)

@@ -71,6 +71,14 @@ class Workspace:
     def live(self, dev, attr):
         return live(self.root, dev, attr)
 
+    def cleanup(self):
+        """Kills every daemon started (Daemon objects in self.running), the
+        last one's log tail printed for a failed test."""
+        for d in self.running:
+            d.cleanup()
+        if self.running:
+            print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
+
     def daemon_args(self, conf, *extra):
         """blkpolicyd's arguments for this tree, on every loop disk."""
         return ["--config", conf, "--policy-dir", self.policies, *fixture_roots(self.root), "--state-dir", self.state,
