@@ -27,7 +27,24 @@ no serial floor): the storm against the parallel floors measured in the
 same run, the socket's worst answer during it, the longest watchdog gap,
 devices lost; its own devices, made and removed by it.
 
+With --drift N (no root, no loop device: bench/fake-scale.py's tree of N
+fake disks, the daemon enforcing on the fake kernel of a test build, 1 s
+ticks, the default drift_sweep_seconds = 50, a policy that sets the
+scheduler and read_ahead_kb on every disk), the drift sweep instead:
+  - the daemon's CPU (every thread's schedstat) per second of steady
+    sweeping, and the same daemon with drift_sweep_seconds = 0 measured in
+    the same run: the sweep's own share, against 1% of one core;
+  - read_ahead_kb changed on every disk at once: the time until status
+    counts them all overridden (the last is the disk furthest from the
+    sweep's cursor), against the 60 s goal; the longest status answer
+    meanwhile (what the sweep's slices hold the loop for);
+  - one device's read-back (bench/readback: the daemon's attr_read_current()
+    of both settings) on the fake tree and, reading only, on this machine's
+    /sys/block/loop*: the fake tree is tmpfs, not kernfs, so the sweep's
+    cost on real sysfs is projected from the real read-back.
+
   sudo python3 bench/scale.py [--counts 10,100,1000] [--callgrind] [--storm 1000,10000]
+  python3 bench/scale.py --drift 10000 [--build build-h] [--window 60]
 """
 import argparse
 import json
@@ -210,6 +227,204 @@ def reaction_and_storm(loops, work, policy_dir):
     return res
 
 
+DRIFT_POLICY = f"""[Match]
+name = {GLOB}
+[Queue]
+scheduler = mq-deadline
+read_ahead_kb = 256
+"""
+DRIFT_SWEEP_S = 50     # the default
+DRIFT_GOAL_S = 60       # issue #29: every device's change seen within a minute
+
+
+def cpu_ns_all_threads(pid):
+    """The daemon's time on a CPU so far, every thread's (schedstat, ns)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass        # a worker thread that ended meanwhile
+    return total
+
+
+def readback(build, sysfs, prefix, rounds):
+    """bench/readback's CPU per device for the policy's two settings, or None (no such disk)."""
+    r = subprocess.run([os.path.join(build, "bench", "readback"), sysfs, prefix, str(rounds), "scheduler",
+                        "read_ahead_kb"], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+class DriftHost:
+    """N fake disks (bench/fake-scale.py's tree), blkpolicyd enforcing on them on the fake kernel."""
+
+    def __init__(self, build, work, n):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("fake_scale", os.path.join(TOP, "bench", "fake-scale.py"))
+        fake_scale = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fake_scale)
+        self.build, self.work, self.n = build, work, n
+        self.root = os.path.join(work, "root")
+        fake_scale.make_tree(self.root, n)
+        self.pol = os.path.join(work, "policies")
+        os.mkdir(self.pol)
+        with open(os.path.join(self.pol, "90-bench-drift.policy"), "w") as f:
+            f.write(DRIFT_POLICY)
+        self.sock = os.path.join(work, "control.sock")
+        self.d = None
+
+    def start(self, sweep_s, build=None, fixed=None):
+        """fixed: drift_checks_per_tick instead of the sweep (a build of before it)."""
+        conf = os.path.join(self.work, "bench.conf")
+        with open(conf, "w") as f:
+            f.write("[Daemon]\ntick_interval_ms = 1000\n" + (f"drift_checks_per_tick = {fixed}\n" if fixed is not None
+                                                           else f"drift_sweep_seconds = {sweep_s}\n"))
+        self.d = blkptest.daemon.Daemon(
+            os.path.join(build or self.build, "daemon", "blkpolicyd"), self.work,
+            ["--config", conf, "--policy-dir", self.pol, *blkptest.daemon.fixture_roots(self.root),
+             "--state-dir", os.path.join(self.work, "state"), "--socket", self.sock, "--device", GLOB,
+             "--log-level", "notice"], env={"BLKPOLICYD_FAKE_KERNEL": "1"})
+        RUNNING.append(self.d.proc)
+        self.d.wait_for("READY=1", timeout=600)
+        # every disk set (two writes each), then ticks of nothing but the
+        # tick: the appliers' threads and the state records are done
+        while self.status()["writes"]["other"] < self.n:
+            time.sleep(0.5)
+        self.ticks(10)
+
+    def status(self):
+        return blkptest.daemon.control_call(self.sock, {"command": "status"}, timeout=60)["result"]
+
+    def ticks(self, count):
+        t0 = self.status()["tick"]["count"]
+        while self.status()["tick"]["count"] < t0 + count:
+            time.sleep(0.2)
+
+    def steady_cpu(self, window):
+        """CPU per second over window s, nobody asking the daemon anything meanwhile."""
+        st0, c0, w0 = self.status(), cpu_ns_all_threads(self.d.proc.pid), time.monotonic()
+        time.sleep(window)      # the measurement's length, not a synchronisation
+        c1, w1, st1 = cpu_ns_all_threads(self.d.proc.pid), time.monotonic(), self.status()
+        ticks = st1["tick"]["count"] - st0["tick"]["count"]
+        tick_cpu = [st["tick"]["cpu_us_avg"] * st["tick"]["count"] for st in (st0, st1)]
+        drift = [st["tick"].get("drift", {"checked": None, "per_tick": None}) for st in (st0, st1)]    # None: an old build
+        return {"cpu_share": (c1 - c0) / 1e9 / (w1 - w0), "ticks": ticks,
+                "checked": drift[1]["checked"] - drift[0]["checked"] if drift[0]["checked"] is not None else None,
+                "per_tick": drift[1]["per_tick"], "tick_cpu_us": (tick_cpu[1] - tick_cpu[0]) / max(ticks, 1)}
+
+    def change_all_and_wait(self):
+        """read_ahead_kb changed on every disk (as the kernel shows a file:
+        whole), then status polled until all are overridden."""
+        names = [f"loop{i}" for i in range(BASE, BASE + self.n)]
+        t_first = time.monotonic()
+        for name in names:
+            path = os.path.join(self.root, "sys", "block", name, "queue", "read_ahead_kb")
+            with open(path + ".tmp", "w") as f:
+                f.write("512\n")
+            os.replace(path + ".tmp", path)
+        t_last = time.monotonic()
+        worst, seen = 0.0, 0
+        while seen < self.n:
+            t = time.monotonic()
+            st = self.status()
+            worst = max(worst, time.monotonic() - t)
+            seen = st["overridden"]
+            if time.monotonic() - t_last > 10 * DRIFT_SWEEP_S:
+                break
+            time.sleep(0.1)
+        t_all = time.monotonic()
+        return {"writes_s": t_last - t_first, "all_seen_s": t_all - t_last, "all_seen_from_first_s": t_all - t_first,
+                "seen": seen, "status_worst_ms": worst * 1000}
+
+    def stop(self):
+        self.d.stop(timeout=600)
+        self.d.cleanup()
+
+
+def drift_sweep(args):
+    n = args.drift
+    build = os.path.join(TOP, args.build)
+    work = tempfile.mkdtemp(prefix="blkpolicyd-drift-", dir="/dev/shm")
+    per = -(-n * 1000 // (DRIFT_SWEEP_S * 1000))      # the sweep's share a tick, for the old build's fixed count
+    configs = {"off": {"sweep_s": 0}, "on": {"sweep_s": DRIFT_SWEEP_S}}
+    if args.compare:
+        # the build before the sweep, its fixed count set to the sweep's
+        # share: device_view()'s read of every item against device_first_drift()
+        configs["old"] = {"sweep_s": None, "build": os.path.abspath(args.compare), "fixed": per}
+    exit_on_signals()
+    try:
+        h = DriftHost(build, work, n)
+        res = {"n": n, "window_s": args.window, "rounds": {name: [] for name in configs}, "old_per_tick": per}
+        names = list(configs)
+        for i in range(args.rounds):
+            for name in names[i % len(names):] + names[:i % len(names)]:     # the order rotates every round
+                h.start(**configs[name])
+                res["rounds"][name].append(h.steady_cpu(args.window))
+                h.stop()        # puts every original back: the next start writes them all again
+        h.start(DRIFT_SWEEP_S)
+        res["change"] = h.change_all_and_wait()
+        h.stop()
+        res["fake_readback"] = readback(build, os.path.join(h.root, "sys"), "loop1", 5)
+    finally:
+        for p in RUNNING:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["rm", "-rf", work])
+    # reading only: the kernel's queue attributes of whatever loop devices this machine has
+    res["sysfs_readback"] = readback(build, "/sys", "loop", 50)
+    for name, runs in res["rounds"].items():
+        res[name] = dict(runs[0], cpu_share=statistics.median(r["cpu_share"] for r in runs),
+                         tick_cpu_us=statistics.median(r["tick_cpu_us"] for r in runs))
+    print(json.dumps(res), file=sys.stderr, flush=True)
+    drift_report(res)
+
+
+def drift_report(res):
+    n, on, off, ch = res["n"], res["on"], res["off"], res["change"]
+    sweep_share = on["cpu_share"] - off["cpu_share"]
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    print(f"kernel {platform.release()}, {os.cpu_count()} CPUs ({cpu}); {n} fake disks (bench/fake-scale.py's tree "
+          f"on /dev/shm, the fake kernel of a test build), blkpolicyd enforcing scheduler and read_ahead_kb on each, "
+          f"1 s ticks, drift_sweep_seconds = {DRIFT_SWEEP_S}; CPU over {res['window_s']} s of steady state, "
+          f"median of {len(res['rounds']['on'])} rounds, the order rotating\n")
+    print("| drift_sweep_seconds | devices read back a tick | read back in the window | tick CPU (us) "
+          "| daemon CPU (% of a core) | against 1% |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    rows = [(0, "off"), (DRIFT_SWEEP_S, "on")]
+    if "old" in res:
+        rows.append((f"the build before (device_view(), drift_checks_per_tick = {res['old_per_tick']})", "old"))
+    for label, name in rows:
+        r = res[name]
+        checked = f"{r['checked']} in {r['ticks']} ticks" if r["checked"] is not None else f"{r['ticks']} ticks"
+        print(f"| {label} | {r['per_tick'] if r['per_tick'] is not None else res['old_per_tick']} | {checked} "
+              f"| {r['tick_cpu_us']:.0f} | {r['cpu_share'] * 100:.3f} | {r['cpu_share'] / 0.01:.2f} |")
+    runs = {name: [f"{x['cpu_share'] * 100:.3f}% {x['tick_cpu_us']:.0f} us" for x in res["rounds"][name]]
+            for name in res["rounds"]}
+    print(f"<!-- runs (daemon CPU, tick CPU), in round order: {runs} -->")
+    print(f"\nthe sweep's own share (the difference): {sweep_share * 100:.3f}% of a core, "
+          f"{sweep_share / 0.01:.2f} of the 1% goal")
+    print(f"read_ahead_kb changed on all {n} disks (in {ch['writes_s']:.1f} s): all {ch['seen']} seen overridden "
+          f"{ch['all_seen_s']:.1f} s after the last change ({ch['all_seen_from_first_s']:.1f} s after the first), "
+          f"{ch['all_seen_from_first_s'] / DRIFT_GOAL_S:.2f} of the {DRIFT_GOAL_S} s goal; the longest status answer "
+          f"meanwhile {ch['status_worst_ms']:.1f} ms")
+    fake, real = res["fake_readback"], res["sysfs_readback"]
+    if fake:
+        print(f"\none device's read-back of both settings (bench/readback), fake tree (tmpfs): "
+              f"{fake['cpu_ns_per_device'] / 1000:.1f} us CPU")
+    if real:
+        proj = real["cpu_ns_per_device"] * n / DRIFT_SWEEP_S / 1e9
+        print(f"the same on this machine's sysfs, read only ({real['disks']} /sys/block/loop* with the kernel's "
+              f"defaults, {real['rounds']} rounds): {real['cpu_ns_per_device'] / 1000:.1f} us CPU; "
+              f"{n} of them every {DRIFT_SWEEP_S} s on real sysfs: {proj * 100:.3f}% of a core in the reads "
+              f"({proj / 0.01:.2f} of the 1% goal)")
+    else:
+        print("no /sys/block/loop* here: the read-back on real sysfs is not measured")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--counts", default="10,100,1000")
@@ -219,7 +434,16 @@ def main():
                     help="no 20,000 ticks at 1 ms (about 30 min at 10,000 devices): tick and memory only")
     ap.add_argument("--storm", default="",
                     help="device counts for bench/storm.py after the rest, e.g. 1000,10000")
+    ap.add_argument("--drift", type=int, default=0,
+                    help="the drift sweep at this many fake disks instead (no root)")
+    ap.add_argument("--build", default="build", help="--drift: a build with -Dfault_injection=true")
+    ap.add_argument("--window", type=int, default=DRIFT_GOAL_S, help="--drift: seconds of steady state measured")
+    ap.add_argument("--rounds", type=int, default=3, help="--drift: rounds of each configuration, medians")
+    ap.add_argument("--compare", default="",
+                    help="--drift: also a build of before the sweep (its fixed count at the sweep's share)")
     args = ap.parse_args()
+    if args.drift:
+        return drift_sweep(args)
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices)")
     # on tmpfs, as /run (the default state dir) is under systemd: the

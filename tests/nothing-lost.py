@@ -124,12 +124,6 @@ class Tree(faketree.Workspace):
         return (self.live("loop0", "scheduler") == "none" and self.live("loop0", "read_ahead_kb") == "4096"
                 and self.live("loop1", "scheduler") == "bfq" and self.live("loop1", "iosched/low_latency") == "0")
 
-    def cleanup(self):
-        for d in self.running:
-            d.cleanup()
-        if self.running:
-            print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
-
 
 @pytest.fixture
 def tree(blkpolicyd, kvm_fixture, work, fault_injection):

@@ -81,12 +81,6 @@ class Host(faketree.Workspace):
     def snapshot(self):
         return {attr: self.live("loop0", attr) for attr in ORIGINAL}
 
-    def cleanup(self):
-        for d in self.running:
-            d.cleanup()
-        if self.running:
-            print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
-
 
 POLICY = "[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n"
 

@@ -65,6 +65,18 @@ static bool utf8_is_valid(const char *str, size_t len) {
         return true;
 }
 
+/* The drift sweep: how far it reaches a tick, and what it read so far. */
+static void status_drift(cJSON *tick, const Config *config, const SamplerStats *ticks) {
+        cJSON *o = cJSON_AddObjectToObject(tick, "drift");
+
+        if (config->drift_checks_set)
+                cJSON_AddNullToObject(o, "sweep_s");    /* the deprecated fixed count */
+        else
+                cJSON_AddNumberToObject(o, "sweep_s", config->drift_sweep_seconds);
+        cJSON_AddNumberToObject(o, "per_tick", ticks->drift_per_tick);
+        cJSON_AddNumberToObject(o, "checked", (double) ticks->drift_checked);
+}
+
 static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         const SamplerStats *ticks = sampler_stats(m->sampler);
@@ -98,6 +110,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
                 cJSON_AddStringToObject(t, "dispatch_busy", "unavailable: debugfs cannot be read");
         else
                 cJSON_AddStringToObject(t, "dispatch_busy", "ok");
+        status_drift(t, &m->config, ticks);
         t = cJSON_AddObjectToObject(o, "writes");
         cJSON_AddNumberToObject(t, "scheduler", (double) m->ctx.writes.scheduler_writes);
         cJSON_AddNumberToObject(t, "other", (double) m->ctx.writes.other_writes);

@@ -30,7 +30,7 @@ static int set_string(char **dst, const char *value) {
 
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
-                        .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_checks_per_tick = 4, .metrics_every_ticks = 15,
+                        .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_sweep_seconds = 50, .metrics_every_ticks = 15,
                         .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, CONTROL_SOCKET_PATH) < 0 ||
@@ -65,6 +65,7 @@ static int config_set_number(Config *c, const char *key, const char *value, cons
                 { "max_clients", offsetof(Config, max_clients), 1, 4096, "expected 1 to 4096" },
                 { "max_clients_per_uid", offsetof(Config, max_clients_per_uid), 1, 4096, "expected 1 to 4096" },
                 { "client_timeout_ms", offsetof(Config, client_timeout_ms), 100, 3600000, "expected milliseconds, 100 to 3600000" },
+                { "drift_sweep_seconds", offsetof(Config, drift_sweep_seconds), 0, 86400, "expected seconds, 0 (off) to 86400" },
                 { "drift_checks_per_tick", offsetof(Config, drift_checks_per_tick), 0, 1000000, "expected a number of devices, 0 (off) or more" },
                 { "metrics_every_ticks", offsetof(Config, metrics_every_ticks), 1, 3600, "expected ticks, 1 to 3600" },
                 { "uevent_buffer_bytes", offsetof(Config, uevent_buffer_bytes), 4096, 1 << 30, "expected bytes, 4096 to 1 GiB" },
@@ -120,11 +121,23 @@ static int writers_valid(char **words, const char **error) {
         return 0;
 }
 
+/* The old fixed count still holds (a config of before the sweep must not
+ * lose its drift check), but a count set for 100 devices is 42 minutes at
+ * 10,000: said where it is, so the admin moves to the sweep. */
+static void drift_checks_deprecated(ConfigParse *p) {
+        p->config->drift_checks_set = true;
+        log_warning("%s:%u: drift_checks_per_tick= is deprecated, use drift_sweep_seconds= (every device within "
+                    "that time, whatever their number); this fixed count is used instead of the sweep",
+                    p->path, p->reader.line);
+}
+
 static int config_set(ConfigParse *p, const char *key, const char *value, const char **error) {
         Config *c = p->config;
         int r;
 
         r = config_set_number(c, key, value, error);
+        if (r == 0 && streq(key, "drift_checks_per_tick"))
+                drift_checks_deprecated(p);
         if (r != -ENOENT)
                 return r;
         if (streq(key, "on_drift")) {
@@ -271,4 +284,16 @@ int config_load(Config *c, const char *path, bool required) {
                 return r;
         k = config_load_dropins(c, path);
         return k == -ENOMEM ? k : r < 0 ? r : k;
+}
+
+unsigned config_drift_checks(const Config *c, size_t n_devices) {
+        uint64_t sweep_ms = (uint64_t) c->drift_sweep_seconds * 1000, n;
+
+        if (c->drift_checks_set)
+                return (unsigned) (c->drift_checks_per_tick < n_devices ? c->drift_checks_per_tick : n_devices);
+        if (sweep_ms == 0 || n_devices == 0)
+                return 0;
+        /* ceil(): the last tick of a sweep takes what is left, never a tick more */
+        n = ((uint64_t) n_devices * c->tick_interval_ms + sweep_ms - 1) / sweep_ms;
+        return (unsigned) (n < 1 ? 1 : n > n_devices ? n_devices : n);
 }

@@ -5,6 +5,7 @@
  * Command-line options override it. */
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct Config {
         unsigned tick_interval_ms;
@@ -24,7 +25,13 @@ typedef struct Config {
          * runs) is set again, or left alone, whatever on_drift says */
         char **reassert_over;
         char **yield_to;
-        unsigned drift_checks_per_tick;  /* devices read back per tick, round robin; 0: off */
+        /* every managed device read back within this many seconds, a share
+         * of the devices a tick (config_drift_checks()); 0: off */
+        unsigned drift_sweep_seconds;
+        /* deprecated: a fixed count a tick instead of the sweep, when
+         * drift_checks_set (a config of before the sweep); 0: off */
+        unsigned drift_checks_per_tick;
+        bool drift_checks_set;
         char *metrics_textfile_dir;  /* node_exporter textfile collector, NULL: off */
         unsigned metrics_every_ticks;
         /* a series per device too (some 8 each: 80,000 at 10,000 disks);
@@ -42,3 +49,7 @@ void config_done(Config *c);
  * (config management drops one file to change one key). Errors are
  * logged as file:line and make it return -EINVAL; -ENOMEM fatal. */
 int config_load(Config *c, const char *path, bool required);
+/* How many devices of n_devices a tick reads back: the sweep's share,
+ * ceil(n_devices * tick_interval / drift_sweep_seconds), at least 1 and at
+ * most n_devices; or the fixed drift_checks_per_tick of an old config. */
+unsigned config_drift_checks(const Config *c, size_t n_devices);

@@ -19,18 +19,26 @@ static void read_live(const DeviceContext *c, const Device *d, unsigned tunable,
                 lv->value[0] = 0;
 }
 
-static void view_item(DeviceView *v, const DeviceRecord *rec, bool enforced, const LiveValue *lv, PlanItem *it) {
+/* What a view makes of d's item it with the live value lv: one judgement
+ * for the views and the drift check alike. */
+static ItemResult item_seen(const Device *d, bool enforced, const LiveValue *lv, const PlanItem *it) {
         SettingSeen seen = { .last = it->result, .target = it->target, .live = lv,
-                             .record = device_record_get(rec, it->tunable), .enforced = enforced };
+                             .record = device_record_get(&d->record, it->tunable), .enforced = enforced };
 
-        it->result = setting_view(&seen);
+        return setting_view(&seen);
+}
+
+static void view_item(DeviceView *v, const Device *d, bool enforced, const LiveValue *lv, PlanItem *it) {
+        ItemResult last = it->result;
+
+        it->result = item_seen(d, enforced, lv, it);
         if (lv->state != LIVE_UNKNOWN)
                 (void) strscpy(it->current, sizeof(it->current), lv->value);
         /* the error said of the last pass's result, or of what holds now */
         if (it->result == RESULT_OVERRIDDEN)
                 (void) snprintf(it->error, sizeof(it->error), "someone else changed it to %s",
                                 lv->state == LIVE_OK ? lv->value : "a scheduler without it");
-        else if (it->result != seen.last)
+        else if (it->result != last)
                 it->error[0] = 0;
         v->pending += it->result == RESULT_PLANNED || it->result == RESULT_OVERRIDDEN;
         v->overridden += it->result == RESULT_OVERRIDDEN;
@@ -66,8 +74,30 @@ void device_view(const DeviceContext *c, const Device *d, DeviceView *v) {
                         lv = v->scheduler;
                 else
                         read_live(c, d, it->tunable, &lv);
-                view_item(v, &d->record, enforced, &lv, it);
+                view_item(v, d, enforced, &lv, it);
         }
+}
+
+bool device_first_drift(const DeviceContext *c, const Device *d, DeviceDrift *ret) {
+        const Plan *plan = device_plan(d);
+        bool enforced = device_context_writes(c) && !device_is_paused(c, d);
+
+        if (!plan->managed || device_pass_pending(d))
+                return false;
+        for (unsigned i = 0; i < plan->n_items; i++) {
+                const PlanItem *it = &plan->items[i];
+                LiveValue lv;
+
+                read_live(c, d, it->tunable, &lv);
+                if (item_seen(d, enforced, &lv, it) != RESULT_OVERRIDDEN)
+                        continue;
+                /* the live value as device_view() shows it: an unread one
+                 * leaves the last known */
+                *ret = (DeviceDrift) { .tunable = it->tunable, .target = it->target };
+                (void) strscpy(ret->current, sizeof(ret->current), lv.state != LIVE_UNKNOWN ? lv.value : it->current);
+                return true;
+        }
+        return false;
 }
 
 /* The facts as classified, but the scheduler in use now, in the list too

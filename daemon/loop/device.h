@@ -85,6 +85,17 @@ typedef struct DeviceView {
         bool in_flight;                 /* a pass runs: shown as it left it, unread */
 } DeviceView;
 void device_view(const DeviceContext *c, const Device *d, DeviceView *v);
+/* The first of d's settings someone else changed, as device_view() judges
+ * it, from only the reads that takes: its managed settings in plan order up
+ * to that one (no scheduler read a policy does not ask for, no copy of the
+ * plan, nothing allocated). The drift check's read, at 10,000 devices a
+ * minute. false: none drifted, d is not managed, or a pass is in flight. */
+typedef struct DeviceDrift {
+        unsigned tunable;
+        const char *target;             /* the plan's, valid until d's next pass */
+        char current[VALUE_MAX];        /* live */
+} DeviceDrift;
+bool device_first_drift(const DeviceContext *c, const Device *d, DeviceDrift *ret);
 /* What report.c reads of a device, from a view taken now; facts and v:
  * storage, as long as the result is used. */
 ReportDevice device_report_input(const DeviceContext *c, const Device *d, DeviceFacts *facts, DeviceView *v);

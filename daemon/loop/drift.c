@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Drift: what is live in sysfs against what blkpolicyd intends, from one
- * live read (device_view()). Another tool or an admin may change a setting
+ * live read (device_view() for verify, device_first_drift() for the
+ * sweep). Another tool or an admin may change a setting
  * behind blkpolicyd's back; by default it is left alone and the device
  * marked overridden (never fight an admin), or with on_drift=reapply put
  * back. Only what blkpolicyd holds can drift: planned (observe, dry run,
@@ -69,14 +70,6 @@ int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *fl
         return 1;
 }
 
-/* The first setting of d someone else changed since blkpolicyd held it. */
-static const PlanItem *view_first_drift(const DeviceView *v) {
-        for (unsigned i = 0; i < v->plan.n_items; i++)
-                if (v->items[i].result == RESULT_OVERRIDDEN)
-                        return &v->items[i];
-        return NULL;
-}
-
 /* A writer named in reassert_over= or yield_to= (its setting too, if the
  * word names one) decides; else on_drift=. */
 static bool writer_listed(char *const *words, ConflictSource source, unsigned tunable) {
@@ -87,11 +80,11 @@ static bool writer_listed(char *const *words, ConflictSource source, unsigned tu
 }
 
 /* source: the writer the drift is put down to, _CONFLICT_SOURCE_MAX: none. */
-static bool drift_reapplies(const DeviceContext *c, const PlanItem *it, ConflictSource source) {
+static bool drift_reapplies(const DeviceContext *c, unsigned tunable, ConflictSource source) {
         if (source != _CONFLICT_SOURCE_MAX) {
-                if (writer_listed(c->config->reassert_over, source, it->tunable))
+                if (writer_listed(c->config->reassert_over, source, tunable))
                         return true;
-                if (writer_listed(c->config->yield_to, source, it->tunable))
+                if (writer_listed(c->config->yield_to, source, tunable))
                         return false;
         }
         return c->config->drift_reapply;
@@ -101,34 +94,32 @@ static bool drift_reapplies(const DeviceContext *c, const PlanItem *it, Conflict
 static int device_check_drift(DeviceContext *c, Device *d) {
         _cleanup_free_ char *who = NULL;
         const char *name = device_name(d);
+        const char *attr;
         char *note = NULL;
-        const PlanItem *it;
         ConflictSource source;
-        DeviceView v;
+        DeviceDrift it;
 
         /* observe: blkpolicyd holds nothing, so nothing can drift from it;
          * a pass in flight: what it writes is no drift */
         if (!device_context_writes(c) || !device_plan(d)->managed || device_is_held(c, d) || device_pass_pending(d))
                 return 0;
-        device_view(c, d, &v);
-        it = view_first_drift(&v);
-        if (!it)
+        if (!device_first_drift(c, d, &it))
                 return 0;
+        attr = tunables[it.tunable].attr;
         /* name the likely writer: the admin fixes that, not blkpolicyd */
-        who = conflicts_report_drift_note(c, d, it->tunable, it->current, &source);
-        if (drift_reapplies(c, it, source)) {
-                log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name,
-                           tunables[it->tunable].attr, it->current, who ? ", likely by " : "", who ?: "",
-                           it->target);
+        who = conflicts_report_drift_note(c, d, it.tunable, it.current, &source);
+        if (drift_reapplies(c, it.tunable, source)) {
+                log_notice("%s: %s was changed to %s behind blkpolicyd's back%s%s, setting %s again", name, attr,
+                           it.current, who ? ", likely by " : "", who ?: "", it.target);
                 return device_process_again(c, d);
         }
-        if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", tunables[it->tunable].attr,
-                     it->current, it->target, who ? "; likely by " : "", who ?: "") < 0)
+        if (asprintf(&note, "%s changed to %s (blkpolicyd wanted %s)%s%s", attr, it.current, it.target,
+                     who ? "; likely by " : "", who ?: "") < 0)
                 return -ENOMEM;
         return device_set_override(d, note) < 0 ? -ENOMEM : 0;
 }
 
-int drift_check(DeviceContext *c, unsigned n) {
+int drift_check(DeviceContext *c, unsigned n, uint64_t until) {
         DeviceIter i = DEVICE_ITER_AT(c->drift_cursor);
         unsigned checked = 0;
         Device *d;
@@ -137,12 +128,13 @@ int drift_check(DeviceContext *c, unsigned n) {
         if (n == 0)
                 return 0;
         /* from the cursor on (a reapply may forget the device checked,
-         * which the walk allows) */
+         * which the walk allows); one device at least, so that a slice
+         * the diskstats read took whole still moves the sweep on */
         while (r >= 0 && device_iter_next(c, &i, &d)) {
                 r = device_check_drift(c, d);
-                if (++checked >= n)
+                if (++checked >= n || clock_usec(CLOCK_MONOTONIC) >= until)
                         break;
         }
         c->drift_cursor = device_iter_resume_slot(c, &i);
-        return r;
+        return r < 0 ? r : (int) checked;
 }

@@ -4,6 +4,7 @@
 /* drift.c: what is live in sysfs against what blkpolicyd intends. */
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "device-types.h"
 
@@ -17,6 +18,10 @@ typedef struct VerifyFlags {
  * values the kernel did not keep, in *ret: 1; 0 (and NULL) when no policy
  * manages d, nothing to verify; -ENOMEM. */
 int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *flags);
-/* Reads back the managed settings of the next n devices (round robin, so a
- * tick costs a bounded number of file reads whatever the device count). */
-int drift_check(DeviceContext *c, unsigned n);
+/* Reads back the managed settings of the next n devices, round robin from
+ * where the last call stopped, until CLOCK_MONOTONIC passes until (one
+ * device at least): the tick's share of the sweep, in slices that leave
+ * the loop to the socket and the uevents. Returns the devices read (fewer
+ * than n: the rest is for the next slice; at most one round of them), or
+ * -ENOMEM. */
+int drift_check(DeviceContext *c, unsigned n, uint64_t until);

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "config.h"
 #include "device.h"
 #include "drift.h"
 #include "log.h"
@@ -24,6 +25,9 @@ typedef struct TickRead {
         uint64_t now, interval_us;      /* of the tick: from the last read's start to this one's */
         unsigned read_ms;               /* how far into the read this slice started (SampleState.read_ms) */
         size_t kept;                    /* bytes of a cut line at the front of the buffer */
+        bool drifting;                  /* the file is read: the drift check's slices */
+        bool sampled;                   /* the read was good */
+        unsigned drift_left;            /* devices still to read back this tick */
 } TickRead;
 
 /* A flip, from dynamic_step()'s decision to the end of its pass: pending
@@ -295,11 +299,11 @@ static uint64_t tick_spread_max_usec(const Config *config) {
         return interval < TICK_SPREAD_MAX_USEC ? interval : TICK_SPREAD_MAX_USEC;
 }
 
-/* Reads for one slice; the whole file with --record (whose tick is one
- * block of the recording) or once the tick has spread too far. 1 when the
- * file is read, 0 to go on, -ENOMEM. */
-static int tick_read_slice(Sampler *s, TickRead *t) {
-        uint64_t now = clock_usec(CLOCK_MONOTONIC), until = now + TICK_SLICE_USEC;
+/* Reads until the slice's end; the whole file with --record (whose tick is
+ * one block of the recording) or once the tick has spread too far. 1 when
+ * the file is read, 0 to go on, -ENOMEM. */
+static int tick_read_slice(Sampler *s, TickRead *t, uint64_t until) {
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
         bool whole = s->record || now - t->now >= tick_spread_max_usec(s->devices->config);
         int r;
 
@@ -351,19 +355,38 @@ static int tick_sampled(Sampler *s, TickRead *t) {
         return 1;
 }
 
-/* After the read: drift. The metrics textfile (control/) sees the tick
- * in sampler_stats() after this dispatch: the tick calls nothing above it. */
-static int tick_end(Sampler *s) {
-        int sampled = tick_sampled(s, &s->read), r = 0;
+/* The file is read: the drift check's share of this tick, if it sampled
+ * (the sweep waits for a good read, as the tick's other steps do). */
+static void tick_read_end(Sampler *s, TickRead *t) {
+        t->sampled = tick_sampled(s, t) > 0;
+        closep(&t->fd);
+        t->fd = -1;             /* tick_read_done() closes nothing more */
+        t->drifting = true;
+        t->drift_left = t->sampled ? config_drift_checks(s->devices->config, s->devices->devices.n_devices) : 0;
+        s->stats.drift_per_tick = t->drift_left;
+}
 
-        tick_read_done(&s->read);
-        if (sampled)
-                r = drift_check(s->devices, s->devices->config->drift_checks_per_tick);
-        if (r >= 0 && sampled) {
+/* Reads back devices until the slice's end: 1 when the tick's share is
+ * done, 0 to go on in the next slice, -ENOMEM. */
+static int tick_drift_slice(Sampler *s, TickRead *t, uint64_t until) {
+        int k = t->drift_left ? drift_check(s->devices, t->drift_left, until) : 0;
+
+        if (k < 0)
+                return k;
+        s->stats.drift_checked += (unsigned) k;
+        /* none read: no device left to read (all gone since the share was set) */
+        t->drift_left = k == 0 ? 0 : t->drift_left - (unsigned) k;
+        return t->drift_left == 0;
+}
+
+/* After the drift check. The metrics textfile (control/) sees the tick in
+ * sampler_stats() after this dispatch: the tick calls nothing above it. */
+static void tick_end(Sampler *s) {
+        if (s->read.sampled) {
                 s->stats.sampled_tick = s->stats.ticks;
                 s->stats.sampled_realtime_usec = clock_usec(CLOCK_REALTIME);
         }
-        return r;
+        tick_read_done(&s->read);
 }
 
 /* The next slice as a timer due now, not a defer source: the loop asks
@@ -375,11 +398,28 @@ static int tick_more(Sampler *s) {
         return r < 0 ? r : sd_event_source_set_enabled(s->tick_more, SD_EVENT_ONESHOT);
 }
 
+/* One dispatch's slice of the tick: the file's read, then the drift
+ * check. 1 when the tick is over, 0 to go on, -ENOMEM. */
+static int tick_slice(Sampler *s, TickRead *t, uint64_t until) {
+        int k = 1, r;
+
+        if (!t->drifting) {
+                k = t->fd >= 0 ? tick_read_slice(s, t, until) : 1;
+                r = k < 0 ? k : flips_apply(s);
+                if (r < 0)
+                        return r;
+                if (k == 0)
+                        return 0;
+                tick_read_end(s, t);
+        }
+        return tick_drift_slice(s, t, until);
+}
+
 /* The tick, as a pipeline: sample (each device's signals and dynamic
  * step, a slice of /proc/diskstats per dispatch) → the slice's flips (a
  * flip's write is the applier's: the devices read after it are not held
- * up) → drift → metrics. begin: a new tick; else the next slice of the
- * running one.
+ * up) → drift (the tick's share of the sweep, in slices too) → metrics.
+ * begin: a new tick; else the next slice of the running one.
  * Returns 0, or -ENOMEM. noinline: bench/scale.py has callgrind count
  * from this symbol. */
 static __attribute__((noinline)) int sampler_tick(Sampler *s, uint64_t now, bool begin) {
@@ -389,13 +429,11 @@ static __attribute__((noinline)) int sampler_tick(Sampler *s, uint64_t now, bool
         if (begin)
                 r = tick_begin(s, now);
         if (r >= 0 && s->read.active) {
-                TickRead *t = &s->read;
-
-                int k = t->fd >= 0 ? tick_read_slice(s, t) : 1;
-
-                r = k < 0 ? k : flips_apply(s);
-                if (r >= 0)
-                        r = k == 0 ? tick_more(s) : tick_end(s);
+                r = tick_slice(s, &s->read, start + TICK_SLICE_USEC);
+                if (r == 0)
+                        r = tick_more(s);
+                else if (r > 0)
+                        tick_end(s);
         }
         s->stats.cost_usec_total += clock_usec(CLOCK_MONOTONIC) - start;
         s->stats.cpu_nsec_total += cpu_nsec() - cpu_start;
@@ -414,8 +452,9 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         uint64_t next = usec + interval, now = clock_usec(CLOCK_MONOTONIC);
         int r = 0;
 
-        /* a tick still reading (10,000 disks at a 10 ms tick) is not
-         * started again: its rates would be over a part of an interval */
+        /* a tick still reading (10,000 disks at a 10 ms tick) or checking
+         * its share of the drift sweep is not started again: its rates
+         * would be over a part of an interval */
         if (!s->read.active)
                 r = sampler_tick(s, now, true);
         if (r < 0)

@@ -25,6 +25,8 @@ typedef struct SamplerStats {
         uint64_t sampled_realtime_usec; /* when it ended (CLOCK_REALTIME): the host's heartbeat */
         uint64_t flips_total;           /* flips applied, on every device there was */
         uint64_t flips_capped_total;    /* flips a device's cap held back: it thrashes */
+        unsigned drift_per_tick;        /* the last tick's share of the drift sweep */
+        uint64_t drift_checked;         /* devices read back by the sweep so far */
 } SamplerStats;
 
 /* ctx: what the ticks read and decide with, for the Sampler's life. */

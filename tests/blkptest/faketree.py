@@ -12,17 +12,24 @@ from .daemon import fixture_roots
 DISKS = ("loop0", "loop1")
 
 
-def make(fixture, root):
+def disks(n):
+    """The names make(n=...) gives its disks."""
+    return tuple(f"loop{i}" for i in range(n))
+
+
+def make(fixture, root, n=len(DISKS)):
+    """The fixture with n loop disks, copies of its loop0 (7:0, 7:1, ...)."""
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(fixture, root, symlinks=True)
     virt = os.path.join(root, "sys", "devices", "virtual", "block")
-    shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, "loop1"), symlinks=True)
-    with open(os.path.join(virt, "loop1", "dev"), "w") as f:
-        f.write("7:1\n")
-    os.symlink("../devices/virtual/block/loop1", os.path.join(root, "sys", "block", "loop1"))
+    for i, dev in enumerate(disks(n)[1:], 1):
+        shutil.copytree(os.path.join(virt, "loop0"), os.path.join(virt, dev), symlinks=True)
+        with open(os.path.join(virt, dev, "dev"), "w") as f:
+            f.write(f"7:{i}\n")
+        os.symlink(f"../devices/virtual/block/{dev}", os.path.join(root, "sys", "block", dev))
     devblock = os.path.join(root, "sys", "dev", "block")
     os.makedirs(devblock, exist_ok=True)
-    for dev in DISKS:
+    for dev in disks(n):
         with open(os.path.join(virt, dev, "dev")) as f:
             os.symlink(f"../../devices/virtual/block/{dev}", os.path.join(devblock, f.read().strip()))
 
@@ -63,6 +70,14 @@ class Workspace:
 
     def live(self, dev, attr):
         return live(self.root, dev, attr)
+
+    def cleanup(self):
+        """Kills every daemon started (Daemon objects in self.running), the
+        last one's log tail printed for a failed test."""
+        for d in self.running:
+            d.cleanup()
+        if self.running:
+            print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
 
     def daemon_args(self, conf, *extra):
         """blkpolicyd's arguments for this tree, on every loop disk."""
