@@ -351,13 +351,11 @@ static const char *mode_name(const Manager *m) {
  * started and last ticked, how often it writes (BlkpolicydMetricsStale
  * scales with it). */
 static void write_liveness(Buf *b, const Manager *m, const SamplerStats *ticks) {
-        uint64_t now = clock_usec(CLOCK_REALTIME), started = now - manager_uptime_usec(m);
-
         metrics_write_build_info(b->f);
         help(b, "blkpolicyd_up", "gauge", "1 while blkpolicyd runs; 0 in the file it leaves when it stops");
         fputs("blkpolicyd_up 1\n", b->f);
-        help(b, "blkpolicyd_start_time_seconds", "gauge", "When this blkpolicyd started (Unix time)");
-        fprintf(b->f, "blkpolicyd_start_time_seconds %.3f\n", (double) started / 1e6);
+        help(b, "blkpolicyd_start_time_seconds", "gauge", "When this blkpolicyd started (Unix time; 0: no loop)");
+        fprintf(b->f, "blkpolicyd_start_time_seconds %.3f\n", (double) m->start_realtime_usec / 1e6);
         help(b, "blkpolicyd_last_tick_timestamp_seconds", "gauge",
              "When the last tick that read /proc/diskstats ended (Unix time; 0: none yet)");
         fprintf(b->f, "blkpolicyd_last_tick_timestamp_seconds %.3f\n", (double) ticks->sampled_realtime_usec / 1e6);

@@ -694,6 +694,7 @@ static int manager_run_loop(Manager *m) {
         int r;
 
         m->start_usec = clock_usec(CLOCK_MONOTONIC);
+        m->start_realtime_usec = clock_usec(CLOCK_REALTIME);
         r = manager_setup_loop(m);
         if (r < 0)
                 return r;

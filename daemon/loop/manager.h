@@ -97,6 +97,7 @@ struct Manager {
         /* control */
         const ManagerFront *front;      /* manager_run()'s, NULL outside it */
         uint64_t start_usec;
+        uint64_t start_realtime_usec;   /* the same moment, CLOCK_REALTIME: the metrics' start time */
         cJSON *reload_errors;           /* why the last reload was refused (its config), NULL after a good one */
         uint64_t reload_failures;       /* reloads refused so far (blkpolicyd_reload_failures_total) */
         bool reloading;                 /* a reload's writes are being applied */

@@ -212,6 +212,7 @@ TEST(metrics_reads_in_slices_between_dispatches) {
         }
         log_set_max_level(LOG_EMERG);
         m = scanned_manager(&o_, dirs);
+        m->config.metrics_per_device = true;    /* the scheduler series of every disk */
         ASSERT_EQ_INT(metrics_build(m, &whole), 0);
         s = listing_metrics(m);
         ASSERT_TRUE(s != NULL);
