@@ -229,7 +229,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
  * The built-in default dirs may be missing: no admin policies yet, or a
  * run from the source tree. */
 static int check_policy_dirs(const Manager *m) {
-        char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
+        char *const *dirs = m->options->policy_dirs ?: m->sets.policy_dirs;     /* below --root */
         int r = 0;
 
         if (!m->options->policy_dirs && !m->config.policy_dirs_configured)
