@@ -217,3 +217,56 @@ def test_status_json_is_what_blkpolicyctl_shows(env, blkpolicyctl):
     assert json.loads(r.stdout)["result"]["policy_set"] == {"in_use": 2, "newest": 2, "differs": []}, r.stdout
     text = ctl(blkpolicyctl, os.path.join(env.work, "sock"), "status").stdout
     assert "shipped policy set 2, the newest installed" in text, text
+
+
+# --- the package's pin: written at the first install only, gone at purge
+
+def maintainer_script(top, work, name, *args):
+    """debian/NAME under DPKG_ROOT=work/root, with udevadm, systemctl and
+    blkpolicyctl stubs first on PATH: nothing of this machine is asked."""
+    stubs = os.path.join(work, "stubs")
+    os.makedirs(stubs, exist_ok=True)
+    for tool in ("udevadm", "systemctl", "blkpolicyctl"):
+        with open(os.path.join(stubs, tool), "w") as f:
+            f.write(f"#!/bin/sh\necho {tool} \"$@\" >> {work}/calls\nexit 1\n")
+        os.chmod(os.path.join(stubs, tool), 0o755)
+    env = dict(os.environ, DPKG_ROOT=os.path.join(work, "root"), PATH=stubs + ":" + os.environ["PATH"])
+    return subprocess.run(["sh", os.path.join(top, "debian", name), *args], env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_first_install_pins_the_set_upgrades_leave_it(top, work, blkpolicyd):
+    root = os.path.join(work, "root")
+    shipped = os.path.join(root, "usr/lib/blkpolicyd/policies.d")
+    os.makedirs(shipped)
+    shutil.copy2(os.path.join(top, "policies", "policy-set"), shipped)
+    pin = os.path.join(root, "etc/blkpolicyd/blkpolicyd.conf.d/00-policy-set.conf")
+
+    r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "")
+    with open(pin) as f:
+        text = f.read()
+    assert r.returncode == 0 and re.search(r"^policy_set = 1$", text, re.M) and text.startswith("# Written by"), \
+        f"the first install pins the set it ships, and says what the file is: {r.stderr}\n{text}"
+    with open(os.path.join(work, "blkpolicyd.conf"), "w") as f:
+        f.write("[Daemon]\n")
+    os.symlink(os.path.dirname(pin), os.path.join(work, "blkpolicyd.conf.d"))
+    c = subprocess.run([blkpolicyd, "--check-config", "--config", os.path.join(work, "blkpolicyd.conf"),
+                        "--policy-dir", os.path.join(top, "policies")], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 0, f"the daemon reads the pin as any drop-in: {c.stderr}"
+
+    with open(os.path.join(shipped, "policy-set"), "w") as f:
+        f.write("2\n")             # the upgrade brings set 2
+    r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "0.1.0")
+    with open(pin) as f:
+        assert r.returncode == 0 and f.read() == text, "an upgrade leaves the pin as it was"
+    os.unlink(pin)
+    r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "0.1.0")
+    assert r.returncode == 0 and not os.path.exists(pin), "... and writes none where the admin removed it"
+
+    r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "")
+    assert os.path.exists(pin)
+    r = maintainer_script(top, work, "blkpolicyd.postrm", "remove")
+    assert r.returncode == 0 and os.path.exists(pin), "remove keeps the configuration, as dpkg keeps conffiles"
+    r = maintainer_script(top, work, "blkpolicyd.postrm", "purge")
+    assert r.returncode == 0 and not os.path.exists(pin) and not os.path.exists(os.path.dirname(pin)), \
+        f"purge removes the pin and its dir, which only it was in: {r.stderr}"
