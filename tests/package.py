@@ -29,6 +29,8 @@ EXPECTED = [
     "./lib/systemd/system/blkpolicyd-settle.service",
     "./lib/udev/rules.d/90-blkpolicyd.rules", "./etc/blkpolicyd/blkpolicyd.conf",
     "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy", "./etc/blkpolicyd/policies.d/",
+    # the newest shipped set's number, and where the sets it superseded go
+    "./usr/lib/blkpolicyd/policies.d/policy-set", "./usr/lib/blkpolicyd/policy-sets/",
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
     "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
     "./usr/share/bash-completion/completions/blkpolicyctl",
