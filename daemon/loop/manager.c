@@ -323,7 +323,7 @@ static int manager_choose_policies(const Manager *m, const Config *c, ShippedSet
 /* Once a start and once a reload, while an older set runs: the admin
  * opted in to that one, or the package upgrade did not, and a newer one
  * is there to read. */
-static void log_policy_set(const ShippedSets *s) {
+static void log_policy_set(const Manager *m, const ShippedSets *s) {
         char differs[512] = "", *p = differs;
 
         if (!shipped_sets_behind(s))
@@ -332,8 +332,9 @@ static void log_policy_set(const ShippedSets *s) {
                 p += snprintf(p, (size_t) (differs + sizeof(differs) - p), "%s%s", p > differs ? " " : "", *n);
         log_policy_set_event(LOG_NOTICE, &(LogPolicySetEvent) { s->in_use, s->newest, differs },
                              "Shipped policy set %u in use, set %u is installed and newer (it changes: %s); to run "
-                             "it: policy_set = %u in blkpolicyd.conf.d, then systemctl reload blkpolicyd",
-                             s->in_use, s->newest, differs[0] ? differs : "no file", s->newest);
+                             "it: policy_set = %u in %s.d/00-policy-set.conf, then systemctl reload blkpolicyd",
+                             s->in_use, s->newest, differs[0] ? differs : "no file", s->newest,
+                             m->options->config_path);
 }
 
 struct ReloadWaiter {
@@ -396,7 +397,7 @@ static int reload_decide(Manager *m, cJSON **errors) {
         shipped_sets_done(&m->sets);
         m->sets = sets;
         sets = (ShippedSets) {};
-        log_policy_set(&m->sets);
+        log_policy_set(m, &m->sets);
         swap = m->config;
         m->config = c;
         c = swap;
@@ -540,7 +541,7 @@ static int load_policies(Manager *m) {
         if (r < 0)
                 return r;
         log_policy_errors(m->policies);
-        log_policy_set(&m->sets);
+        log_policy_set(m, &m->sets);
         return 0;
 }
 
