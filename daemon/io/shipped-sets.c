@@ -9,7 +9,7 @@
 #include "util.h"
 
 /* A shipped policy file is a few KiB: one larger is read as changed. */
-#define SHIPPED_FILE_MAX (1024 * 1024)
+#define SHIPPED_FILE_MAX ((size_t) 1 << 20)
 
 static char *below(const char *root, const char *path) {
         char *p;

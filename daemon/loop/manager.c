@@ -307,8 +307,9 @@ static int manager_choose_policies(const Manager *m, const Config *c, ShippedSet
         r = shipped_sets_choose(root, c->policy_set, sets);
         if (r == -ENOENT) {
                 shipped_sets_list(root, have, sizeof(have));
-                return log_error_errno(EINVAL, "%s:%u: [Daemon] policy_set = %u: no such shipped policy set (shipped: "
-                                               "%s)", c->policy_set_path, c->policy_set_line, c->policy_set, have);
+                log_error("%s:%u: [Daemon] policy_set = %u: no such shipped policy set (shipped: %s)",
+                          c->policy_set_path, c->policy_set_line, c->policy_set, have);
+                return -EINVAL;         /* spelled out: the caller reads *ret unless this is < 0 */
         }
         if (r < 0)
                 return r;
