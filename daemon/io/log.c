@@ -62,13 +62,11 @@ int log_internal(int level, int error, const char *fmt, ...) {
         return -error;
 }
 
-/* The message into msg, and true when it goes to the journal with its
- * fields; else it is printed here, as any line. */
-static bool log_event_message(int level, char *msg, size_t size, const char *fmt, va_list ap) _printf_(4, 0);
-static bool log_event_message(int level, char *msg, size_t size, const char *fmt, va_list ap) {
+/* true: msg goes to the journal, with the caller's fields; else it is
+ * printed here, as any line (or not at all, above the level). */
+static bool log_event_to_journal(int level, const char *msg) {
         if (level > max_level)
                 return false;
-        vsnprintf(msg, size, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started by the caller */
         if (stderr_is_journal < 0)
                 stderr_is_journal = detect_journal_stream();
         if (!stderr_is_journal)
@@ -79,12 +77,13 @@ static bool log_event_message(int level, char *msg, size_t size, const char *fmt
 void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) {
         char msg[512];
         va_list ap;
-        bool journal;
 
+        if (level > max_level)
+                return;
         va_start(ap, fmt);
-        journal = log_event_message(level, msg, sizeof(msg), fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
         va_end(ap);
-        if (!journal)
+        if (!log_event_to_journal(level, msg))
                 return;
         (void) sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "MESSAGE_ID=%s", e->message_id,
                                "DEVICE=%s", e->device ?: "", "POLICY=%s", e->policy ?: "",
@@ -92,17 +91,11 @@ void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) 
                                "RESULT=%s", e->result ?: "", "SYSLOG_IDENTIFIER=blkpolicyd", NULL);
 }
 
-void log_policy_set_event(int level, const LogPolicySetEvent *e, const char *fmt, ...) {
-        char msg[1024];
-        va_list ap;
-        bool journal;
-
-        va_start(ap, fmt);
-        journal = log_event_message(level, msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        if (!journal)
+void log_policy_set_event(int level, const LogPolicySetEvent *e) {
+        if (!log_event_to_journal(level, e->message))
                 return;
-        (void) sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "MESSAGE_ID=%s", MESSAGE_ID_POLICY_SET_BEHIND,
-                               "POLICY_SET=%u", e->in_use, "POLICY_SET_NEWEST=%u", e->newest,
-                               "POLICY_SET_DIFFERS=%s", e->differs ?: "", "SYSLOG_IDENTIFIER=blkpolicyd", NULL);
+        (void) sd_journal_send("MESSAGE=%s", e->message, "PRIORITY=%i", level, "MESSAGE_ID=%s",
+                               MESSAGE_ID_POLICY_SET_BEHIND, "POLICY_SET=%u", e->in_use, "POLICY_SET_NEWEST=%u",
+                               e->newest, "POLICY_SET_DIFFERS=%s", e->differs ?: "", "SYSLOG_IDENTIFIER=blkpolicyd",
+                               NULL);
 }

@@ -44,5 +44,6 @@ void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) 
 typedef struct LogPolicySetEvent {
         unsigned in_use, newest;
         const char *differs;
+        const char *message;
 } LogPolicySetEvent;
-void log_policy_set_event(int level, const LogPolicySetEvent *e, const char *fmt, ...) _printf_(3, 4);
+void log_policy_set_event(int level, const LogPolicySetEvent *e);

@@ -325,17 +325,24 @@ static int manager_choose_policies(const Manager *m, const Config *c, ShippedSet
  * opted in to that one, or the package upgrade did not, and a newer one
  * is there to read. */
 static void log_policy_set(const Manager *m, const ShippedSets *s) {
-        char differs[512] = "", *p = differs;
+        char differs[512] = "", message[1024];
+        size_t k = 0;
 
         if (!shipped_sets_behind(s))
                 return;
-        for (char **n = s->differs; n && *n && p < differs + sizeof(differs); n++)
-                p += snprintf(p, (size_t) (differs + sizeof(differs) - p), "%s%s", p > differs ? " " : "", *n);
-        log_policy_set_event(LOG_NOTICE, &(LogPolicySetEvent) { s->in_use, s->newest, differs },
-                             "Shipped policy set %u in use, set %u is installed and newer (it changes: %s); to run "
-                             "it: policy_set = %u in %s.d/00-policy-set.conf, then systemctl reload blkpolicyd",
-                             s->in_use, s->newest, differs[0] ? differs : "no file", s->newest,
-                             m->options->config_path);
+        for (char **n = s->differs; n && *n; n++) {
+                int w = snprintf(differs + k, sizeof(differs) - k, "%s%s", k ? " " : "", *n);
+
+                if (w < 0 || (size_t) w >= sizeof(differs) - k) {
+                        differs[k] = 0;         /* whole names only; status lists them all */
+                        break;
+                }
+                k += (size_t) w;
+        }
+        snprintf(message, sizeof(message), "Shipped policy set %u in use, set %u is installed and newer (it changes: "
+                 "%s); to run it: policy_set = %u in %s.d/00-policy-set.conf, then systemctl reload blkpolicyd",
+                 s->in_use, s->newest, differs[0] ? differs : "no file", s->newest, m->options->config_path);
+        log_policy_set_event(LOG_NOTICE, &(LogPolicySetEvent) { s->in_use, s->newest, differs, message });
 }
 
 struct ReloadWaiter {
