@@ -84,7 +84,7 @@ def env(blkpolicyd, kvm_fixture, work):
         print(f"--- daemon log\n{d.text()[-4000:]}")
 
 
-def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyctl):
+def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyd, blkpolicyctl):
     assert env.original == {"scheduler": "none", "read_ahead_kb": "128"}, env.original
     d = env.start("[Daemon]\n# as the package's postinst writes it at the first install\npolicy_set = 1\n")
     assert (env.live("scheduler"), env.live("read_ahead_kb")) == ("bfq", "128"), \
@@ -112,6 +112,10 @@ def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyctl):
     assert d.text().count(NOTICE) == 2, "and said again, once, at that reload"
     assert d.stop() == 0
     assert {a: env.live(a) for a in env.original} == env.original, "the stop puts back the kernel's values"
+    r = subprocess.run([blkpolicyd, "--metrics-stopped", "--config", env.conf, "--root", env.root,
+                        *fixture_roots(env.tree)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and NOTICE not in r.stderr, \
+        f"the unit's ExecStopPost= decides nothing: no notice at each stop ({r.stderr})"
 
 
 def test_no_key_runs_the_newest_and_a_drop_in_pins(env):

@@ -549,7 +549,10 @@ static int load_policies(Manager *m) {
         if (r < 0)
                 return r;
         log_policy_errors(m->policies);
-        log_policy_set(m, &m->sets);
+        /* where the disks are decided: not at each stop's --metrics-stopped,
+         * nor for --restore or --replay, which the set does not change */
+        if (m->options->mode == RUN_DAEMON || m->options->mode == RUN_ONCE || m->options->mode == RUN_CHECK_CONFIG)
+                log_policy_set(m, &m->sets);
         return 0;
 }
 
