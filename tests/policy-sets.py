@@ -274,3 +274,32 @@ def test_first_install_pins_the_set_upgrades_leave_it(top, work, blkpolicyd):
     r = maintainer_script(top, work, "blkpolicyd.postrm", "purge")
     assert r.returncode == 0 and not os.path.exists(pin) and not os.path.exists(os.path.dirname(pin)), \
         f"purge removes the pin and its dir, which only it was in: {r.stderr}"
+
+
+def test_upgrade_from_before_the_sets_pins_set_1(top, work):
+    """A host that installed a package older than the sets has no pin: its
+    upgrade pins set 1, the policies it ran, found by the old package's
+    policies.d lacking policy-set (preinst, before the new files come)."""
+    root = os.path.join(work, "root")
+    shipped = os.path.join(root, "usr/lib/blkpolicyd/policies.d")
+    os.makedirs(shipped)
+    shutil.copy2(os.path.join(top, "policies", "20-fast-virtual.policy"), shipped)
+    pin = os.path.join(root, "etc/blkpolicyd/blkpolicyd.conf.d/00-policy-set.conf")
+
+    r = maintainer_script(top, work, "blkpolicyd.preinst", "install")
+    assert r.returncode == 0 and not os.path.exists(pin), "a first install: the postinst's to write"
+    r = maintainer_script(top, work, "blkpolicyd.preinst", "upgrade", "0.0.9")
+    with open(pin) as f:
+        text = f.read()
+    assert r.returncode == 0 and re.search(r"^policy_set = 1$", text, re.M), \
+        f"the upgrade from before the sets pins set 1: {r.stderr}\n{text}"
+    with open(pin, "w") as f:
+        f.write("[Daemon]\npolicy_set = latest\n")
+    r = maintainer_script(top, work, "blkpolicyd.preinst", "upgrade", "0.0.9")
+    with open(pin) as f:
+        assert r.returncode == 0 and f.read() == "[Daemon]\npolicy_set = latest\n", "an admin's pin is left"
+    os.unlink(pin)
+    shutil.copy2(os.path.join(top, "policies", "policy-set"), shipped)
+    r = maintainer_script(top, work, "blkpolicyd.preinst", "upgrade", "0.1.0")
+    assert r.returncode == 0 and not os.path.exists(pin), \
+        "from a package with sets, an absent pin is the admin's choice (latest): none written"
