@@ -24,6 +24,11 @@ SAME = "[Match]\nname = vda\n[Queue]\nread_ahead_kb = 256\n"
 SET1 = {"10-same.policy": SAME, "20-loop.policy": "[Match]\nname = loop*\n[Queue]\nscheduler = bfq\n"}
 SET2 = {"10-same.policy": SAME, "20-loop.policy": "[Match]\nname = loop*\n[Queue]\nscheduler = kyber\n",
         "30-added.policy": "[Match]\nname = loop0\n[Queue]\nread_ahead_kb = 4321\n"}
+# longer than the daemon's block of comparison (4 KiB): alike, and alike
+# but for their last line
+LONG = "".join(f"# line {i} of a long comment\n" for i in range(300)) + "[Match]\nname = nothing\n"
+SET1.update({"40-long.policy": LONG, "50-tail.policy": LONG + "[Queue]\nread_ahead_kb = 1\n"})
+SET2.update({"40-long.policy": LONG, "50-tail.policy": LONG + "[Queue]\nread_ahead_kb = 2\n"})
 NOTICE = "Shipped policy set 1 in use, set 2 is installed and newer"
 
 
@@ -90,13 +95,14 @@ def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyd, blkpolicy
     assert (env.live("scheduler"), env.live("read_ahead_kb")) == ("bfq", "128"), \
         "policy_set = 1: set 1's choice, and nothing of the file only set 2 has"
     st = env.status()["policy_set"]
-    assert st == {"in_use": 1, "newest": 2, "differs": ["20-loop.policy", "30-added.policy"]}, \
-        f"status names the set in use, the newest and the files that differ (not 10-same.policy): {st}"
-    assert d.text().count(NOTICE) == 1 and "20-loop.policy 30-added.policy" in d.text() \
+    assert len(LONG) > 8192 and st == {"in_use": 1, "newest": 2,
+                                       "differs": ["20-loop.policy", "30-added.policy", "50-tail.policy"]}, \
+        f"status names the set in use, the newest and the files that differ (not the alike ones): {st}"
+    assert d.text().count(NOTICE) == 1 and "20-loop.policy 30-added.policy 50-tail.policy" in d.text() \
         and "policy_set = 2" in d.text(), f"the log says so once at start, with how to opt in:\n{d.text()}"
     text = ctl(blkpolicyctl, os.path.join(env.work, "sock"), "status")
     assert text.returncode == 0 and "set 2 is installed and newer" in text.stdout \
-        and "20-loop.policy 30-added.policy" in text.stdout, \
+        and "20-loop.policy 30-added.policy 50-tail.policy" in text.stdout, \
         f"blkpolicyctl status says it too, and a choice is no failure (exit 0): {text}"
 
     env.config("[Daemon]\npolicy_set = 2\n")

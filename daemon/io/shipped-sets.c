@@ -8,9 +8,6 @@
 #include "shipped-sets.h"
 #include "util.h"
 
-/* A shipped policy file is a few KiB: one larger is read as changed. */
-#define SHIPPED_FILE_MAX ((size_t) 1 << 20)
-
 static char *below(const char *root, const char *path) {
         char *p;
 
@@ -47,41 +44,25 @@ static bool is_dir(const char *path) {
         return stat(path, &st) >= 0 && S_ISDIR(st.st_mode);
 }
 
-/* The whole file, or -EFBIG past SHIPPED_FILE_MAX. */
-static int read_small(const char *path, char **ret, size_t *size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *buf = malloc(SHIPPED_FILE_MAX + 1);
-        size_t n;
-        int r;
-
-        if (!buf)
-                return -ENOMEM;
-        r = fopen_regular(path, &f);
-        if (r < 0)
-                return r;
-        n = fread(buf, 1, SHIPPED_FILE_MAX + 1, f);
-        if (ferror(f))
-                return -EIO;
-        if (n > SHIPPED_FILE_MAX)
-                return -EFBIG;
-        *size = n;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
-/* 1: the two differ, or one of them is missing or unreadable. */
+/* 1: the two differ, or one of them is missing or unreadable. Read in
+ * step, a block at a time: a regular file gives whole blocks until its end. */
 static int files_differ(const char *a_dir, const char *b_dir, const char *name) {
-        _cleanup_free_ char *a = NULL, *b = NULL, *ta = NULL, *tb = NULL;
-        size_t na = 0, nb = 0;
-        int ra, rb;
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        _cleanup_fclose_ FILE *fa = NULL, *fb = NULL;
+        char ba[4096], bb[4096];
 
         if (asprintf(&a, "%s/%s", a_dir, name) < 0 || asprintf(&b, "%s/%s", b_dir, name) < 0)
                 return -ENOMEM;
-        ra = read_small(a, &ta, &na);
-        rb = read_small(b, &tb, &nb);
-        if (ra == -ENOMEM || rb == -ENOMEM)
-                return -ENOMEM;
-        return ra < 0 || rb < 0 || na != nb || memcmp(ta, tb, na) != 0;
+        if (fopen_regular(a, &fa) < 0 || fopen_regular(b, &fb) < 0)
+                return 1;
+        for (;;) {
+                size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+
+                if (na != nb || memcmp(ba, bb, na) != 0 || ferror(fa) || ferror(fb))
+                        return 1;
+                if (na < sizeof(ba))
+                        return 0;
+        }
 }
 
 static int is_policy_name(const struct dirent *de) {
