@@ -213,6 +213,26 @@ static const char *device_state(const cJSON *d) {
         return cJSON_IsNull(get(d, "policy")) ? "kernel" : "static";
 }
 
+/* With the opt-in spelled out when an older shipped set runs: the admin
+ * has a choice to make. Nothing with --policy-dir (null). */
+static void print_policy_set(const cJSON *s) {
+        const cJSON *x;
+
+        if (!cJSON_IsObject(s))
+                return;
+        if (num(s, "newest") <= num(s, "in_use")) {
+                if (num(s, "in_use") > 0)
+                        printf("shipped policy set %.0f, the newest installed\n", num(s, "in_use"));
+                return;
+        }
+        printf("shipped policy set %.0f in use; set %.0f is installed and newer, it changes:", num(s, "in_use"),
+               num(s, "newest"));
+        cJSON_ArrayForEach(x, get(s, "differs"))
+                printf(" %s", cJSON_IsString(x) ? x->valuestring : "-");
+        printf("\n  to run it: policy_set = %.0f in /etc/blkpolicyd/blkpolicyd.conf.d/00-policy-set.conf, then "
+               "systemctl reload blkpolicyd\n", num(s, "newest"));
+}
+
 static void print_status(const cJSON *r) {
         const cJSON *k = get(r, "kernel"), *t = get(r, "tick"), *e = get(r, "policy_errors"), *x;
 
@@ -236,6 +256,7 @@ static void print_status(const cJSON *r) {
                 printf("policies %.0f loaded, no errors\n", num(r, "policies_loaded"));
         cJSON_ArrayForEach(x, e)
                 printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+        print_policy_set(get(r, "policy_set"));
         if (cJSON_IsArray(get(r, "reload_errors"))) {
                 printf("last reload failed, the running configuration stays in force:\n");
                 cJSON_ArrayForEach(x, get(r, "reload_errors"))

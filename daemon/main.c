@@ -37,8 +37,9 @@ static void help(void) {
                "     --sysfs-root=DIR     Where sysfs is (default /sys)\n"
                "     --debugfs-root=DIR   Where debugfs is (default /sys/kernel/debug)\n"
                "     --proc-root=DIR      Where procfs is (default /proc)\n"
-               "     --root=DIR           Where /etc, /usr/lib and /run are, to find other tools that\n"
-               "                          set the same settings (default /, none with --sysfs-root)\n"
+               "     --root=DIR           Where /etc, /usr/lib and /run are: the other tools that set\n"
+               "                          the same settings (default /, none with --sysfs-root), the\n"
+               "                          config's policy dirs and the shipped policy sets (default /)\n"
                "     --state-dir=DIR      Where original settings are recorded (default /run/blkpolicyd)\n"
                "     --socket=PATH        Control socket (default %s)\n"
                "     --device=GLOB        Only consider whole disks whose kernel name matches; repeatable\n"
@@ -229,7 +230,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
  * The built-in default dirs may be missing: no admin policies yet, or a
  * run from the source tree. */
 static int check_policy_dirs(const Manager *m) {
-        char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
+        char *const *dirs = m->options->policy_dirs ?: m->sets.policy_dirs;     /* below --root */
         int r = 0;
 
         if (!m->options->policy_dirs && !m->config.policy_dirs_configured)

@@ -87,3 +87,41 @@ def test_daemon_requests_reload_and_sigterm(blkpolicyd, top, work):
         d.cleanup()     # never leave valgrind running behind a failed request
     report = "\n".join(line for line in d.text().splitlines() if line.startswith("=="))
     assert rc == 0, report
+
+
+def test_daemon_shipped_sets_and_reloads(blkpolicyd, work):
+    """The shipped sets' paths: set 1 of two on a root laid out as
+    installed (the shipped files that differ listed), a reload to set 2, one
+    to a set that is not shipped (refused), and SIGTERM."""
+    out = subprocess.run([blkpolicyd, "--help"], capture_output=True, text=True).stdout
+    vendor = os.path.join(work, "root") + out.split("(default ")[2].split()[0]
+    sets = {vendor: "2", os.path.join(os.path.dirname(vendor), "policy-sets", "1"): "1"}
+    for d, n in sets.items():
+        os.makedirs(d)
+        with open(os.path.join(d, "policy-set"), "w") as f:
+            f.write(n + "\n")
+        with open(os.path.join(d, "20-loop.policy"), "w") as f:
+            f.write(f"[Match]\nname = loop*\n[Queue]\nread_ahead_kb = {n}00\n")
+    conf = os.path.join(work, "c.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\npolicy_set = 1\n")
+    sock = os.path.join(work, "sock")
+    d = Daemon(VALGRIND[0], work, [*VALGRIND[1:], blkpolicyd, "--dry-run", "--config", conf,
+                                   "--root", os.path.join(work, "root"), *fixture_roots(os.path.join(FIXTURES, "kvm-6.18")),
+                                   "--state-dir", os.path.join(work, "state"), "--socket", sock])
+    try:
+        d.wait_for("READY=1", timeout=120)
+        st = control_call(sock, {"command": "status"}, timeout=60)["result"]["policy_set"]
+        assert st == {"in_use": 1, "newest": 2, "differs": ["20-loop.policy"]}, st
+        for n, in_use in (("2", 2), ("7", 2)):
+            with open(conf, "w") as f:
+                f.write(f"[Daemon]\npolicy_set = {n}\n")
+            d.reload(timeout=120)
+            st = control_call(sock, {"command": "status"}, timeout=60)["result"]
+            assert st["policy_set"]["in_use"] == in_use and bool(st["reload_errors"]) == (n == "7"), st
+        d.signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=120)
+    finally:
+        d.cleanup()
+    report = "\n".join(line for line in d.text().splitlines() if line.startswith("=="))
+    assert rc == 0, report

@@ -29,6 +29,8 @@ EXPECTED = [
     "./lib/systemd/system/blkpolicyd-settle.service",
     "./lib/udev/rules.d/90-blkpolicyd.rules", "./etc/blkpolicyd/blkpolicyd.conf",
     "./usr/lib/blkpolicyd/policies.d/20-fast-virtual.policy", "./etc/blkpolicyd/policies.d/",
+    # the newest shipped set's number, and where the sets it superseded go
+    "./usr/lib/blkpolicyd/policies.d/policy-set", "./usr/lib/blkpolicyd/policy-sets/",
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
     "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
     "./usr/share/bash-completion/completions/blkpolicyctl",
@@ -54,8 +56,8 @@ with tempfile.TemporaryDirectory(prefix="blkpolicyd-deb-") as tmp:
         errors = [line for line in lint.stdout.splitlines() if line.startswith("E:")]
         check("lintian reports no errors", lint.returncode in (0, 1) and not errors, lint.stdout + lint.stderr)
         info = subprocess.run(["dpkg-deb", "-I", deb], capture_output=True, text=True).stdout
-        check("postinst and prerm from debhelper are in the package",
-              "postinst" in info and "prerm" in info, info)
+        check("postinst and prerm from debhelper are in the package, and the preinst that pins set 1 on "
+              "an upgrade from before the sets", "postinst" in info and "prerm" in info and "preinst" in info, info)
         if keep:
             shutil.copy2(deb, os.path.join(keep, "blkpolicyd.deb"))
 

@@ -15,6 +15,7 @@ run, no root needed):
 
 Each scenario is a test with its own work directory; every daemon it
 started is killed at its end, pass or fail."""
+import glob
 import json
 import os
 import shutil
@@ -176,8 +177,8 @@ def env(blkpolicyd, work, kvm_fixture, top):
 def test_fifo_policy(env):
     # --- a FIFO named *.policy: rejected as "not a regular file", nothing blocks
     fifo_dir = env.fresh("fifo-policies")
-    for f in os.listdir(env.shipped):
-        shutil.copy(os.path.join(env.shipped, f), fifo_dir)
+    for f in glob.glob(os.path.join(env.shipped, "*.policy")):
+        shutil.copy(f, fifo_dir)
     d = env.daemon("fifo-policy", [fifo_dir])
     os.mkfifo(os.path.join(fifo_dir, "90-fifo.policy"))
     t0 = time.monotonic()
@@ -354,8 +355,8 @@ def test_socket_path_appears_listening(daemons, kvm_fixture, fault_injection):
 def test_broken_override(env):
     # --- a broken /etc override: the shipped file stays in force, at start and at reload alike
     vendor = env.fresh("vendor")
-    for f in os.listdir(env.shipped):
-        shutil.copy(os.path.join(env.shipped, f), vendor)
+    for f in glob.glob(os.path.join(env.shipped, "*.policy")):      # not sets/, the frozen ones
+        shutil.copy(f, vendor)
     admin = env.fresh("admin")
     base = env.once([vendor])
     write(os.path.join(admin, "20-fast-virtual.policy"), BROKEN_20)

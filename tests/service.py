@@ -162,3 +162,19 @@ def test_man_page_renders_without_warnings(top, page):
     r2 = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l", path], capture_output=True, text=True,
                         env=dict(os.environ, MANWIDTH="80"))
     assert r.returncode == 0 and not r.stderr and not r2.stderr, r.stderr + r2.stderr
+
+
+def test_installed_policy_sets(dest, dirs, blkpolicyd, kvm_fixture):
+    """The newest set installed with its number, the frozen ones (none yet)
+    beside it, and the daemon reading them below --root as installed."""
+    lib = dest + os.path.join(dirs["prefix"], "lib/blkpolicyd")
+    with open(os.path.join(lib, "policies.d/policy-set")) as f:
+        number = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert number == ["1"], f"policies.d/policy-set: {number}"
+    assert os.path.isdir(os.path.join(lib, "policy-sets")) and not os.path.exists(os.path.join(lib, "policies.d/sets")), \
+        "the frozen sets go to policy-sets/, not into the newest set's dir"
+    r = subprocess.run([blkpolicyd, "--check-config", "--config", "/dev/null", "--root", dest,
+                        "--sysfs-root", os.path.join(kvm_fixture, "sys"), "--proc-root", os.path.join(kvm_fixture, "proc")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and os.path.join(lib, "policies.d/20-fast-virtual.policy") in r.stdout, \
+        f"--root DEST reads the installed set: {r.stdout}{r.stderr}"

@@ -77,6 +77,23 @@ static void status_drift(cJSON *tick, const Config *config, const SamplerStats *
         cJSON_AddNumberToObject(o, "checked", (double) ticks->drift_checked);
 }
 
+/* null with --policy-dir: no shipped set is read. in_use and newest are 0
+ * for a vendor dir that is not numbered. */
+static cJSON *policy_sets_json(const Manager *m) {
+        const ShippedSets *s = manager_policy_sets(m);
+        cJSON *o, *d;
+
+        if (!s->vendor_dir)
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "in_use", s->in_use);
+        cJSON_AddNumberToObject(o, "newest", s->newest);
+        d = cJSON_AddArrayToObject(o, "differs");
+        for (char **n = s->differs; n && *n; n++)
+                cJSON_AddItemToArray(d, cJSON_CreateString(*n));
+        return o;
+}
+
 static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         const SamplerStats *ticks = sampler_stats(m->sampler);
@@ -121,6 +138,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddNumberToObject(o, "overridden", overridden);
         cJSON_AddBoolToObject(o, "paused_all", m->ctx.paused_all);
         cJSON_AddNumberToObject(o, "policies_loaded", (double) m->policies->n_policies);
+        cJSON_AddItemToObject(o, "policy_set", policy_sets_json(m));
         cJSON_AddNumberToObject(o, "policy_files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "policy_errors");
         for (size_t i = 0; i < m->policies->errors.n_items; i++)

@@ -51,7 +51,8 @@ void config_done(Config *c) {
         free(c->socket_path);
         free(c->socket_group);
         free(c->metrics_textfile_dir);
-        c->state_dir = c->socket_path = c->socket_group = c->metrics_textfile_dir = NULL;
+        free(c->policy_set_path);
+        c->state_dir = c->socket_path = c->socket_group = c->metrics_textfile_dir = c->policy_set_path = NULL;
 }
 
 static int config_set_number(Config *c, const char *key, const char *value, const char **error) {
@@ -131,6 +132,25 @@ static void drift_checks_deprecated(ConfigParse *p) {
                     p->path, p->reader.line);
 }
 
+/* The number is checked against the shipped sets later, by whoever knows
+ * where they are (the root): the place is kept for that error. */
+static int config_set_policy_set(ConfigParse *p, const char *value, const char **error) {
+        Config *c = p->config;
+        long long n = 0;
+        int r;
+
+        if (!streq(value, "latest") && parse_ll(value, 1, 1000000, &n) < 0) {
+                *error = "expected latest or a set's number (1, 2 ...)";
+                return -EINVAL;
+        }
+        r = set_string(&c->policy_set_path, p->path);
+        if (r < 0)
+                return r;
+        c->policy_set_line = p->reader.line;
+        c->policy_set = (unsigned) n;
+        return 0;
+}
+
 static int config_set(ConfigParse *p, const char *key, const char *value, const char **error) {
         Config *c = p->config;
         int r;
@@ -167,6 +187,8 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
                                     value, error);
                 return r < 0 ? r : writers_valid(re ? c->reassert_over : c->yield_to, error);
         }
+        if (streq(key, "policy_set"))
+                return config_set_policy_set(p, value, error);
         if (streq(key, "policy_dirs")) {
                 c->policy_dirs_configured = true;
                 return config_set_list(&c->policy_dirs, &p->policy_dirs_seen, value, error);

@@ -15,6 +15,12 @@ typedef struct Config {
         char *socket_path;
         char **policy_dirs;     /* increasing priority */
         bool policy_dirs_configured;    /* set by the file, not the default */
+        /* policy_set=: the shipped set to run (shipped-sets.h); 0: the newest
+         * (latest, or no key). Where the key that chose it is, for the error
+         * once the set is looked up; NULL: no key. */
+        unsigned policy_set;
+        char *policy_set_path;
+        unsigned policy_set_line;
         int log_level;          /* -1: not set */
         char *socket_group;     /* group allowed read-only requests; NULL: root only */
         unsigned max_clients;

@@ -62,6 +62,18 @@ int log_internal(int level, int error, const char *fmt, ...) {
         return -error;
 }
 
+/* true: msg goes to the journal, with the caller's fields; else it is
+ * printed here, as any line (or not at all, above the level). */
+static bool log_event_to_journal(int level, const char *msg) {
+        if (level > max_level)
+                return false;
+        if (stderr_is_journal < 0)
+                stderr_is_journal = detect_journal_stream();
+        if (!stderr_is_journal)
+                log_internal(level, 0, "%s", msg);
+        return stderr_is_journal;
+}
+
 void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) {
         char msg[512];
         va_list ap;
@@ -71,14 +83,19 @@ void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): started just above */
         va_end(ap);
-        if (stderr_is_journal < 0)
-                stderr_is_journal = detect_journal_stream();
-        if (!stderr_is_journal) {
-                log_internal(level, 0, "%s", msg);
+        if (!log_event_to_journal(level, msg))
                 return;
-        }
         (void) sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "MESSAGE_ID=%s", e->message_id,
                                "DEVICE=%s", e->device ?: "", "POLICY=%s", e->policy ?: "",
                                "SETTING=%s", e->setting ?: "", "OLD=%s", e->old ?: "", "NEW=%s", e->new ?: "",
                                "RESULT=%s", e->result ?: "", "SYSLOG_IDENTIFIER=blkpolicyd", NULL);
+}
+
+void log_policy_set_event(int level, const LogPolicySetEvent *e) {
+        if (!log_event_to_journal(level, e->message))
+                return;
+        (void) sd_journal_send("MESSAGE=%s", e->message, "PRIORITY=%i", level, "MESSAGE_ID=%s",
+                               MESSAGE_ID_POLICY_SET_BEHIND, "POLICY_SET=%u", e->in_use, "POLICY_SET_NEWEST=%u",
+                               e->newest, "POLICY_SET_DIFFERS=%s", e->differs ?: "", "SYSLOG_IDENTIFIER=blkpolicyd",
+                               NULL);
 }

@@ -26,6 +26,7 @@ int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 /* journalctl MESSAGE_ID=... finds every event of a kind on a fleet. */
 #define MESSAGE_ID_SETTING_CHANGED "3f1c9a5e0b7d4e21a6c8d2f4b9e07153"
 #define MESSAGE_ID_FLIP "8b2d6f1a4c9e4b7d9f03a5c7e1d2b468"
+#define MESSAGE_ID_POLICY_SET_BEHIND "c41e7a2d95b04f6e8a3d1b7c62f0e985"
 
 typedef struct LogDeviceEvent {
         const char *message_id;
@@ -36,3 +37,13 @@ typedef struct LogDeviceEvent {
  * DEVICE=, POLICY=, SETTING=, OLD=, NEW=, RESULT= (sd_journal_send); on a
  * terminal only the message is printed. */
 void log_device_event(int level, const LogDeviceEvent *e, const char *fmt, ...) _printf_(3, 4);
+
+/* The shipped policy set in use is older than the newest installed: under
+ * journald with POLICY_SET=, POLICY_SET_NEWEST= and POLICY_SET_DIFFERS=
+ * (the shipped files that differ, space-separated). */
+typedef struct LogPolicySetEvent {
+        unsigned in_use, newest;
+        const char *differs;
+        const char *message;
+} LogPolicySetEvent;
+void log_policy_set_event(int level, const LogPolicySetEvent *e);

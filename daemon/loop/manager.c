@@ -292,17 +292,84 @@ static void manager_end_claims(Manager *m) {
                 device_end_override(d);
 }
 
+/* The policies a config asks for: --policy-dir's as given (no shipped
+ * set), else the config's dirs with the shipped set it names for the
+ * vendor dir, below --root. -EINVAL: the set named is not shipped, logged
+ * at its file:line (*error says why, for a reload's reply); -ENOMEM. */
+static int manager_choose_policies(const Manager *m, const Config *c, ShippedSets *sets, PolicySet **ret) {
+        const char *root = m->options->roots.root;
+        char have[256];
+        int r;
+
+        *sets = (ShippedSets) {};
+        if (m->options->policy_dirs)
+                return policy_set_load(m->options->policy_dirs, ret);
+        r = shipped_sets_choose(root, c->policy_set, sets);
+        if (r == -ENOENT) {
+                shipped_sets_list(root, have, sizeof(have));
+                log_error("%s:%u: [Daemon] policy_set = %u: no such shipped policy set (shipped: %s)",
+                          c->policy_set_path, c->policy_set_line, c->policy_set, have);
+                return -EINVAL;         /* spelled out: the caller reads *ret unless this is < 0 */
+        }
+        if (r < 0)
+                return r;
+        r = shipped_sets_policy_dirs(sets, root, c->policy_dirs);
+        if (r >= 0)
+                r = policy_set_load(sets->policy_dirs, ret);
+        if (r < 0)
+                shipped_sets_done(sets);
+        return r;
+}
+
+/* Once a start and once a reload, while an older set runs: the admin
+ * opted in to that one, or the package upgrade did not, and a newer one
+ * is there to read. */
+static void log_policy_set(const Manager *m, const ShippedSets *s) {
+        char differs[512] = "", message[1024];
+        size_t k = 0;
+
+        if (!shipped_sets_behind(s))
+                return;
+        for (char **n = s->differs; n && *n; n++) {
+                int w = snprintf(differs + k, sizeof(differs) - k, "%s%s", k ? " " : "", *n);
+
+                if (w < 0 || (size_t) w >= sizeof(differs) - k) {
+                        differs[k] = 0;         /* whole names only; status lists them all */
+                        break;
+                }
+                k += (size_t) w;
+        }
+        snprintf(message, sizeof(message), "Shipped policy set %u in use, set %u is installed and newer (it changes: "
+                 "%s); to run it: policy_set = %u in %s.d/00-policy-set.conf, then systemctl reload blkpolicyd",
+                 s->in_use, s->newest, differs[0] ? differs : "no file", s->newest, m->options->config_path);
+        log_policy_set_event(LOG_NOTICE, &(LogPolicySetEvent) { s->in_use, s->newest, differs, message });
+}
+
 struct ReloadWaiter {
         ReloadWaiter *next;
         ManagerReloadDone done;
         void *userdata;
 };
 
+/* A config the reload refuses: nothing changes, and status shows why
+ * (path:line, the line 0 for the whole file). */
+static int reload_refuse(Manager *m, const char *path, unsigned line, const char *message, cJSON **errors) {
+        PolicyError e = { .path = (char *) path, .line = line, .message = (char *) message };
+
+        *errors = cJSON_CreateArray();
+        cJSON_AddItemToArray(*errors, report_policy_error(&e));
+        cJSON_Delete(m->reload_errors);        /* status shows why the running config stays */
+        m->reload_errors = cJSON_Duplicate(*errors, true);
+        m->reload_failures++;
+        return -EINVAL;
+}
+
 /* The reload's part on the loop: the files read, every device decided
  * again; what that writes goes on in the applier. -EINVAL: the config
  * has errors (*errors), and nothing changed. */
 static int reload_decide(Manager *m, cJSON **errors) {
         _cleanup_(config_done) Config c = {};
+        _cleanup_(shipped_sets_done) ShippedSets sets = {};
         PolicySet *set = NULL, *old;
         Config swap;
         int r, k;
@@ -314,18 +381,18 @@ static int reload_decide(Manager *m, cJSON **errors) {
         r = config_load(&c, m->options->config_path, m->options->config_required);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
-                PolicyError e = { .path = (char *) m->options->config_path, .message = (char *) "invalid configuration (see the log)" };
-                *errors = cJSON_CreateArray();
-                cJSON_AddItemToArray(*errors, report_policy_error(&e));
-                cJSON_Delete(m->reload_errors);        /* status shows why the running config stays */
-                m->reload_errors = cJSON_Duplicate(*errors, true);
-                m->reload_failures++;
-                return -EINVAL;
-        }
-        r = policy_set_load(m->options->policy_dirs ?: c.policy_dirs, &set);
         if (r < 0)
+                return reload_refuse(m, m->options->config_path, 0, "invalid configuration (see the log)", errors);
+        r = manager_choose_policies(m, &c, &sets, &set);
+        if (r == -ENOMEM)
                 return r;
+        if (r < 0) {
+                char message[96];
+
+                snprintf(message, sizeof(message), "[Daemon] policy_set = %u: no such shipped policy set (see the log)",
+                         c.policy_set);
+                return reload_refuse(m, c.policy_set_path, c.policy_set_line, message, errors);
+        }
         /* as at start: a rejected file is skipped (listed in status), the
          * others and the files it would have masked take effect */
         log_policy_errors(set);
@@ -335,6 +402,10 @@ static int reload_decide(Manager *m, cJSON **errors) {
                             c.state_dir, m->state.path ?: m->config.state_dir);
         old = m->policies;
         m->policies = set;
+        shipped_sets_done(&m->sets);
+        m->sets = sets;
+        sets = (ShippedSets) {};
+        log_policy_set(m, &m->sets);
         swap = m->config;
         m->config = c;
         c = swap;
@@ -470,13 +541,18 @@ static int on_sighup(sd_event_source *s _unused_, const struct signalfd_siginfo 
 }
 
 static int load_policies(Manager *m) {
-        char *const *dirs = m->options->policy_dirs ?: m->config.policy_dirs;
         int r;
 
-        r = policy_set_load(dirs, &m->policies);
-        if (r < 0)
+        r = manager_choose_policies(m, &m->config, &m->sets, &m->policies);
+        if (r == -ENOMEM)
                 return log_oom();
+        if (r < 0)
+                return r;
         log_policy_errors(m->policies);
+        /* where the disks are decided: not at each stop's --metrics-stopped,
+         * nor for --restore or --replay, which the set does not change */
+        if (m->options->mode == RUN_DAEMON || m->options->mode == RUN_ONCE || m->options->mode == RUN_CHECK_CONFIG)
+                log_policy_set(m, &m->sets);
         return 0;
 }
 
@@ -641,6 +717,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->uevent_source);       /* before discover closes its fd */
         discover_free(m->discover);
         policy_set_unref(m->policies);
+        shipped_sets_done(&m->sets);
         config_done(&m->config);
         state_dir_close(&m->state);
         conflict_set_done(&m->ctx.conflicts);

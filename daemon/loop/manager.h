@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "report.h"
 #include "state-file.h"
+#include "shipped-sets.h"
 #include "sysfs.h"
 #include "device-table.h"
 #include "log.h"
@@ -81,6 +82,7 @@ struct Manager {
         Roots roots;
         sd_event *event;
         PolicySet *policies;
+        ShippedSets sets;               /* the shipped set policies holds; zeroed with --policy-dir */
         KernelCaps caps;
         Discover *discover;
         sd_event_source *uevent_source; /* the monitor's fd (discover.c's), watched here */
@@ -111,6 +113,11 @@ struct Manager {
  * would make a loop of files. */
 static inline uint64_t manager_uptime_usec(const Manager *m) {
         return m->start_usec ? clock_usec(CLOCK_MONOTONIC) - m->start_usec : 0;
+}
+/* The shipped policy set in use and the newest installed (0 and 0 with
+ * --policy-dir, which names no shipped set): for the metrics. */
+static inline const ShippedSets *manager_policy_sets(const Manager *m) {
+        return &m->sets;
 }
 /* The one way out on a fatal error (-ENOMEM) from an event source's (or
  * the applier's) callback: the loop ends with it, and main() exits

@@ -23,6 +23,10 @@ systemd. A test unit then checks, from inside:
     blkpolicyd's start with the old After= drop-in and is clean with
     blkpolicyd-settle.service enabled; tuned restarted wins vdd, the settle
     unit gives it back to blkpolicyd;
+  - a package upgrade (the .deb repacked as the next release, its set 1
+    frozen and a set 2 that wants kyber on vdb) hands over and changes no
+    disk: the first install's pin keeps set 1, status and the journal say
+    set 2 is newer; policy_set = 2 and a reload apply it, 1 puts it back;
   - systemctl stop restores what the kernel had.
 The lines come back over the serial console as "ok - ..." / "not ok - ...".
 
@@ -256,6 +260,18 @@ killed_file() {
         stopped_file signal 'code="killed",status="KILL"'
 }
 stopped_state() { [ "$(prop ActiveState)" = failed ] || [ "$(prop ActiveState)" = inactive ]; }
+# the upgrade .deb ships set 2, whose 20-fast-virtual.policy wants kyber;
+# the first install pinned set 1 (the postinst's drop-in)
+pin=/etc/blkpolicyd/blkpolicyd.conf.d/00-policy-set.conf
+pinned() { grep -q "^policy_set = $1\$" $pin; }
+status_sets() { blkpolicyctl --json status | tr -d ' \n\t' | grep -q "\"policy_set\":{\"in_use\":$1,\"newest\":2,\"differs\":\[$2\]}"; }
+journal_says_newer() {
+        journalctl -b -u blkpolicyd MESSAGE_ID=c41e7a2d95b04f6e8a3d1b7c62f0e985 -o json > /run/sets.json
+        grep -q '"POLICY_SET":"1"' /run/sets.json && grep -q '"POLICY_SET_NEWEST":"2"' /run/sets.json &&
+        grep -q '"POLICY_SET_DIFFERS":"20-fast-virtual.policy"' /run/sets.json
+}
+opt_in() { step sed -i 's/^policy_set = 1$/policy_set = 2/' $pin && step systemctl reload blkpolicyd && step runs vdb kyber && step status_sets 2 ""; }
+opt_out() { step sed -i 's/^policy_set = 2$/policy_set = 1/' $pin && step systemctl reload blkpolicyd && step runs vdb none && step status_sets 1 '"20-fast-virtual.policy"'; }
 nullb() {
         modprobe null_blk nr_devices=0 &&
         mkdir /sys/kernel/config/nullb/nullb0 &&
@@ -299,9 +315,15 @@ check "... and a reload without it puts vdc back to bfq" property_dropped
 check "backing out to observe by reload: every value back, nothing overridden" back_out
 check "... and enforce again by reload: applied again, nothing overridden" enforce_again
 check "no restarts" no_restarts
+check "the first install pinned the shipped policy set 1 in a drop-in" pinned 1
 check "a package upgrade restarts the daemon (new PID) and writes no scheduler again" upgrade_no_churn
 check "... the disks keep their settings through it" runs vdb none
 check "... the old daemon handed over instead of putting back" handed_over
+check "... the upgrade's set 2 (vdb: kyber) is not applied: the pin stays at 1" pinned 1
+check "... status says set 1 in use, set 2 newer, 20-fast-virtual.policy differs" status_sets 1 '"20-fast-virtual.policy"'
+check "... and the journal, with POLICY_SET= fields" journal_says_newer
+check "policy_set = 2 in the pin and a reload: set 2's kyber on vdb" opt_in
+check "... and back to policy_set = 1: vdb none again" opt_out
 systemctl stop blkpolicyd
 check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
 check "... and on nullb0" runs nullb0 mq-deadline
@@ -384,12 +406,50 @@ def chroot(root, *cmd):
         raise RuntimeError(f"{' '.join(cmd)}: {r.stdout}{r.stderr}")
 
 
+def upgrade_deb(deb, out):
+    """The next release as the upgrade check installs it: deb repacked with
+    a higher version, its shipped set 1 frozen in policy-sets/1 and a newest
+    set 2 whose 20-fast-virtual.policy wants kyber (docs/service.md,
+    "Upgrades")."""
+    tree = tempfile.mkdtemp(prefix="blkpolicyd-upgrade-")
+    try:
+        subprocess.run(["dpkg-deb", "-R", deb, tree], check=True, capture_output=True)
+        lib = os.path.join(tree, "usr/lib/blkpolicyd")
+        shutil.rmtree(os.path.join(lib, "policy-sets", "1"), ignore_errors=True)
+        shutil.copytree(os.path.join(lib, "policies.d"), os.path.join(lib, "policy-sets", "1"))
+        with open(os.path.join(lib, "policies.d", "policy-set"), "w") as f:
+            f.write("2\n")
+        fast = os.path.join(lib, "policies.d", "20-fast-virtual.policy")
+        with open(fast) as f:
+            text = f.read()
+        with open(fast, "w") as f:
+            f.write(re.sub(r"^scheduler = .*$", "scheduler = kyber", text, flags=re.M))
+        control = os.path.join(tree, "DEBIAN", "control")
+        with open(control) as f:
+            text = f.read()
+        with open(control, "w") as f:
+            f.write(re.sub(r"^Version: (.*)$", r"Version: \1+policyset2", text, flags=re.M))
+        sums = []
+        for d, _, files in os.walk(tree):
+            for name in files:
+                path = os.path.join(d, name)
+                rel = os.path.relpath(path, tree)
+                if not rel.startswith("DEBIAN") and not os.path.islink(path):
+                    with open(path, "rb") as f:
+                        sums.append(f"{hashlib.md5(f.read()).hexdigest()}  {rel}\n")
+        with open(os.path.join(tree, "DEBIAN", "md5sums"), "w") as f:
+            f.write("".join(sorted(sums, key=lambda x: x.split("  ", 1)[1])))
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-b", tree, out], check=True, capture_output=True)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
 def build_image(base, deb, kdir, kver, out):
     root = tempfile.mkdtemp(prefix="blkpolicyd-rootfs-")
     try:
         subprocess.run(["cp", "-a", base + "/.", root], check=True)
         shutil.copy2(deb, os.path.join(root, "tmp", "blkpolicyd.deb"))
-        shutil.copy2(deb, os.path.join(root, "var/cache/blkpolicyd-test.deb"))     # for the upgrade check
+        upgrade_deb(deb, os.path.join(root, "var/cache/blkpolicyd-test.deb"))     # for the upgrade check
         chroot(root, "dpkg", "-i", "/tmp/blkpolicyd.deb")
         # only the udev rule may start it
         chroot(root, "systemctl", "disable", "blkpolicyd.service")
