@@ -124,6 +124,32 @@ def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyd, blkpolicy
         f"the unit's ExecStopPost= decides nothing: no notice at each stop ({r.stderr})"
 
 
+def test_the_trees_own_set_file_is_read(blkpolicyd, kvm_fixture, top, work):
+    """The shipped policies/ as the package installs it, with its real
+    policy-set (comment lines longer than any read buffer): a first
+    install's pin to that number starts, and status names it."""
+    tree, root = os.path.join(work, "tree"), os.path.join(work, "root")
+    faketree.make(kvm_fixture, tree)
+    vendor = root + vendor_dir(blkpolicyd)
+    shutil.copytree(os.path.join(top, "policies"), vendor, ignore=shutil.ignore_patterns("meson.build", "sets"))
+    with open(os.path.join(top, "policies", "policy-set")) as f:
+        number = int([line for line in f if line.strip() and not line.startswith("#")][0])
+    conf = os.path.join(work, "blkpolicyd.conf")
+    with open(conf, "w") as f:
+        f.write(f"[Daemon]\n# as the package's postinst pins it\npolicy_set = {number}\n")
+    d = Daemon(blkpolicyd, work, ["--config", conf, "--root", root, *fixture_roots(tree), "--dry-run",
+                                  "--state-dir", os.path.join(work, "state"), "--socket", os.path.join(work, "sock"),
+                                  "--device", "loop0"], env={"BLKPOLICYD_FAKE_KERNEL": "1"})
+    try:
+        d.wait_for("READY=1", timeout=30)
+        st = control_call(os.path.join(work, "sock"), {"command": "status"})["result"]["policy_set"]
+        assert st == {"in_use": number, "newest": number, "differs": []}, \
+            f"policies/policy-set as shipped is read: set {number} is the newest, and the pin starts: {st}"
+    finally:
+        d.cleanup()
+        print(f"--- daemon log\n{d.text()[-2000:]}")
+
+
 def test_no_key_runs_the_newest_and_a_drop_in_pins(env):
     d = env.start("[Daemon]\n")
     assert env.live("scheduler") == "kyber" and env.status()["policy_set"]["in_use"] == 2, \

@@ -19,16 +19,17 @@ static char *below(const char *root, const char *path) {
 }
 
 /* The first line that is not a comment: the set's number. 0 when there is
- * none to read: a vendor dir from before the sets, or one a test made. */
+ * none to read: a vendor dir from before the sets, or one a test made.
+ * Whole lines (getline()): a piece of a long comment is no number. */
 static unsigned read_set_number(const char *dir) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *line = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        char line[64];
+        size_t size = 0;
         long long n;
 
         if (asprintf(&path, "%s/" SHIPPED_SET_FILE, dir) < 0 || fopen_regular(path, &f) < 0)
                 return 0;
-        while (fgets(line, sizeof(line), f)) {
+        while (getline(&line, &size, f) >= 0) {
                 char *s = strstrip(line);
 
                 if (*s == '#' || !*s)
