@@ -79,6 +79,13 @@ until_true() { n=$1; shift; for i in $(seq $n); do "$@" >/dev/null 2>&1 && retur
 prop() { systemctl show -p "$1" --value blkpolicyd.service; }
 sched() { sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler; }
 runs() { [ "$(sched $1)" = "$2" ]; }
+# active, or why not: the unit's state and the journal's first lines
+service_active() {
+        until_true 300 systemctl is-active -q blkpolicyd.service && return 0
+        detail "$(systemctl status blkpolicyd.service --no-pager 2>&1 | head -20)"
+        detail "$(journalctl -b -u blkpolicyd -o cat --no-pager | head -40)"
+        return 1
+}
 not_enabled() { ! systemctl is-enabled -q blkpolicyd.service; }
 only_two_caps() { grep -q "^CapEff:.*0000000000001001$" /proc/$(prop MainPID)/status; }
 udev_monitor() { blkpolicyctl --json status | grep -q '"monitor":[[:space:]]*"udev"'; }
@@ -281,7 +288,7 @@ nullb() {
         echo 1 > /sys/kernel/config/nullb/nullb0/power
 }
 
-check "blkpolicyd.service is active" until_true 300 systemctl is-active -q blkpolicyd.service
+check "blkpolicyd.service is active" service_active
 check "... though not enabled: the udev rule started it" not_enabled
 check "... with no capabilities but CAP_CHOWN and CAP_NET_ADMIN" only_two_caps
 check "installed observing: status says mode observe" observing
