@@ -5,18 +5,9 @@
 #include <sys/stat.h>
 
 #include "blkpolicyd-paths.h"
+#include "conflicts-files.h"      /* conflicts_root_path(): <root><path>, as the other writers' files are read */
 #include "shipped-sets.h"
 #include "util.h"
-
-static char *below(const char *root, const char *path) {
-        char *p;
-
-        if (!root || streq(root, "/"))
-                return strdup(path);
-        if (asprintf(&p, "%.*s%s", (int) (strlen(root) - (root[strlen(root) - 1] == '/')), root, path) < 0)
-                return NULL;
-        return p;
-}
 
 /* The first line that is not a comment: the set's number. 0 when there is
  * none to read: a vendor dir from before the sets, or one a test made.
@@ -107,7 +98,7 @@ static int sets_differ(const char *old_dir, const char *new_dir, char ***ret) {
 }
 
 int shipped_sets_choose(const char *root, unsigned wanted, ShippedSets *ret) {
-        _cleanup_free_ char *newest_dir = below(root, POLICY_DIR_VENDOR), *sets = below(root, POLICY_SETS_DIR);
+        _cleanup_free_ char *newest_dir = conflicts_root_path(root, POLICY_DIR_VENDOR), *sets = conflicts_root_path(root, POLICY_SETS_DIR);
         ShippedSets s = {};
         int r;
 
@@ -153,7 +144,7 @@ static int number_compare(const struct dirent **a, const struct dirent **b) {
 }
 
 void shipped_sets_list(const char *root, char *buf, size_t size) {
-        _cleanup_free_ char *newest_dir = below(root, POLICY_DIR_VENDOR), *sets = below(root, POLICY_SETS_DIR);
+        _cleanup_free_ char *newest_dir = conflicts_root_path(root, POLICY_DIR_VENDOR), *sets = conflicts_root_path(root, POLICY_SETS_DIR);
         struct dirent **list = NULL;
         unsigned newest = newest_dir ? read_set_number(newest_dir) : 0;
         int n = sets ? scandir(sets, &list, is_number_name, number_compare) : -1;
@@ -176,7 +167,7 @@ int shipped_sets_policy_dirs(ShippedSets *s, const char *root, char *const *dirs
         _cleanup_strv_free_ char **l = NULL;
 
         for (char *const *d = dirs; d && *d; d++) {
-                _cleanup_free_ char *p = streq(*d, POLICY_DIR_VENDOR) ? strdup(s->vendor_dir) : below(root, *d);
+                _cleanup_free_ char *p = streq(*d, POLICY_DIR_VENDOR) ? strdup(s->vendor_dir) : conflicts_root_path(root, *d);
 
                 if (!p || strv_push(&l, p) < 0)
                         return -ENOMEM;
