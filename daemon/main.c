@@ -403,15 +403,25 @@ static int run_daemon(Manager *m) {
 
 /* ExecStopPost=: after every end of the daemon, a SIGKILL or a crash
  * too, the file says it is down and how it ended, so an alert tells a
- * stop on purpose from a death. Never over a running daemon's file: the
- * state dir's lock says whether one runs. */
-static int write_stopped_metrics(Manager *m) {
+ * stop on purpose from a death. Only the config is read (no Manager: no
+ * policies, no applier), so a policy a daemon could not start with still
+ * gets its death said. Never over a running daemon's file: the state
+ * dir's lock says whether one runs. */
+static int write_stopped_metrics(const Options *o) {
         _cleanup_(state_dir_close) StateDir sd = { .fd = -1 };
-        const char *dir = m->config.metrics_textfile_dir, *state = m->options->state_dir ?: m->config.state_dir;
+        _cleanup_(config_done) Config c = {};
+        const char *state;
         int r;
 
-        if (!dir)
+        r = config_init_defaults(&c);
+        if (r < 0)
+                return log_oom();
+        r = config_load(&c, o->config_path, o->config_required);
+        if (r < 0)
+                return r;
+        if (!c.metrics_textfile_dir)
                 return 0;
+        state = o->state_dir ?: c.state_dir;
         r = state_dir_open(state, true, &sd);
         if (r == -EBUSY) {
                 log_notice("A blkpolicyd runs with %s: its metrics file is its own", state);
@@ -419,9 +429,10 @@ static int write_stopped_metrics(Manager *m) {
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot open %s: %m", state);
-        r = metrics_file_write_stopped(dir, getenv("SERVICE_RESULT") ?: "unknown", getenv("EXIT_CODE"),
-                                       getenv("EXIT_STATUS"));
-        return r < 0 ? log_error_errno(r, "Cannot write the stopped metrics file in %s: %m", dir) : 0;
+        r = metrics_file_write_stopped(c.metrics_textfile_dir, getenv("SERVICE_RESULT") ?: "unknown",
+                                       getenv("EXIT_CODE"), getenv("EXIT_STATUS"));
+        return r < 0 ? log_error_errno(r, "Cannot write the stopped metrics file in %s: %m", c.metrics_textfile_dir)
+                     : 0;
 }
 
 static int run(int argc, char *argv[]) {
@@ -432,6 +443,10 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 goto out;
+        if (o.mode == RUN_METRICS_STOPPED) {
+                r = write_stopped_metrics(&o);
+                goto out;
+        }
         r = manager_new(&o, &m);
         if (r < 0)
                 goto out;
@@ -439,8 +454,6 @@ static int run(int argc, char *argv[]) {
                 r = check_config(m);
         else if (o.mode == RUN_REPLAY)
                 r = run_replay(m);
-        else if (o.mode == RUN_METRICS_STOPPED)
-                r = write_stopped_metrics(m);
         /* the modes that change devices or put them back: the records first */
         else if ((r = manager_open_state_dir(m)) < 0)
                 goto out;

@@ -172,6 +172,20 @@ def test_unknown_set_refused_at_its_line(env, blkpolicyd):
     r = subprocess.run([blkpolicyd, "--check-config", "--config", env.conf, "--root", env.root,
                         *fixture_roots(env.tree)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and where in r.stderr, f"--check-config refuses it too: {r.stderr}"
+    # the unit's ExecStopPost= after that failed start: the death is said,
+    # whatever the policies (it reads only the config)
+    textdir = os.path.join(env.work, "textfile")
+    os.makedirs(textdir)
+    with open(env.conf, "a") as f:
+        f.write(f"metrics_textfile_dir = {textdir}\n")
+    r = subprocess.run([blkpolicyd, "--metrics-stopped", "--config", env.conf, "--root", env.root,
+                        *fixture_roots(env.tree), "--state-dir", os.path.join(env.work, "state")],
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, SERVICE_RESULT="exit-code", EXIT_CODE="exited", EXIT_STATUS="1"))
+    with open(os.path.join(textdir, "blkpolicyd.prom")) as f:
+        text = f.read()
+    assert r.returncode == 0 and "\nblkpolicyd_up 0\n" in text and 'result="exit-code"' in text, \
+        f"--metrics-stopped writes the stopped file though the set named is not shipped: {r.stderr} {text}"
 
     d = env.start("[Daemon]\npolicy_set = 1\n")
     env.config(conf_text)

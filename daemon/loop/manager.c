@@ -549,9 +549,9 @@ static int load_policies(Manager *m) {
         if (r < 0)
                 return r;
         log_policy_errors(m->policies);
-        /* where the disks are decided: not at each stop's --metrics-stopped,
-         * nor for --restore or --replay, which the set does not change */
-        if (m->options->mode == RUN_DAEMON || m->options->mode == RUN_ONCE || m->options->mode == RUN_CHECK_CONFIG)
+        /* where the disks are decided: not for --restore or --replay,
+         * which the set does not change */
+        if (m->options->mode != RUN_RESTORE && m->options->mode != RUN_REPLAY)
                 log_policy_set(m, &m->sets);
         return 0;
 }
