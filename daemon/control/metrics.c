@@ -453,16 +453,19 @@ int metrics_build(Manager *m, char **ret) {
 }
 
 
-static int write_build(FILE *f, void *userdata) {
-        void **a = userdata;
+typedef struct BuildWrite {
+        MetricsBuild *build;
+        Manager *manager;
+} BuildWrite;
 
-        return metrics_build_write(a[0], a[1], f);
+static int write_build(FILE *f, void *userdata) {
+        const BuildWrite *w = ASSERT_PTR(userdata);
+
+        return metrics_build_write(w->build, w->manager, f);
 }
 
 int metrics_write_textfile(Manager *m, MetricsBuild *b, const char *dir) {
-        void *a[2] = { b, m };
-
-        return metrics_file_replace(dir, write_build, a);
+        return metrics_file_replace(dir, write_build, &(BuildWrite) { b, m });
 }
 
 void metrics_move_textfile(Manager *m, const char *old_dir) {
