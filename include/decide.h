@@ -15,10 +15,19 @@ typedef struct DecideInput {
         const PolicySet *policies;
         bool excluded;                  /* by the daemon config's exclude= */
         bool busy;                      /* the dynamic state: apply [Busy] over the base */
+        bool canaries;                  /* mode=observe policies count as the others (the preview) */
 } DecideInput;
 
 /* ret->items and ret->matched must have room for TUNABLES_MAX and
  * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
+/* What the canaries (mode=observe policies) that match would change over
+ * enforced, the plan decide() made of in: in's plan with them in force,
+ * decided into preview (room as decide() needs), and of it each setting a
+ * canary is the last to set whose target enforced does not already have.
+ * They go to ret (room for TUNABLES_MAX) as RESULT_PLANNED, or
+ * RESULT_UNSUPPORTED with the error, with the canary as source; returns
+ * how many. 0 when no canary matches (enforced->canary is NULL). */
+unsigned decide_canaries(const DecideInput *in, const Plan *enforced, Plan *preview, PlanItem *ret);
 /* Whether p's [Match] takes f; if not, *why_not says which condition failed. */
 bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not);

@@ -44,6 +44,7 @@ typedef struct PlanItem {
 typedef struct Plan {
         const char *reason;             /* why not managed, or a safety note */
         const char *policy;             /* highest-priority matching policy, NULL if none */
+        const char *canary;             /* the last matching mode=observe policy (a canary), NULL if none */
         const char **matched;           /* decide() needs room for MATCHED_MAX */
         PlanItem *items;                /* decide() needs room for TUNABLES_MAX; the copy
                                          * keeps items and matched in one block */

@@ -37,5 +37,7 @@ PolicySet *policy_set_unref(const PolicySet *s);
  * Only -ENOMEM fails. */
 int policy_set_load(char *const *dirs, PolicySet **ret);
 const Policy *policy_set_find(const PolicySet *s, const char *name);
+/* How many of s's policies are canaries (mode=observe). */
+size_t policy_set_canaries(const PolicySet *s);
 /* "8 policies loaded, 1 file rejected, 13 errors" */
 int policy_set_summary(const PolicySet *s, char *buf, size_t size);

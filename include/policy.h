@@ -95,6 +95,9 @@ typedef struct Policy {
         unsigned n_sched;       /* 0: the policy does not choose a scheduler */
         char *values[TUNABLES_MAX]; /* normalised, NULL when unset; [0] unused */
         DynamicPolicy dynamic;
+        /* [Policy] mode=observe: a canary. decide() leaves it out of what
+         * is written; decide_canaries() says what it would change. */
+        bool observe;
 } Policy;
 
 Policy *policy_free(Policy *p);

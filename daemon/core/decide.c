@@ -153,82 +153,81 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
         *effective = item->target;
 }
 
-void decide(const DecideInput *in, Plan *plan) {
-        const DeviceFacts *f = in->facts;
-        const char *values[TUNABLES_MAX] = {}, *sources[TUNABLES_MAX] = {};
-        const SchedChoice *sched = NULL;
-        unsigned n_sched = 0;
-        const char *sched_source = NULL;
-        const char *effective = device_facts_scheduler(f);
-        char effective_buf[SCHED_NAME_MAX];
+/* What the matching policies set, layer over layer, and which file set
+ * each: a canary's values are told apart by their file (decide_canaries()). */
+typedef struct Layers {
+        const char *values[TUNABLES_MAX];
+        const Policy *from[TUNABLES_MAX];
+        const SchedChoice *sched;
+        unsigned n_sched;
+        const Policy *sched_from;
+        const Policy *dynamic_from;
+} Layers;
 
-        *plan = (Plan) { .items = plan->items, .matched = plan->matched };
-        if (in->excluded) {
-                plan->reason = "excluded by the daemon configuration";
-                return;
-        }
-        if (f->classes & CLASS_BIT(CLASS_BIO_BASED)) {
-                plan->reason = "bio-based: the device has no I/O scheduler";
-                return;
-        }
-        plan->managed = true;
-
-        /* Later files override earlier ones setting by setting, as sysctl.d does. */
+/* Later files override earlier ones setting by setting, as sysctl.d does.
+ * A canary (mode=observe) is a layer only in the preview; otherwise it is
+ * named in plan->canary and left out. Its [Dynamic] is never run: a
+ * canary says what it would set, not when. */
+static void layer_policies(const DecideInput *in, Plan *plan, Layers *l) {
         for (size_t i = 0; in->policies && i < in->policies->n_policies; i++) {
                 const Policy *p = in->policies->policies[i];
 
-                if (!decide_policy_matches(p, f, in->caps, NULL))
+                if (!decide_policy_matches(p, in->facts, in->caps, NULL))
                         continue;
-                if (plan->n_matched < MATCHED_MAX)
+                if (p->observe)
+                        plan->canary = p->name;
+                if (p->observe && !in->canaries)
+                        continue;
+                if (!p->observe && plan->n_matched < MATCHED_MAX)
                         plan->matched[plan->n_matched++] = p->name;
-                plan->policy = p->name;
+                if (!p->observe)
+                        plan->policy = p->name;
                 if (p->n_sched > 0) {
-                        sched = p->sched;
-                        n_sched = p->n_sched;
-                        sched_source = p->name;
+                        l->sched = p->sched;
+                        l->n_sched = p->n_sched;
+                        l->sched_from = p;
                 }
                 for (size_t t = 1; t < n_tunables; t++)
                         if (p->values[t]) {
-                                values[t] = p->values[t];
-                                sources[t] = p->name;
+                                l->values[t] = p->values[t];
+                                l->from[t] = p;
                         }
-                if (p->dynamic.enabled) {
-                        plan->dynamic = &p->dynamic;
-                        plan->dynamic_source = p->name;
-                }
+                if (p->dynamic.enabled && !p->observe)
+                        l->dynamic_from = p;
         }
-        if (!plan->policy) {
-                plan->reason = "no policy matches: left as the kernel set it";
-                return;
-        }
-        plan->set = in->policies;
-        if (in->busy && plan->dynamic) {
-                const DynamicPolicy *dyn = plan->dynamic;
+}
 
-                /* the busy set is one more layer, above every file's base settings */
-                plan->busy = true;
-                if (dyn->n_busy_sched > 0) {
-                        sched = dyn->busy_sched;
-                        n_sched = dyn->n_busy_sched;
-                        sched_source = plan->dynamic_source;
-                }
-                for (size_t t = 1; t < n_tunables; t++)
-                        if (dyn->busy_values[t]) {
-                                values[t] = dyn->busy_values[t];
-                                sources[t] = plan->dynamic_source;
-                        }
-        }
+/* the busy set is one more layer, above every file's base settings */
+static void layer_busy(Plan *plan, Layers *l) {
+        const DynamicPolicy *dyn = plan->dynamic;
 
-        if (sched) {
+        plan->busy = true;
+        if (dyn->n_busy_sched > 0) {
+                l->sched = dyn->busy_sched;
+                l->n_sched = dyn->n_busy_sched;
+                l->sched_from = l->dynamic_from;
+        }
+        for (size_t t = 1; t < n_tunables; t++)
+                if (dyn->busy_values[t]) {
+                        l->values[t] = dyn->busy_values[t];
+                        l->from[t] = l->dynamic_from;
+                }
+}
+
+static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
+        const char *effective = device_facts_scheduler(in->facts);
+        char effective_buf[SCHED_NAME_MAX];
+
+        if (l->sched) {
                 PlanItem *item = &plan->items[plan->n_items++];
 
-                plan_scheduler(in, sched, n_sched, sched_source, item, &effective, plan);
+                plan_scheduler(in, l->sched, l->n_sched, l->sched_from->name, item, &effective, plan);
                 /* "mq-deadline+dispatch_direct" sets the tunable unless a policy did. */
                 if (item->result != RESULT_UNSUPPORTED && strchr(item->target, '+')) {
                         int dd = tunable_find("mq-deadline", "dispatch_direct");
-                        if (!values[dd]) {
-                                values[dd] = "1";
-                                sources[dd] = sched_source;
+                        if (!l->values[dd]) {
+                                l->values[dd] = "1";
+                                l->from[dd] = l->sched_from;
                         }
                         *strchr(item->target, '+') = 0;
                 }
@@ -239,17 +238,79 @@ void decide(const DecideInput *in, Plan *plan) {
         for (size_t t = 1; t < n_tunables; t++) {
                 PlanItem *item;
 
-                if (!values[t])
+                if (!l->values[t])
                         continue;
                 item = &plan->items[plan->n_items++];
-                *item = (PlanItem) { .tunable = (unsigned) t, .source = sources[t] };
-                (void) strscpy(item->target, sizeof(item->target), values[t]);
+                *item = (PlanItem) { .tunable = (unsigned) t, .source = l->from[t]->name };
+                (void) strscpy(item->target, sizeof(item->target), l->values[t]);
                 if (tunables[t].scheduler && !streq(tunables[t].scheduler, effective)) {
                         item->result = RESULT_UNSUPPORTED;
                         snprintf(item->error, sizeof(item->error), "belongs to %s, the device runs %s",
                                  tunables[t].scheduler, *effective ? effective : "no scheduler");
                 }
         }
+}
+
+void decide(const DecideInput *in, Plan *plan) {
+        Layers l = {};
+
+        *plan = (Plan) { .items = plan->items, .matched = plan->matched };
+        if (in->excluded) {
+                plan->reason = "excluded by the daemon configuration";
+                return;
+        }
+        if (in->facts->classes & CLASS_BIT(CLASS_BIO_BASED)) {
+                plan->reason = "bio-based: the device has no I/O scheduler";
+                return;
+        }
+        plan->managed = true;
+        layer_policies(in, plan, &l);
+        if (l.dynamic_from) {
+                plan->dynamic = &l.dynamic_from->dynamic;
+                plan->dynamic_source = l.dynamic_from->name;
+        }
+        /* a canary's name points into the set too: the plan holds it */
+        if (plan->policy || plan->canary)
+                plan->set = in->policies;
+        if (!plan->policy && !(in->canaries && plan->canary)) {
+                plan->reason = plan->canary ? "only a canary (mode=observe) matches: left as the kernel set it"
+                                            : "no policy matches: left as the kernel set it";
+                return;
+        }
+        if (in->busy && plan->dynamic)
+                layer_busy(plan, &l);
+        plan_items(in, &l, plan);
+}
+
+static bool from_canary(const PolicySet *set, const char *source) {
+        for (size_t i = 0; set && i < set->n_policies; i++)
+                if (set->policies[i]->name == source)
+                        return set->policies[i]->observe;
+        return false;
+}
+
+unsigned decide_canaries(const DecideInput *in, const Plan *enforced, Plan *preview, PlanItem *ret) {
+        DecideInput with = *in;
+        unsigned n = 0;
+
+        if (!enforced->canary)
+                return 0;
+        with.canaries = true;
+        decide(&with, preview);
+        for (unsigned i = 0; i < preview->n_items; i++) {
+                const PlanItem *it = &preview->items[i];
+                const PlanItem *now = plan_find(enforced, it->tunable);
+
+                /* what the enforced plan already sets to the same is no change */
+                if (!from_canary(in->policies, it->source) ||
+                    (now && now->result != RESULT_UNSUPPORTED && streq(now->target, it->target)))
+                        continue;
+                ret[n] = *it;
+                if (ret[n].result != RESULT_UNSUPPORTED)
+                        ret[n].result = RESULT_PLANNED;
+                n++;
+        }
+        return n;
 }
 
 const PlanItem *plan_find(const Plan *p, unsigned tunable) {

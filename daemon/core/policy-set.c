@@ -190,10 +190,25 @@ static const char *plural(size_t n, const char *one, const char *many) {
         return n == 1 ? one : many;
 }
 
+size_t policy_set_canaries(const PolicySet *s) {
+        size_t n = 0;
+
+        for (size_t i = 0; s && i < s->n_policies; i++)
+                n += s->policies[i]->observe;
+        return n;
+}
+
 int policy_set_summary(const PolicySet *s, char *buf, size_t size) {
-        int r = snprintf(buf, size, "%zu %s loaded, %zu %s rejected, %zu %s", s->n_policies,
-                         plural(s->n_policies, "policy", "policies"), s->n_files_rejected,
-                         plural(s->n_files_rejected, "file", "files"), s->errors.n_items,
-                         plural(s->errors.n_items, "error", "errors"));
+        size_t canaries = policy_set_canaries(s);
+        char tail[64] = "";
+        int r;
+
+        if (canaries > 0)
+                (void) snprintf(tail, sizeof(tail), ", %zu %s (mode=observe, never written)", canaries,
+                                plural(canaries, "canary", "canaries"));
+        r = snprintf(buf, size, "%zu %s loaded, %zu %s rejected, %zu %s%s", s->n_policies,
+                     plural(s->n_policies, "policy", "policies"), s->n_files_rejected,
+                     plural(s->n_files_rejected, "file", "files"), s->errors.n_items,
+                     plural(s->errors.n_items, "error", "errors"), tail);
         return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
 }

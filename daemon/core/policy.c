@@ -356,8 +356,23 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
         return -EINVAL;
 }
 
+/* [Policy]: how the file itself is taken. */
+static int parse_policy_key(Policy *p, const char *key, const char *value, const char **error) {
+        if (!streq(key, "mode")) {
+                *error = "unknown key in [Policy]";
+                return -EINVAL;
+        }
+        if (!streq(value, "enforce") && !streq(value, "observe")) {
+                *error = "expected enforce or observe";
+                return -EINVAL;
+        }
+        p->observe = streq(value, "observe");
+        return 0;
+}
+
 static bool section_known(const char *section) {
-        if (streq(section, "Match") || streq(section, "Dynamic") || streq(section, "Busy"))
+        if (streq(section, "Policy") || streq(section, "Match") || streq(section, "Dynamic") ||
+            streq(section, "Busy"))
                 return true;
         if (startswith(section, "Busy "))
                 section += 5;
@@ -378,6 +393,8 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
                 error = "unknown section";
         else if (!*value)
                 error = "empty value";
+        else if (streq(section, "Policy"))
+                r = parse_policy_key(s->policy, key, value, &error);
         else if (streq(section, "Match"))
                 r = parse_match_key(&s->policy->match, key, value, &error);
         else if (streq(section, "Dynamic"))

@@ -79,6 +79,7 @@ static uint64_t plan_hash(const void *value) {
         h = hash_ptr(h, p->set);
         h = hash_ptr(h, p->reason);
         h = hash_ptr(h, p->policy);
+        h = hash_ptr(h, p->canary);
         h = hash_ptr(h, p->dynamic);
         for (unsigned i = 0; i < p->n_matched; i++)
                 h = hash_ptr(h, p->matched[i]);
@@ -99,7 +100,8 @@ static bool plan_item_equal(const PlanItem *a, const PlanItem *b) {
 static bool plan_equal(const void *va, const void *vb) {
         const Plan *a = va, *b = vb;
 
-        if (a->set != b->set || a->reason != b->reason || a->policy != b->policy || a->choices != b->choices ||
+        if (a->set != b->set || a->reason != b->reason || a->policy != b->policy || a->canary != b->canary ||
+            a->choices != b->choices ||
             a->dynamic != b->dynamic || a->dynamic_source != b->dynamic_source ||
             a->n_matched != b->n_matched || a->n_items != b->n_items ||
             a->fallback_mask != b->fallback_mask || a->managed != b->managed || a->busy != b->busy)

@@ -451,3 +451,69 @@ TEST(no_current_scheduler_takes_none_and_keeps_the_rest) {
         ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
         policy_set_unref(s);
 }
+
+/* A canary (mode=observe) changes nothing that is written: the plan is the
+ * one of the enforcing files alone; decide_canaries() says what it would
+ * change over it, and only that. */
+TEST(canary_is_left_out_and_previewed) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 12, TRISTATE_NO);
+        Policy *base = policy("20-fast.policy", "none"), *canary = policy("90-new.policy", "mq-deadline");
+        PolicySet *s = set_of(base, canary), *alone = set_of(policy("20-fast.policy", "none"), NULL);
+        PlanBuffer pb, pa, pv;
+        Plan plan = *plan_buffer_init(&pb), without = *plan_buffer_init(&pa), preview = *plan_buffer_init(&pv);
+        PlanItem out[TUNABLES_MAX];
+        DecideInput in = { .facts = &f, .caps = &k, .policies = s };
+        unsigned n;
+
+        set_value(base, "Queue", "read_ahead_kb", "128");
+        set_value(alone->policies[0], "Queue", "read_ahead_kb", "128");
+        set_value(canary, "Queue", "read_ahead_kb", "128");    /* the same as enforced: no change */
+        set_value(canary, "Queue", "nr_requests", "64");
+        canary->observe = true;
+        decide(&in, &plan);
+        run(&f, &k, alone, &without);
+        ASSERT_STREQ(plan.canary, "90-new.policy");
+        ASSERT_STREQ(plan.policy, "20-fast.policy");
+        ASSERT_TRUE(plan.n_matched == 1 && plan.n_items == without.n_items);
+        for (unsigned i = 0; i < plan.n_items; i++)
+                ASSERT_TRUE(plan.items[i].tunable == without.items[i].tunable &&
+                            streq(plan.items[i].target, without.items[i].target));
+        n = decide_canaries(&in, &plan, &preview, out);
+        ASSERT_EQ_INT((int) n, 2);
+        ASSERT_TRUE(out[0].tunable == TUNABLE_SCHEDULER && streq(out[0].target, "mq-deadline"));
+        ASSERT_STREQ(out[0].source, "90-new.policy");
+        ASSERT_EQ_INT(out[0].result, RESULT_PLANNED);
+        ASSERT_TRUE(out[1].tunable == (unsigned) tunable_find("Queue", "nr_requests") && streq(out[1].target, "64"));
+        /* without a canary there is nothing to preview */
+        decide(&(DecideInput) { .facts = &f, .caps = &k, .policies = alone }, &without);
+        ASSERT_TRUE(without.canary == NULL);
+        ASSERT_EQ_INT((int) decide_canaries(&(DecideInput) { .facts = &f, .caps = &k, .policies = alone }, &without,
+                                            &preview, out), 0);
+        policy_set_unref(s);
+        policy_set_unref(alone);
+}
+
+/* A canary alone leaves the device as the kernel set it, names the canary
+ * and holds the set its name points into; its [Dynamic] never runs, and a
+ * scheduler it cannot have is shown unsupported, not planned. */
+TEST(canary_alone_unsupported_and_no_dynamic) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 12, TRISTATE_NO);
+        Policy *canary = policy("90-new.policy", "mq-deadline+dispatch_direct");
+        PolicySet *s = set_of(canary, NULL);
+        PlanBuffer pb, pv;
+        Plan plan = *plan_buffer_init(&pb), preview = *plan_buffer_init(&pv);
+        PlanItem out[TUNABLES_MAX];
+        DecideInput in = { .facts = &f, .caps = &k, .policies = s };
+
+        canary->observe = true;
+        canary->dynamic.enabled = true;
+        decide(&in, &plan);
+        ASSERT_TRUE(plan.policy == NULL && plan.n_items == 0 && plan.n_matched == 0 && plan.dynamic == NULL);
+        ASSERT_TRUE(plan.set == s && streq(plan.canary, "90-new.policy"));
+        ASSERT_EQ_INT((int) decide_canaries(&in, &plan, &preview, out), 1);
+        ASSERT_EQ_INT(out[0].result, RESULT_UNSUPPORTED);
+        ASSERT_TRUE(preview.dynamic == NULL);
+        policy_set_unref(s);
+}

@@ -135,6 +135,27 @@ TEST(error_unknown_section) {
         check_bad("[Match]\nclass = loop\n[Qeueu]\nscheduler = none\n", 4, "unknown section");
 }
 
+TEST(error_bad_mode) {
+        check_bad("[Policy]\nmode = canary\n[Queue]\nscheduler = none\n", 2, "expected enforce or observe");
+        check_bad("[Policy]\nmodes = observe\n", 2, "unknown key in [Policy]");
+}
+
+TEST(mode_observe_is_a_canary) {
+        PolicySet *s;
+        char d[PATH_MAX];
+
+        setup();
+        make_dir("p", d);
+        put(d, "10-base.policy", "[Policy]\nmode = enforce\n[Queue]\nscheduler = none\n");
+        put(d, "90-new.policy", "[Policy]\nmode = observe\n[Queue]\nread_ahead_kb = 1024\n");
+        s = load(d, NULL);
+        ASSERT_TRUE(s->errors.n_items == 0 && s->n_policies == 2);
+        ASSERT_TRUE(!find(s, "10-base.policy")->observe && find(s, "90-new.policy")->observe);
+        ASSERT_EQ_INT((int) policy_set_canaries(s), 1);
+        policy_set_unref(s);
+        teardown();
+}
+
 TEST(error_unknown_match_key) {
         check_bad("[Match]\nclas = loop\n", 2, "unknown key in [Match]");
 }
