@@ -233,6 +233,18 @@ static void print_policy_set(const cJSON *s) {
                "systemctl reload blkpolicyd\n", num(s, "newest"));
 }
 
+/* The sweep's reach: a deprecated fixed count has no sweep time (null). */
+static void print_drift(const cJSON *d) {
+        if (!cJSON_IsObject(d))
+                return;
+        if (cJSON_IsNumber(get(d, "sweep_s")))
+                printf("drift: every setting read back within %.0f s, %.0f device%s a tick, %.0f read so far\n",
+                       num(d, "sweep_s"), num(d, "per_tick"), num(d, "per_tick") == 1 ? "" : "s", num(d, "checked"));
+        else
+                printf("drift: %.0f device%s read back a tick (drift_checks_per_tick), %.0f read so far\n",
+                       num(d, "per_tick"), num(d, "per_tick") == 1 ? "" : "s", num(d, "checked"));
+}
+
 static void print_status(const cJSON *r) {
         const cJSON *k = get(r, "kernel"), *t = get(r, "tick"), *e = get(r, "policy_errors"), *x;
 
@@ -246,6 +258,7 @@ static void print_status(const cJSON *r) {
         printf("ticks %.0f every %.0f ms, %.1f us each%s%s\n", num(t, "count"), num(t, "interval_ms"),
                num(t, "cost_us_avg"), cJSON_IsString(get(t, "error")) ? ", sampling failed: " : "",
                cJSON_IsString(get(t, "error")) ? str(t, "error") : "");
+        print_drift(get(t, "drift"));
         /* files, not errors: one typo can make many errors in one file */
         if (cJSON_GetArraySize(e))
                 printf("policies %.0f loaded, %.0f file%s rejected (skipped), %d error%s:\n",
@@ -254,6 +267,8 @@ static void print_status(const cJSON *r) {
                        cJSON_GetArraySize(e) == 1 ? "" : "s");
         else
                 printf("policies %.0f loaded, no errors\n", num(r, "policies_loaded"));
+        if (num(r, "canaries") > 0)
+                printf("canaries (mode=observe policies, never written): %.0f\n", num(r, "canaries"));
         cJSON_ArrayForEach(x, e)
                 printf("  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
         print_policy_set(get(r, "policy_set"));
@@ -298,14 +313,25 @@ static void print_device(const cJSON *d) {
         if (cJSON_IsArray(get(d, "policies"))) {
                 printf("  policies considered, in order:\n");
                 cJSON_ArrayForEach(p, get(d, "policies"))
-                        printf("    %-32s %s%s\n", str(p, "name"), cJSON_IsTrue(get(p, "matched")) ? "matched" : "no: ",
-                               cJSON_IsTrue(get(p, "matched")) ? "" : str(p, "failed"));
+                        printf("    %-32s %s%s%s\n", str(p, "name"), cJSON_IsTrue(get(p, "matched")) ? "matched" : "no: ",
+                               cJSON_IsTrue(get(p, "matched")) ? "" : str(p, "failed"),
+                               !strcmp(str(p, "mode"), "observe") ? " (canary: mode=observe)" : "");
         }
         printf("  settings:\n");
         cJSON_ArrayForEach(s, get(d, "settings"))
                 printf("    %-26s %-12s -> %-12s %-11s from %s%s%s\n", s->string, str(s, "current"), str(s, "target"),
                        str(s, "result"), str(s, "source"), cJSON_IsString(get(s, "error")) ? ": " : "",
                        cJSON_IsString(get(s, "error")) ? str(s, "error") : "");
+        if (cJSON_IsObject(get(d, "canary"))) {
+                const cJSON *k = get(d, "canary");
+
+                printf("  canary %s (mode=observe: never written), would change:%s\n", str(k, "policy"),
+                       cJSON_GetArraySize(get(k, "settings")) ? "" : " nothing");
+                cJSON_ArrayForEach(s, get(k, "settings"))
+                        printf("    %-26s %-12s -> %-12s %-11s%s%s\n", s->string, str(s, "current"), str(s, "target"),
+                               str(s, "result"), cJSON_IsString(get(s, "error")) ? " " : "",
+                               cJSON_IsString(get(s, "error")) ? str(s, "error") : "");
+        }
         if (cJSON_IsObject(get(d, "dynamic"))) {
                 const cJSON *y = get(d, "dynamic");
                 printf("  dynamic (%s): %s, %.0f flips costing %.2f ms\n", str(y, "policy"), str(y, "state"),
@@ -330,7 +356,8 @@ static void print_policies(const cJSON *r) {
         const cJSON *p;
 
         cJSON_ArrayForEach(p, get(r, "loaded"))
-                printf("%-32s %s%s\n", str(p, "name"), str(p, "path"), cJSON_IsTrue(get(p, "dynamic")) ? " (dynamic)" : "");
+                printf("%-32s %s%s%s\n", str(p, "name"), str(p, "path"), cJSON_IsTrue(get(p, "dynamic")) ? " (dynamic)" : "",
+                       !strcmp(str(p, "mode"), "observe") ? " (canary: mode=observe)" : "");
         if (num(r, "files_rejected") > 0)
                 printf("%.0f file%s rejected, skipped as if absent:\n", num(r, "files_rejected"),
                        num(r, "files_rejected") == 1 ? "" : "s");
@@ -363,6 +390,14 @@ static void print_verify(const cJSON *r) {
                 cJSON_ArrayForEach(x, get(d, "not_kept"))
                         printf("%s: %s is %s: blkpolicyd wrote %s, the kernel did not keep it (not kept)\n",
                                str(d, "name"), str(x, "attr"), str(x, "live"), str(x, "intended"));
+        cJSON_ArrayForEach(d, get(r, "devices"))
+                cJSON_ArrayForEach(x, get(d, "canary"))
+                        printf("%s: %s is %s, canary %s would set %s (mode=observe: not written)\n", str(d, "name"),
+                               str(x, "attr"), *str(x, "live") ? str(x, "live") : "(with the new scheduler)",
+                               str(x, "source"), str(x, "intended"));
+        if (num(r, "canary") > 0)
+                printf("%.0f device%s with changes a canary would make; canaries are never written.\n",
+                       num(r, "canary"), num(r, "canary") == 1 ? "" : "s");
 }
 
 /* One paragraph per writer: what it sets, where, on which disks, what to do. */

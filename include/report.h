@@ -16,6 +16,8 @@ typedef struct ReportDevice {
         const DynState *dyn;    /* NULL: no state machine ran (replay, tests) */
         double flip_cost_ms;    /* time spent applying its flips */
         Signals signals;        /* of the last tick; !valid before the first one */
+        const PlanItem *canary; /* what plan->canary would change (decide_canaries()), as seen */
+        unsigned n_canary;
 } ReportDevice;
 
 cJSON *report_policy_error(const PolicyError *e);

@@ -138,6 +138,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddNumberToObject(o, "overridden", overridden);
         cJSON_AddBoolToObject(o, "paused_all", m->ctx.paused_all);
         cJSON_AddNumberToObject(o, "policies_loaded", (double) m->policies->n_policies);
+        cJSON_AddNumberToObject(o, "canaries", (double) policy_set_canaries(m->policies));
         cJSON_AddItemToObject(o, "policy_set", policy_sets_json(m));
         cJSON_AddNumberToObject(o, "policy_files_rejected", (double) m->policies->n_files_rejected);
         e = cJSON_AddArrayToObject(o, "policy_errors");
@@ -172,6 +173,7 @@ static ControlReply cmd_policies(Manager *m, ControlClient *client _unused_, Dev
                 cJSON_AddStringToObject(p, "name", m->policies->policies[i]->name);
                 cJSON_AddStringToObject(p, "path", m->policies->policies[i]->path);
                 cJSON_AddBoolToObject(p, "dynamic", m->policies->policies[i]->dynamic.enabled);
+                cJSON_AddStringToObject(p, "mode", m->policies->policies[i]->observe ? "observe" : "enforce");
                 cJSON_AddItemToArray(l, p);
         }
         cJSON_AddNumberToObject(o, "files_rejected", (double) m->policies->n_files_rejected);

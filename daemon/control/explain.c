@@ -37,6 +37,7 @@ static cJSON *explain_policies(Manager *m, Device *d) {
                 cJSON_AddStringToObject(o, "name", p->name);
                 cJSON_AddStringToObject(o, "path", p->path);
                 cJSON_AddBoolToObject(o, "matched", match);
+                cJSON_AddStringToObject(o, "mode", p->observe ? "observe" : "enforce");
                 if (why)
                         cJSON_AddStringToObject(o, "failed", why);
                 else

@@ -43,7 +43,7 @@ struct Listing {
         const char *name;       /* the next one's */
         size_t n, next;
         bool started;
-        unsigned drifted, pending, not_kept;    /* verify's counts */
+        unsigned drifted, pending, not_kept, canary;    /* verify's counts: devices */
 };
 
 /* The next disk of the listing that is still there, NULL after the last. */
@@ -176,6 +176,7 @@ static int verify_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
         l->drifted += f.drifted;
         l->pending += f.pending;
         l->not_kept += f.not_kept;
+        l->canary += f.canary;
         return r;
 }
 
@@ -198,6 +199,8 @@ static void verify_end(Listing *l, Manager *m) {
         json_uint(w, l->pending);
         json_key(w, "not_kept");
         json_uint(w, l->not_kept);
+        json_key(w, "canary");
+        json_uint(w, l->canary);
         json_end_object(w);
         json_end_object(w);
 }

@@ -43,11 +43,11 @@ cJSON *report_facts(const DeviceFacts *f) {
         return o;
 }
 
-static cJSON *report_settings(const Plan *p) {
+static cJSON *report_items(const PlanItem *items, unsigned n) {
         cJSON *o = cJSON_CreateObject();
 
-        for (unsigned i = 0; i < p->n_items; i++) {
-                const PlanItem *item = &p->items[i];
+        for (unsigned i = 0; i < n; i++) {
+                const PlanItem *item = &items[i];
                 cJSON *s = cJSON_AddObjectToObject(o, tunables[item->tunable].attr);
 
                 add_string_or_null(s, "current", item->current);
@@ -56,6 +56,18 @@ static cJSON *report_settings(const Plan *p) {
                 add_string_or_null(s, "source", item->source);
                 add_string_or_null(s, "error", item->error);
         }
+        return o;
+}
+
+/* null when no canary matches; its settings are only what it would change */
+static cJSON *report_canary(const ReportDevice *d) {
+        cJSON *o;
+
+        if (!d->plan->canary)
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "policy", d->plan->canary);
+        cJSON_AddItemToObject(o, "settings", report_items(d->canary, d->n_canary));
         return o;
 }
 
@@ -99,7 +111,8 @@ cJSON *report_device(const ReportDevice *d) {
         cJSON_AddBoolToObject(o, "managed", d->plan->managed);
         add_string_or_null(o, "reason", d->plan->reason);
         cJSON_AddItemToObject(o, "facts", report_facts(d->facts));
-        cJSON_AddItemToObject(o, "settings", report_settings(d->plan));
+        cJSON_AddItemToObject(o, "settings", report_items(d->plan->items, d->plan->n_items));
+        cJSON_AddItemToObject(o, "canary", report_canary(d));
         cJSON_AddItemToObject(o, "dynamic", report_dynamic(d));
         cJSON_AddItemToObject(o, "signals", d->signals.valid ? report_signals(&d->signals) : cJSON_CreateNull());
         add_string_or_null(o, "error", d->error);

@@ -24,6 +24,11 @@ static bool device_excluded(const DeviceContext *c, const Device *d) {
         return strv_fnmatch(c->config->exclude, d->name);
 }
 
+DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view) {
+        return (DecideInput) { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
+                               .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+}
+
 static void classes_format(ClassSet classes, char *buf, size_t size) {
         size_t n = 0;
 
@@ -273,8 +278,7 @@ static bool device_gives_back(const DeviceContext *c, const Device *d, const Pla
  * that got the same. */
 static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool look_only) {
         DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies,
-                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+        DecideInput in = device_decide_input(c, d, &view);
         Plan *plan = plan_buffer_init(&c->scratch);
         int r = 0, k;
 

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "apply.h"
+#include "decide.h"
 #include "device-internal.h"
 #include "device.h"
 #include "owner.h"
@@ -45,6 +46,30 @@ static void view_item(DeviceView *v, const Device *d, bool enforced, const LiveV
         v->not_kept += it->result == RESULT_NOT_KEPT;
 }
 
+/* The canaries' settings, judged as a look that is never enforced: no
+ * record (blkpolicyd never writes them), planned while live differs. */
+static void view_canaries(const DeviceContext *c, const Device *d, DeviceView *v) {
+        DeviceFacts facts;
+        DecideInput in = device_decide_input(c, d, &facts);
+        PlanBuffer preview;
+
+        v->n_canary = decide_canaries(&in, device_plan(d), plan_buffer_init(&preview), v->canary);
+        for (unsigned i = 0; i < v->n_canary; i++) {
+                PlanItem *it = &v->canary[i];
+                LiveValue lv;
+                SettingSeen seen = { .last = it->result, .target = it->target, .live = &lv };
+
+                if (it->tunable == TUNABLE_SCHEDULER)
+                        lv = v->scheduler;
+                else
+                        read_live(c, d, it->tunable, &lv);
+                it->result = setting_view(&seen);
+                if (lv.state != LIVE_UNKNOWN)
+                        (void) strscpy(it->current, sizeof(it->current), lv.value);
+                v->canary_pending += it->result == RESULT_PLANNED;
+        }
+}
+
 /* A device with a pass in flight is shown as that pass's last round left
  * it, unread: what it writes is no one else's change, and a read of
  * queue/scheduler or iosched/ waits for the elevator lock a switch holds
@@ -66,6 +91,8 @@ void device_view(const DeviceContext *c, const Device *d, DeviceView *v) {
         read_live(c, d, TUNABLE_SCHEDULER, &v->scheduler);
         if (!plan->managed)
                 return;
+        if (plan->canary)
+                view_canaries(c, d, v);
         for (unsigned i = 0; i < plan->n_items; i++) {
                 PlanItem *it = &v->items[i];
                 LiveValue lv;
@@ -123,6 +150,8 @@ ReportDevice device_report_input(const DeviceContext *c, const Device *d, Device
                            .dyn = d->dynamic ? &d->dynamic->state : NULL, .flip_cost_ms = y ? y->cost_ms : 0 };
 
         device_view(c, d, v);
+        r.canary = v->canary;
+        r.n_canary = v->n_canary;
         view_facts_scheduler(facts, &v->scheduler);
         sample_state_signals(&d->sample, &r.signals);
         return r;

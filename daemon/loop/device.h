@@ -82,6 +82,11 @@ typedef struct DeviceView {
         unsigned pending;               /* a write would change them: planned or overridden */
         unsigned overridden;
         unsigned not_kept;
+        /* what the canaries (mode=observe policies) would change, from
+         * decide_canaries() now: planned while live differs, else unchanged */
+        PlanItem canary[TUNABLES_MAX];
+        unsigned n_canary;
+        unsigned canary_pending;        /* of them, planned: never written, never "pending" */
         bool in_flight;                 /* a pass runs: shown as it left it, unread */
 } DeviceView;
 void device_view(const DeviceContext *c, const Device *d, DeviceView *v);

@@ -15,11 +15,11 @@
 #include "util.h"
 
 /* The view's items of one result, as verify lists them. */
-static cJSON *view_items_json(DeviceContext *c, Device *d, const DeviceView *v, ItemResult result) {
+static cJSON *view_items_json(DeviceContext *c, Device *d, const PlanItem *items, unsigned n, ItemResult result) {
         cJSON *a = cJSON_CreateArray();
 
-        for (unsigned i = 0; i < v->plan.n_items; i++) {
-                const PlanItem *it = &v->items[i];
+        for (unsigned i = 0; i < n; i++) {
+                const PlanItem *it = &items[i];
                 cJSON *o;
 
                 if (it->result != result)
@@ -28,6 +28,8 @@ static cJSON *view_items_json(DeviceContext *c, Device *d, const DeviceView *v, 
                 cJSON_AddStringToObject(o, "attr", tunables[it->tunable].attr);
                 cJSON_AddStringToObject(o, "intended", it->target);
                 cJSON_AddStringToObject(o, "live", it->current);
+                if (it->source)
+                        cJSON_AddStringToObject(o, "source", it->source);
                 if (result == RESULT_OVERRIDDEN) {
                         /* the likely writer of the live value, as the drift log names it */
                         _cleanup_free_ char *who = conflicts_report_drift_note(c, d, it->tunable, it->current, NULL);
@@ -48,7 +50,7 @@ int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *fl
 
         *ret = NULL;
         *flags = (VerifyFlags) {};
-        if (!device_plan(d)->managed || !device_plan(d)->policy)
+        if (!device_plan(d)->managed || (!device_plan(d)->policy && !device_plan(d)->canary))
                 return 0;
         device_view(c, d, &v);
         e = cJSON_CreateObject();
@@ -57,15 +59,17 @@ int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *fl
         cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
         /* in observe mode this is what verify must show, never "no drift":
          * the policy is not in force */
-        cJSON_AddItemToObject(e, "drift", view_items_json(c, d, &v, RESULT_OVERRIDDEN));
-        cJSON_AddItemToObject(e, "pending", view_items_json(c, d, &v, RESULT_PLANNED));
-        cJSON_AddItemToObject(e, "not_kept", view_items_json(c, d, &v, RESULT_NOT_KEPT));
-        if (!cJSON_GetObjectItemCaseSensitive(e, "not_kept")) {
+        cJSON_AddItemToObject(e, "drift", view_items_json(c, d, v.items, v.plan.n_items, RESULT_OVERRIDDEN));
+        cJSON_AddItemToObject(e, "pending", view_items_json(c, d, v.items, v.plan.n_items, RESULT_PLANNED));
+        cJSON_AddItemToObject(e, "not_kept", view_items_json(c, d, v.items, v.plan.n_items, RESULT_NOT_KEPT));
+        /* a canary's are no attention: the host holds what it enforces */
+        cJSON_AddItemToObject(e, "canary", view_items_json(c, d, v.canary, v.n_canary, RESULT_PLANNED));
+        if (!cJSON_GetObjectItemCaseSensitive(e, "canary")) {
                 cJSON_Delete(e);
                 return -ENOMEM;
         }
         *flags = (VerifyFlags) { .drifted = v.overridden > 0, .pending = v.pending > v.overridden,
-                                 .not_kept = v.not_kept > 0 };
+                                 .not_kept = v.not_kept > 0, .canary = v.canary_pending > 0 };
         *ret = e;
         return 1;
 }

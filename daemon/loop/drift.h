@@ -12,6 +12,7 @@ typedef struct VerifyFlags {
         bool drifted;           /* someone else changed what blkpolicyd held */
         bool pending;           /* a write would change it: observe, paused */
         bool not_kept;          /* written, the kernel kept another value */
+        bool canary;            /* a canary (mode=observe policy) would change it */
 } VerifyFlags;
 
 /* verify's entry for d from one live read, its drift, pending changes and

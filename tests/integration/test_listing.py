@@ -56,6 +56,6 @@ def test_a_disk_gone_before_its_part_is_left_out(env):
 def test_verify_is_whole_and_counts(env):
     reply = control_call(env["sock"], {"command": "verify"}, timeout=30)
     r = reply["result"]
-    assert reply["ok"] and set(r) == {"devices", "mode", "drifted", "pending", "not_kept"}, r.keys()
+    assert reply["ok"] and set(r) == {"devices", "mode", "drifted", "pending", "not_kept", "canary"}, r.keys()
     assert r["mode"] == "observe" and r["drifted"] == 0
     assert r["pending"] == sum(1 for x in r["devices"] if x["pending"]), "the counts are of the entries listed"
