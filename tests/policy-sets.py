@@ -89,6 +89,12 @@ def env(blkpolicyd, kvm_fixture, work):
         print(f"--- daemon log\n{d.text()[-4000:]}")
 
 
+def sets_metrics(env):
+    text = control_call(os.path.join(env.work, "sock"), {"command": "metrics"})["result"]["text"]
+    found = dict(line.split() for line in text.splitlines() if line.startswith("blkpolicyd_policy_set_"))
+    return tuple(int(found[f"blkpolicyd_policy_set_{k}"]) for k in ("in_use", "newest", "files_differ"))
+
+
 def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyd, blkpolicyctl):
     assert env.original == {"scheduler": "none", "read_ahead_kb": "128"}, env.original
     d = env.start("[Daemon]\n# as the package's postinst writes it at the first install\npolicy_set = 1\n")
@@ -104,11 +110,13 @@ def test_upgraded_host_keeps_its_set_until_it_opts_in(env, blkpolicyd, blkpolicy
     assert text.returncode == 0 and "set 2 is installed and newer" in text.stdout \
         and "20-loop.policy 30-added.policy 50-tail.policy" in text.stdout, \
         f"blkpolicyctl status says it too, and a choice is no failure (exit 0): {text}"
+    assert sets_metrics(env) == (1, 2, 3), "the metrics say it for a fleet: in use, newest, files that differ"
 
     env.config("[Daemon]\npolicy_set = 2\n")
     d.reload()
     assert (env.live("scheduler"), env.live("read_ahead_kb")) == ("kyber", "4321"), "policy_set = 2: set 2 applied"
     assert env.status()["policy_set"] == {"in_use": 2, "newest": 2, "differs": []}
+    assert sets_metrics(env) == (2, 2, 0)
     assert d.text().count(NOTICE) == 1, "running the newest, the reload says nothing of sets"
 
     env.config("[Daemon]\npolicy_set = 1\n")
@@ -208,6 +216,7 @@ def test_policy_dir_means_no_shipped_sets(env):
     os.makedirs(policies)
     env.start("[Daemon]\npolicy_set = 7\n", extra=["--policy-dir", policies])
     assert env.status()["policy_set"] is None, "--policy-dir reads no shipped set, and none is looked up"
+    assert sets_metrics(env) == (0, 0, 0), "... and the metrics say none"
 
 
 # --- the tree's own sets: released means frozen

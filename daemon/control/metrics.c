@@ -47,6 +47,7 @@ typedef enum SettingState {
         SETTING_NOT_KEPT,
         SETTING_FAILED,
         SETTING_UNSUPPORTED,
+        SETTING_CANARY,         /* a canary (mode=observe policy) would change it: never written */
         _SETTING_STATE_MAX,
 } SettingState;
 
@@ -54,7 +55,7 @@ static const char *const setting_state_names[_SETTING_STATE_MAX] = {
         [SETTING_IN_FORCE] = "in_force",       [SETTING_PENDING] = "pending",
         [SETTING_PAUSED] = "paused",           [SETTING_OVERRIDDEN] = "overridden",
         [SETTING_NOT_KEPT] = "not_kept",       [SETTING_FAILED] = "failed",
-        [SETTING_UNSUPPORTED] = "unsupported",
+        [SETTING_UNSUPPORTED] = "unsupported", [SETTING_CANARY] = "canary",
 };
 
 /* A device as a fleet counts it (blkpolicyd_devices_by_state{state=...}):
@@ -194,6 +195,8 @@ static void seen_now(const Manager *m, const Device *d, DeviceSeen *s) {
                 if (s->settings[k] < UINT16_MAX)
                         s->settings[k]++;
         }
+        /* a canary's are apart: never due, so never "pending" */
+        s->settings[SETTING_CANARY] = (uint16_t) v.canary_pending;
         s->state = (uint8_t) device_state(&v.plan, s);
         if (v.scheduler.state == LIVE_OK)
                 (void) strscpy(s->scheduler, sizeof(s->scheduler), v.scheduler.value);
@@ -253,7 +256,8 @@ static void write_host_states(Buf *b, Device **devs, const DeviceSeen *seen, int
              "no_policy, unmanaged)");
         write_by_label(b, "blkpolicyd_devices_by_state", "state", device_state_names, states, _DSTATE_MAX);
         help(b, "blkpolicyd_settings", "gauge",
-             "Settings the policies set on this host's disks, by what holds now (pending: a write due, not done)");
+             "Settings the policies set on this host's disks, by what holds now (pending: a write due, not done; "
+             "canary: a mode=observe policy would change it, never written)");
         write_by_label(b, "blkpolicyd_settings", "result", setting_state_names, settings, _SETTING_STATE_MAX);
 }
 
@@ -392,6 +396,23 @@ static void write_counters(Buf *b, const Manager *m, const SamplerStats *ticks) 
         fprintf(b->f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->ctx.writes.write_errors);
 }
 
+/* A fleet after a package upgrade: hosts whose in_use is below newest
+ * run an older shipped set until the admin opts in (docs/alerts.md). */
+static void write_policy_sets(Buf *b, const ShippedSets *s) {
+        size_t differs = 0;
+
+        for (char **n = s->differs; n && *n; n++)
+                differs++;
+        help(b, "blkpolicyd_policy_set_in_use", "gauge",
+             "The shipped policy set read (policy_set=); 0: none is numbered, or --policy-dir replaces them");
+        fprintf(b->f, "blkpolicyd_policy_set_in_use %u\n", s->vendor_dir ? s->in_use : 0);
+        help(b, "blkpolicyd_policy_set_newest", "gauge", "The newest shipped policy set installed (0: as in_use)");
+        fprintf(b->f, "blkpolicyd_policy_set_newest %u\n", s->vendor_dir ? s->newest : 0);
+        help(b, "blkpolicyd_policy_set_files_differ", "gauge",
+             "Shipped policy files the newest set changes over the one in use (0 when it is in use)");
+        fprintf(b->f, "blkpolicyd_policy_set_files_differ %zu\n", s->vendor_dir ? differs : 0);
+}
+
 static void write_config_state(Buf *b, const Manager *m, const SamplerStats *ticks) {
         help(b, "blkpolicyd_last_reload_successful", "gauge",
              "0 while the last reload was refused (its configuration has errors; the running one stays)");
@@ -403,6 +424,7 @@ static void write_config_state(Buf *b, const Manager *m, const SamplerStats *tic
         fprintf(b->f, "blkpolicyd_policy_files_rejected %zu\n", m->policies->n_files_rejected);
         help(b, "blkpolicyd_policy_errors", "gauge", "Errors in the rejected policy files (a file may have several)");
         fprintf(b->f, "blkpolicyd_policy_errors %zu\n", m->policies->errors.n_items);
+        write_policy_sets(b, manager_policy_sets(m));
         help(b, "blkpolicyd_sample_errors", "gauge", "1 while /proc/diskstats cannot be read");
         fprintf(b->f, "blkpolicyd_sample_errors %d\n", ticks->diskstats_error ? 1 : 0);
 }
