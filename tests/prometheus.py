@@ -334,11 +334,14 @@ def test_a_stop_leaves_the_stopped_file(stack):
 FLEET_FOR = "2s"
 FLEET_EVERY_TICKS = 10          # 1 s between files at 100 ms ticks: stale after 10 s
 READ_AHEAD_POLICY = "[Match]\nname = vda loop0\n[Queue]\nread_ahead_kb = 256\n"
+# a canary on the quiet host: what it would change is counted apart, and
+# pends no alert (PendingWhileEnforcing is for writes due, not canaries)
+CANARY_POLICY = "[Policy]\nmode = observe\n[Match]\nname = vda loop0\n[Queue]\nread_ahead_kb = 2048\n"
 UDEV_RULE = 'ACTION=="add|change", KERNEL=="vda|loop0", ATTR{queue/scheduler}="bfq"\n'
 
 # host: (its alert, or None, and what sets it up)
 FLEET = {
-    "quiet": (None, {}),
+    "quiet": (None, {"policy": CANARY_POLICY}),
     "conflict": ("BlkpolicydOtherWriters", {"udev_rule": UDEV_RULE}),
     "pending": ("BlkpolicydPendingWhileEnforcing", {"faults": "write:*/vda/queue/scheduler:EBUSY"}),
     "failed": ("BlkpolicydSettingsFailed", {"policy": READ_AHEAD_POLICY,
@@ -519,6 +522,13 @@ def test_defaults_serve_no_per_device_series(fleet):
     assert v == [], f"per-device series are opt-in (metrics_per_device): {v}"
     v = fleet["prom"].query('blkpolicyd_devices_by_state{host="quiet"}')
     assert v and sum(x for _, x in v) == 4, f"... the host's disks by state, one state each: {v}"
+
+
+def test_a_canary_is_counted_and_alerts_nothing(fleet):
+    v = fleet["prom"].query('blkpolicyd_settings{host="quiet",result="canary"}')
+    assert [x for _, x in v] == [2], f"the quiet host's canary would change read_ahead_kb on vda and loop0: {v}"
+    v = fleet["prom"].query('blkpolicyd_settings{host="quiet",result="pending"}')
+    assert [x for _, x in v] == [0], f"... and none of it is pending: {v}"
 
 
 def test_metrics_stopped_leaves_a_running_daemons_file_alone(fleet):
