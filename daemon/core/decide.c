@@ -157,10 +157,10 @@ static void plan_scheduler(const DecideInput *in, const SchedChoice *choices, un
  * each: a canary's values are told apart by their file (decide_canaries()). */
 typedef struct Layers {
         const char *values[TUNABLES_MAX];
-        const Policy *from[TUNABLES_MAX];
+        const char *sources[TUNABLES_MAX];      /* the file of each value */
         const SchedChoice *sched;
         unsigned n_sched;
-        const Policy *sched_from;
+        const char *sched_source;
         const Policy *dynamic_from;
 } Layers;
 
@@ -185,12 +185,12 @@ static void layer_policies(const DecideInput *in, Plan *plan, Layers *l) {
                 if (p->n_sched > 0) {
                         l->sched = p->sched;
                         l->n_sched = p->n_sched;
-                        l->sched_from = p;
+                        l->sched_source = p->name;
                 }
                 for (size_t t = 1; t < n_tunables; t++)
                         if (p->values[t]) {
                                 l->values[t] = p->values[t];
-                                l->from[t] = p;
+                                l->sources[t] = p->name;
                         }
                 if (p->dynamic.enabled && !p->observe)
                         l->dynamic_from = p;
@@ -205,12 +205,12 @@ static void layer_busy(Plan *plan, Layers *l) {
         if (dyn->n_busy_sched > 0) {
                 l->sched = dyn->busy_sched;
                 l->n_sched = dyn->n_busy_sched;
-                l->sched_from = l->dynamic_from;
+                l->sched_source = plan->dynamic_source;
         }
         for (size_t t = 1; t < n_tunables; t++)
                 if (dyn->busy_values[t]) {
                         l->values[t] = dyn->busy_values[t];
-                        l->from[t] = l->dynamic_from;
+                        l->sources[t] = plan->dynamic_source;
                 }
 }
 
@@ -221,13 +221,13 @@ static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
         if (l->sched) {
                 PlanItem *item = &plan->items[plan->n_items++];
 
-                plan_scheduler(in, l->sched, l->n_sched, l->sched_from->name, item, &effective, plan);
+                plan_scheduler(in, l->sched, l->n_sched, l->sched_source, item, &effective, plan);
                 /* "mq-deadline+dispatch_direct" sets the tunable unless a policy did. */
                 if (item->result != RESULT_UNSUPPORTED && strchr(item->target, '+')) {
                         int dd = tunable_find("mq-deadline", "dispatch_direct");
                         if (!l->values[dd]) {
                                 l->values[dd] = "1";
-                                l->from[dd] = l->sched_from;
+                                l->sources[dd] = l->sched_source;
                         }
                         *strchr(item->target, '+') = 0;
                 }
@@ -241,7 +241,7 @@ static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
                 if (!l->values[t])
                         continue;
                 item = &plan->items[plan->n_items++];
-                *item = (PlanItem) { .tunable = (unsigned) t, .source = l->from[t]->name };
+                *item = (PlanItem) { .tunable = (unsigned) t, .source = l->sources[t] };
                 (void) strscpy(item->target, sizeof(item->target), l->values[t]);
                 if (tunables[t].scheduler && !streq(tunables[t].scheduler, effective)) {
                         item->result = RESULT_UNSUPPORTED;
