@@ -17,11 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 KernelCaps caps = { .version = { 6, 1, 0 }, .dispatch_direct = TRISTATE_YES };
                 Policy *list[] = { p };
                 PolicySet one = { .policies = list, .n_policies = 1 };
-                PlanBuffer b;
+                PlanBuffer b, preview;
+                PlanItem canary[TUNABLES_MAX];
                 DecideInput in = { .facts = &f, .caps = &caps, .policies = &one };
 
                 (void) scheduler_list_parse("none [mq-deadline]", &f.schedulers);
                 decide(&in, plan_buffer_init(&b));
+                /* a canary (mode=observe) is decided again, with it in force */
+                (void) decide_canaries(&in, &b.plan, plan_buffer_init(&preview), canary);
                 in.busy = true;
                 decide(&in, plan_buffer_init(&b));
                 policy_free(p);
