@@ -227,8 +227,9 @@ static int reconcile_into(const ReconcileInput *in, Reconciled *out) {
         r = device_record_copy(in->record, &out->record);
         if (r < 0)
                 return r;
-        /* without the scheduler nothing that depends on it can be judged */
-        if (in->live[TUNABLE_SCHEDULER].state != LIVE_OK)
+        /* unread, nothing that depends on the scheduler can be judged;
+         * absent (a bio-based queue has none), nothing depends on it */
+        if (in->live[TUNABLE_SCHEDULER].state == LIVE_UNKNOWN)
                 return 0;
         r = resolve_intents(in, &out->record);
         if (r < 0)

@@ -166,7 +166,9 @@ static int read_live(Pass *p) {
          * few syscalls ago, is what a read now would give */
         k = p->scheduler_read_back ? 0 : read_one(p, TUNABLE_SCHEDULER);
         p->scheduler_read_back = false;
-        if (k < 0 || p->live[TUNABLE_SCHEDULER].state != LIVE_OK)
+        /* absent: a bio-based queue (6.10 on shows it none), whose other
+         * attributes are there all the same, and no iosched/ */
+        if (k < 0 || p->live[TUNABLE_SCHEDULER].state == LIVE_UNKNOWN)
                 return k;
         sched = p->live[TUNABLE_SCHEDULER].value;
         may_switch = switch_possible(p, sched);
