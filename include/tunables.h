@@ -16,6 +16,10 @@ typedef struct Tunable {
         const char *attr;       /* path below queue/ */
         const char *scheduler;  /* set for iosched tunables: the scheduler they belong to */
         long long min, max;
+        /* a request queue's (block/blk-sysfs.c blk_mq_queue_attrs[], and
+         * every iosched/ file): a bio-based queue (dm, md, NVMe multipath
+         * heads) has none of them, 6.10 on does not even show them */
+        bool request_based;
 } Tunable;
 
 #define TUNABLE_SCHEDULER 0

@@ -54,7 +54,11 @@ bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCa
         const PolicyMatch *m = &p->match;
         const char *why = NULL;
 
-        if ((f->classes & m->classes_required) != m->classes_required)
+        /* a policy written for disks never reaches the stack above them:
+         * only one that names the class does (read-ahead belongs at the top) */
+        if ((f->classes & CLASS_BIT(CLASS_BIO_BASED)) && !(m->classes_required & CLASS_BIT(CLASS_BIO_BASED)))
+                why = "class (bio-based: only a policy with class = bio-based)";
+        else if ((f->classes & m->classes_required) != m->classes_required)
                 why = "class";
         else if (f->classes & m->classes_excluded)
                 why = "class (excluded)";
@@ -214,10 +218,37 @@ static void layer_busy(Plan *plan, Layers *l) {
                 }
 }
 
+/* A bio-based queue has no elevator: what only a request queue has is
+ * shown unsupported, the rest planned as on any disk. */
+static void plan_bio_based(Layers *l, Plan *plan) {
+        for (size_t t = 0; t < n_tunables; t++) {
+                PlanItem *item;
+
+                if (t == TUNABLE_SCHEDULER ? !l->sched : !l->values[t])
+                        continue;
+                item = &plan->items[plan->n_items++];
+                *item = (PlanItem) { .tunable = (unsigned) t,
+                                     .source = t == TUNABLE_SCHEDULER ? l->sched_source : l->sources[t] };
+                if (t == TUNABLE_SCHEDULER)
+                        (void) sched_choice_format(&l->sched[0], item->target, sizeof(item->target));
+                else
+                        (void) strscpy(item->target, sizeof(item->target), l->values[t]);
+                if (tunables[t].request_based) {
+                        item->result = RESULT_UNSUPPORTED;
+                        (void) snprintf(item->error, sizeof(item->error), "a bio-based queue has no %s",
+                                        t == TUNABLE_SCHEDULER ? "I/O scheduler" : tunables[t].attr);
+                }
+        }
+}
+
 static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
         const char *effective = device_facts_scheduler(in->facts);
         char effective_buf[SCHED_NAME_MAX];
 
+        if (in->facts->classes & CLASS_BIT(CLASS_BIO_BASED)) {
+                plan_bio_based(l, plan);
+                return;
+        }
         if (l->sched) {
                 PlanItem *item = &plan->items[plan->n_items++];
 
@@ -252,15 +283,12 @@ static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
 }
 
 void decide(const DecideInput *in, Plan *plan) {
+        bool bio_based = in->facts->classes & CLASS_BIT(CLASS_BIO_BASED);
         Layers l = {};
 
         *plan = (Plan) { .items = plan->items, .matched = plan->matched };
         if (in->excluded) {
                 plan->reason = "excluded by the daemon configuration";
-                return;
-        }
-        if (in->facts->classes & CLASS_BIT(CLASS_BIO_BASED)) {
-                plan->reason = "bio-based: the device has no I/O scheduler";
                 return;
         }
         plan->managed = true;
@@ -272,6 +300,14 @@ void decide(const DecideInput *in, Plan *plan) {
         /* a canary's name points into the set too: the plan holds it */
         if (plan->policy || plan->canary)
                 plan->set = in->policies;
+        if (bio_based && !plan->policy && !plan->canary) {
+                /* as before policies could name the class: left alone */
+                *plan = (Plan) { .items = plan->items, .matched = plan->matched,
+                                 .reason = "bio-based: the device has no I/O scheduler" };
+                return;
+        }
+        if (bio_based)
+                plan->reason = "bio-based: no I/O scheduler, only the settings a bio-based queue has";
         if (!plan->policy && !(in->canaries && plan->canary)) {
                 plan->reason = plan->canary ? "only a canary (mode=observe) matches: left as the kernel set it"
                                             : "no policy matches: left as the kernel set it";

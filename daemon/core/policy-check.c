@@ -73,19 +73,37 @@ static void check_jiffies(Out *o, const char *section, const Tunable *t, long lo
                      section, t->key, v);
 }
 
-/* A bio-based disk has no elevator: no scheduler, no iosched/, no
- * nr_requests; a policy that matches only those sets them nowhere. */
+/* The drivers of bio-based disks, by their majors' registered names. */
+static bool names_bio_based(const PolicyMatch *m) {
+        static const char *const drivers[] = { "device-mapper", "md", "mdp" };
+
+        for (size_t i = 0; i < ELEMENTSOF(drivers); i++)
+                if (m->drivers && strv_contains(m->drivers, drivers[i]))
+                        return true;
+        for (char *const *n = m->names; n && *n; n++)
+                if (startswith(*n, "dm-") || startswith(*n, "md"))
+                        return true;
+        return false;
+}
+
+/* A bio-based disk has no elevator: no scheduler, no iosched/, none of a
+ * request queue's attributes; a policy that matches only those sets them
+ * nowhere. And it is matched only by a policy that names the class. */
 static void check_bio_based(Out *o, const Policy *p) {
-        if (!(p->match.classes_required & CLASS_BIT(CLASS_BIO_BASED)))
+        if (!(p->match.classes_required & CLASS_BIT(CLASS_BIO_BASED))) {
+                if (names_bio_based(&p->match))
+                        warn(o, "[Match]: dm and md disks are bio-based, which only a policy with class = bio-based "
+                                "matches: it never applies to them\n");
                 return;
+        }
         if (p->n_sched > 0)
                 warn(o, "[Queue] scheduler: the policy matches only bio-based disks, which have no I/O scheduler: "
                         "it never applies\n");
         for (unsigned t = 1; t < n_tunables; t++)
-                if (p->values[t] && (tunables[t].scheduler || t == TUNABLE_NR_REQUESTS))
+                if (p->values[t] && tunables[t].request_based)
                         warn(o, "[%s] %s: the policy matches only bio-based disks, which have no %s: it never "
                                 "applies\n", tunables[t].section, tunables[t].key,
-                             tunables[t].scheduler ? "I/O scheduler" : "request queue depth");
+                             tunables[t].scheduler ? "I/O scheduler" : "request queue");
 }
 
 /* The values of one settings set: the policy's, or its [Busy] ones. */

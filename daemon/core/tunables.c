@@ -7,19 +7,20 @@
 
 /* A queue attribute is named as its file; a scheduler's tunable is its
  * section's file under iosched/, while that scheduler runs. */
-#define QUEUE(key, min, max) { "Queue", key, key, NULL, min, max }
-#define IOSCHED(scheduler, key, min, max) { scheduler, key, "iosched/" key, scheduler, min, max }
+#define QUEUE(key, min, max) { "Queue", key, key, NULL, min, max, false }
+#define QUEUE_RQ(key, min, max) { "Queue", key, key, NULL, min, max, true }
+#define IOSCHED(scheduler, key, min, max) { scheduler, key, "iosched/" key, scheduler, min, max, true }
 
 /* Ranges follow the kernel's own checks (block/blk-sysfs.c and the
  * iosched files); the kernel still has the last word and apply.c reads
  * every value back. */
 const Tunable tunables[] = {
-        QUEUE("scheduler", 0, 0),
-        QUEUE("nr_requests", 4, 65536),
+        QUEUE_RQ("scheduler", 0, 0),
+        QUEUE_RQ("nr_requests", 4, 65536),
         QUEUE("read_ahead_kb", 0, INT_MAX),
-        QUEUE("rq_affinity", 0, 2),
+        QUEUE_RQ("rq_affinity", 0, 2),
         QUEUE("nomerges", 0, 2),
-        QUEUE("wbt_lat_usec", -1, INT64_MAX / 1000),
+        QUEUE_RQ("wbt_lat_usec", -1, INT64_MAX / 1000),
         QUEUE("max_sectors_kb", 4, INT_MAX),
         QUEUE("iostats", 0, 1),
         QUEUE("add_random", 0, 1),

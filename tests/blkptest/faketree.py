@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """A fixture tree for the fake kernel (BLKPOLICYD_FAKE_KERNEL, test builds):
 a copy of tests/fixtures/kvm-6.18 with a second loop disk and the
-/sys/dev/block links --restore reads, so the daemon can write to it as to
+/sys/dev/block links --restore and a pass read, so the daemon can write to it as to
 sysfs, with no root."""
 import os
 import shutil
@@ -29,9 +29,15 @@ def make(fixture, root, n=len(DISKS)):
         os.symlink(f"../devices/virtual/block/{dev}", os.path.join(root, "sys", "block", dev))
     devblock = os.path.join(root, "sys", "dev", "block")
     os.makedirs(devblock, exist_ok=True)
-    for dev in disks(n):
-        with open(os.path.join(virt, dev, "dev")) as f:
-            os.symlink(f"../../devices/virtual/block/{dev}", os.path.join(devblock, f.read().strip()))
+    # every disk of the tree, as the kernel links them: a pass opens its
+    # queue by number
+    sysblock = os.path.join(root, "sys", "block")
+    for dev in sorted(os.listdir(sysblock)):
+        target = os.readlink(os.path.join(sysblock, dev))
+        with open(os.path.join(sysblock, dev, "dev")) as f:
+            link = os.path.join(devblock, f.read().strip())
+        if not os.path.lexists(link):
+            os.symlink(os.path.join("..", target), link)
 
 
 def qfile(root, dev, attr):

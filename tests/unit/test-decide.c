@@ -517,3 +517,42 @@ TEST(canary_alone_unsupported_and_no_dynamic) {
         ASSERT_TRUE(preview.dynamic == NULL);
         policy_set_unref(s);
 }
+
+/* A bio-based queue (dm, md, an NVMe multipath head) gets the settings it
+ * has, only from a policy that names the class: one written for disks
+ * never reaches the stack above them. */
+TEST(bio_based_only_by_class_and_only_what_it_has) {
+        DeviceFacts f = { .name = "dm-0", .major = 253, .hw_queues = 0, .rotational = true,
+                          .classes = CLASS_BIT(CLASS_BIO_BASED), .driver = "device-mapper" };
+        KernelCaps k = kernel(6, 12, TRISTATE_NO);
+        Policy *disks = policy("60-rotational.policy", "mq-deadline"), *dm = policy("80-dm.policy", "none");
+        PolicySet *s = set_of(disks, dm);
+        PlanBuffer pb;
+        Plan plan = *plan_buffer_init(&pb);
+        const char *why = NULL;
+
+        set_value(disks, "Queue", "read_ahead_kb", "4096");
+        disks->match.rotational = 1;
+        set_value(dm, "Queue", "read_ahead_kb", "1024");
+        set_value(dm, "Queue", "nr_requests", "64");
+        set_value(dm, "mq-deadline", "fifo_batch", "8");
+        dm->match.classes_required = CLASS_BIT(CLASS_BIO_BASED);
+        ASSERT_TRUE(!decide_policy_matches(disks, &f, &k, &why) && strstr(why, "bio-based"));
+        run(&f, &k, s, &plan);
+        ASSERT_TRUE(plan.managed && streq(plan.policy, "80-dm.policy") && plan.n_matched == 1);
+        ASSERT_TRUE(strstr(plan.reason, "bio-based") != NULL);
+        ASSERT_STREQ(item(&plan, "Queue", "read_ahead_kb")->target, "1024");
+        ASSERT_EQ_INT(item(&plan, "Queue", "read_ahead_kb")->result, RESULT_PLANNED);
+        ASSERT_EQ_INT(item(&plan, "Queue", "scheduler")->result, RESULT_UNSUPPORTED);
+        ASSERT_EQ_INT(item(&plan, "Queue", "nr_requests")->result, RESULT_UNSUPPORTED);
+        ASSERT_EQ_INT(item(&plan, "mq-deadline", "fifo_batch")->result, RESULT_UNSUPPORTED);
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->error, "a bio-based queue has no nr_requests");
+
+        /* without it, as before: left alone, and says why */
+        s->n_policies = 1;
+        run(&f, &k, s, &plan);
+        ASSERT_TRUE(!plan.managed && plan.n_items == 0 && plan.set == NULL);
+        ASSERT_STREQ(plan.reason, "bio-based: the device has no I/O scheduler");
+        s->n_policies = 2;
+        policy_set_unref(s);
+}

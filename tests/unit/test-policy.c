@@ -477,6 +477,8 @@ TEST(check_values_the_kernel_will_not_keep) {
         put(d, "15-busy.policy", "[Match]\nname = nvme*\n[Dynamic]\nenter = iops > 1000\nleave = iops < 10\n"
                                  "[Busy]\nscheduler = mq-deadline\n[Busy mq-deadline]\nwrite_expire = 3\n");
         put(d, "20-bio.policy", "[Match]\nclass = bio-based\n[Queue]\nscheduler = none\nread_ahead_kb = 1024\n");
+        put(d, "25-dm.policy", "[Match]\nname = dm-*\n[Queue]\nread_ahead_kb = 1024\n");
+        put(d, "26-bio.policy", "[Match]\nclass = bio-based\n[Queue]\nrq_affinity = 2\nread_ahead_kb = 1024\n");
         put(d, "30-fine.policy", "[Match]\nname = vd*\n[Queue]\nread_ahead_kb = 4096\n[mq-deadline]\nread_expire = 8\n");
         s = load(d, NULL);
         ASSERT_EQ_INT(s->errors.n_items, 0);
@@ -500,6 +502,12 @@ TEST(check_values_the_kernel_will_not_keep) {
         p = find(s, "20-bio.policy");
         ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
         ASSERT_TRUE(strstr(text, "[Queue] scheduler: the policy matches only bio-based disks"));
+        p = find(s, "25-dm.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
+        ASSERT_TRUE(strstr(text, "only a policy with class = bio-based matches"));
+        p = find(s, "26-bio.policy");
+        ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
+        ASSERT_TRUE(strstr(text, "[Queue] rq_affinity: the policy matches only bio-based disks, which have no request queue"));
         p = find(s, "30-fine.policy");
         ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 0);
         ASSERT_STREQ(text, "");
