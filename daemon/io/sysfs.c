@@ -164,6 +164,31 @@ int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char
         return 0;
 }
 
+/* The entries of a directory, sorted, as sysfs_read_at() a file. */
+static int list_at(int dirfd, const char *rel, const char *path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_closedir_ DIR *dir = opendir_at(dirfd, rel, path);
+        struct dirent *de;
+
+        *ret = NULL;
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
+                        return -ENOMEM;
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int sysfs_dir_list(const SysfsDir *d, const char *rel, char ***ret) {
+        char path[PATH_MAX];
+        int k = dir_rel_path(d, rel, path, sizeof(path));
+
+        *ret = NULL;
+        return k < 0 ? k : list_at(d->fd, rel, path, ret);
+}
+
 int sysfs_dir_access(const SysfsDir *d, const char *rel) {
         return faccessat(d->fd, rel, F_OK, 0) < 0 ? -errno : 0;
 }
@@ -366,21 +391,10 @@ int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
 }
 
 int sysfs_list_disks(const Roots *r, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
         char path[PATH_MAX];
-        struct dirent *de;
 
         snprintf(path, sizeof(path), "%s/block", r->sysfs);
-        d = opendir_at(AT_FDCWD, path, path);
-        if (!d)
-                return -errno;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
-                        return -ENOMEM;
-        strv_sort(l);
-        *ret = TAKE_PTR(l);
-        return 0;
+        return list_at(AT_FDCWD, path, path, ret);
 }
 
 /* keys' properties of the live disk major:minor, through libudev: the
