@@ -52,6 +52,7 @@ static bool property_matches(char *const *props, const char *cond) {
 
 bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
         const PolicyMatch *m = &p->match;
+        const DeviceTopology *t = &f->topology;
         const char *why = NULL;
 
         if ((f->classes & m->classes_required) != m->classes_required)
@@ -72,6 +73,14 @@ bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCa
                 why = "zoned";
         else if (f->hw_queues < m->hwq_min || f->hw_queues > m->hwq_max)
                 why = "hw_queues";
+        else if (m->stack_mask && !(m->stack_mask & (1u << device_topology_role(t))))
+                why = "stack";
+        else if (m->dm_uuid_prefixes && !strv_contains(m->dm_uuid_prefixes, t->dm_uuid_prefix))
+                why = "dm_uuid_prefix";
+        else if (m->md_levels && !strv_contains(m->md_levels, t->md_level))
+                why = "md_level";
+        else if (m->nvme_mpath_mask && !(m->nvme_mpath_mask & (1u << t->nvme_multipath)))
+                why = "nvme_multipath";
         for (unsigned i = 0; !why && i < m->n_kernel; i++)
                 if (!kernel_cond_holds(&m->kernel[i], caps))
                         why = "kernel";
