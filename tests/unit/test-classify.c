@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include "classify.h"
+#include "record.h"
+#include "report.h"
 #include "shared.h"
 #include "tests.h"
 #include "util.h"
@@ -475,4 +477,24 @@ TEST(members_share_their_facts_but_not_their_stack) {
         intern_unref(&shared, sb);
         intern_unref(&shared, sa);
         intern_table_done(&shared);
+}
+
+/* A recording keeps what decide() matches of the topology: replay then
+ * decides stack= and the others as the daemon did. */
+TEST(topology_recorded_and_read_back) {
+        _cleanup_(device_facts_done) DeviceFacts md = {}, back = {}, old = {};
+        cJSON *j = cJSON_CreateObject();
+
+        classify_stacked("md0", &md);
+        cJSON_AddStringToObject(j, "name", md.name);
+        cJSON_AddItemToObject(j, "classes", report_classes(md.classes));
+        cJSON_AddItemToObject(j, "facts", report_facts(&md));
+        cJSON_AddItemToObject(j, "topology", report_topology(&md));
+        ASSERT_EQ_INT(record_parse_device(j, &back), 0);
+        ASSERT_TRUE(device_topology_equal(&back.topology, &md.topology) && !back.stack);
+        /* before the topology: none */
+        cJSON_DeleteItemFromObject(j, "topology");
+        ASSERT_EQ_INT(record_parse_device(j, &old), 0);
+        ASSERT_TRUE(device_topology_role(&old.topology) == STACK_ALONE && !old.topology.md_level[0]);
+        cJSON_Delete(j);
 }
