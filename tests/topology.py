@@ -101,7 +101,7 @@ def test_a_table_loaded_makes_its_disk_a_member(stacks):
 
 def test_a_map_removed_leaves_its_disk_alone(stacks):
     stacks.hold("vdb", "dm-0")
-    stacks.start()
+    d = stacks.start()
     assert stacks.topology("vdb")["stack"] == "member" and stacks.live("vdb", "scheduler") == "bfq"
     # dmsetup remove: the table's devices put (the links go), then the disk
     stacks.release("vdb", "dm-0")
@@ -111,6 +111,7 @@ def test_a_map_removed_leaves_its_disk_alone(stacks):
     assert t["stack"] == "alone" and t["holders"] == [], f"the map's removal classified vdb again: {t}"
     r = control_call(stacks.sock_path, {"command": "device", "device": "dm-0"})
     assert not r.get("ok"), f"dm-0 is gone: {r}"
+    assert d.stop() == 0, "a clean exit (a sanitizer build: nothing leaked)"
 
 
 def test_a_table_reload_releases_the_old_disk(stacks):
@@ -138,7 +139,7 @@ def test_an_nvme_path_removed_leaves_its_head(stacks):
 
 def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
     stacks.hold("vdb", "dm-0")
-    stacks.start()
+    d = stacks.start()
     cases = {
         "md0": "sda + sdb -> [md0 (raid1)] -> dm-3 (LVM-, vg1-root)",
         "sda": "[sda] -> md0 (raid1) -> dm-3 (LVM-, vg1-root)",
@@ -153,3 +154,4 @@ def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
         assert r.returncode == 0 and f"  stack: {want}\n" in r.stdout, f"explain {dev}: {r.stdout}{r.stderr}"
         ex = control_call(stacks.sock_path, {"command": "explain", "device": dev})["result"]
         assert ex["stack"] == want and "topology" in ex, json.dumps(ex)[:2000]
+    assert d.stop() == 0, "a clean exit (a sanitizer build: nothing leaked)"
