@@ -221,18 +221,23 @@ static int read_string(const SysfsDir *dir, const char *rel, char **ret) {
 
 /* dm's own directory (drivers/md/dm-sysfs.c: dm/name, dm/uuid; a map
  * made without a uuid reads an empty line) and md's (drivers/md/md.c:
- * md/level, "" while the array is not running, and md/raid_disks). */
-static int classify_dm_md(const SysfsDir *dir, DeviceTopology *t, DeviceStack *s) {
+ * md/level, "" while the array is not running, and md/raid_disks). Only
+ * on their disks: four failed opens on every other disk are a storm's
+ * cost for nothing. */
+static int classify_dm_md(const SysfsDir *dir, const char *driver, DeviceTopology *t, DeviceStack *s) {
         char buf[64];
-        int k;
+        int k = 0;
 
-        k = read_string(dir, "dm/name", &s->dm_name);
-        if (k >= 0)
-                k = read_string(dir, "dm/uuid", &s->dm_uuid);
-        if (k < 0)
+        if (streq(driver, "device-mapper")) {
+                k = read_string(dir, "dm/name", &s->dm_name);
+                if (k >= 0)
+                        k = read_string(dir, "dm/uuid", &s->dm_uuid);
+                if (k >= 0 && s->dm_uuid)
+                        dm_uuid_prefix(s->dm_uuid, t->dm_uuid_prefix);
                 return k;
-        if (s->dm_uuid)
-                dm_uuid_prefix(s->dm_uuid, t->dm_uuid_prefix);
+        }
+        if (!streq(driver, "md"))
+                return 0;
         if (sysfs_dir_read(dir, "md/level", buf, sizeof(buf)) == 0)
                 (void) strscpy(t->md_level, sizeof(t->md_level), buf);
         if (sysfs_dir_read(dir, "md/raid_disks", buf, sizeof(buf)) == 0)
@@ -248,8 +253,11 @@ static int classify_dm_md(const SysfsDir *dir, DeviceTopology *t, DeviceStack *s
  * head stands for it. */
 static int classify_nvme_multipath(const SysfsDir *dir, DeviceFacts *f, DeviceStack *s) {
         unsigned n;
-        int k = read_names(dir, "multipath", &s->nvme_paths, &n);
+        int k;
 
+        if (!(f->classes & CLASS_BIT(CLASS_NVME)))
+                return 0;
+        k = read_names(dir, "multipath", &s->nvme_paths, &n);
         if (k < 0)
                 return k;
         if (sysfs_dir_exists(dir, "multipath") || streq(f->subsystem, "nvme-subsystem"))
@@ -274,7 +282,7 @@ static int classify_stack(const SysfsDir *dir, DeviceFacts *f) {
         if (k >= 0)
                 k = read_names(dir, "slaves", &s->slaves, &t->n_slaves);
         if (k >= 0)
-                k = classify_dm_md(dir, t, s);
+                k = classify_dm_md(dir, f->driver, t, s);
         if (k >= 0)
                 k = classify_nvme_multipath(dir, f, s);
         if (k < 0)
