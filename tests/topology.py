@@ -51,13 +51,13 @@ class Stacks(faketree.Workspace):
         os.unlink(os.path.join(self.root, "sys", "block", dev))
         shutil.rmtree(d)
 
-    def start(self):
+    def start(self, *extra):
         os.makedirs(self.policies, exist_ok=True)
         os.makedirs(self.state, exist_ok=True)
         with open(os.path.join(self.policies, "50-member.policy"), "w") as f:
             f.write(MEMBER_POLICY)
         args = ["--config", "/dev/null", "--policy-dir", self.policies, *fixture_roots(self.root),
-                "--state-dir", self.state, "--socket", self.sock_path]
+                "--state-dir", self.state, "--socket", self.sock_path, *extra]
         d = Daemon(self.blkpolicyd, self.work, args,
                    env={"BLKPOLICYD_FAKE_KERNEL": "1", **self.uevents.env()})
         self.running.append(d)
@@ -123,6 +123,17 @@ def test_a_table_reload_releases_the_old_disk(stacks):
     stacks.uevents.send("change", "dm-0", 253, 0, 1)
     assert stacks.topology("vdb")["stack"] == "alone", "the disk the old table held: classified again"
     assert sorted(stacks.topology("vdc")["holders"]) == ["dm-0", "dm-1"], "the new table's disk too"
+
+
+def test_disks_next_to_a_map_stay_out_of_device_globs(stacks):
+    # --device dm-*: dm-0's event must not make vdb one of the daemon's
+    stacks.start("--device", "dm-*")
+    stacks.hold("vdb", "dm-0")
+    stacks.uevents.send("change", "dm-0", 253, 0, 1)
+    assert stacks.topology("dm-0")["slaves"] == ["vdb"]
+    r = control_call(stacks.sock_path, {"command": "device", "device": "vdb"})
+    assert not r.get("ok") and stacks.live("vdb", "scheduler") == "mq-deadline", \
+        f"vdb is not the daemon's: not refreshed, not written: {r}"
 
 
 def test_an_nvme_path_removed_leaves_its_head(stacks):

@@ -55,12 +55,15 @@ static int stack_neighbours_add(char ***l, const Device *d) {
 /* The disks next to an event's disk in its stack, before the event and
  * after, classified and decided again: a member's stack fact is then
  * never older than its map's or array's last event. Partitions among
- * them are not disks: skipped. */
+ * them are not disks, and disks not of --device not the daemon's:
+ * skipped. */
 static int manager_refresh_neighbours(Manager *m, char *const *names) {
         for (char *const *n = names; n && *n; n++) {
                 Device *d;
                 int r;
 
+                if (!discover_name_wanted(m->discover, *n))
+                        continue;
                 d = manager_refresh(m, *n, &r);
                 if (r < 0)
                         return r;
