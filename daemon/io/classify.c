@@ -252,17 +252,16 @@ static int classify_dm_md(const SysfsDir *dir, const char *driver, DeviceTopolog
  * nvme_alloc_ns() names nvmeXcYnZ and hides (GENHD_FL_HIDDEN) because a
  * head stands for it. */
 static int classify_nvme_multipath(const SysfsDir *dir, DeviceFacts *f, DeviceStack *s) {
-        unsigned n;
         int k;
 
         if (!(f->classes & CLASS_BIT(CLASS_NVME)))
                 return 0;
-        k = read_names(dir, "multipath", &s->nvme_paths, &n);
-        if (k < 0)
+        k = sysfs_dir_list(dir, "multipath", &s->nvme_paths);
+        if (k == -ENOMEM)
                 return k;
-        if (sysfs_dir_exists(dir, "multipath") || streq(f->subsystem, "nvme-subsystem"))
+        if (k == 0 || streq(f->subsystem, "nvme-subsystem"))
                 f->topology.nvme_multipath = NVME_MPATH_HEAD;
-        else if (f->hidden && (f->classes & CLASS_BIT(CLASS_NVME)))
+        else if (f->hidden)
                 f->topology.nvme_multipath = NVME_MPATH_PATH;
         return 0;
 }
