@@ -72,18 +72,11 @@ static int stack_level_next(Manager *m, char *const *level, bool below, char ***
         _cleanup_strv_free_ char **next = NULL;
 
         for (char *const *n = level; n && *n; n++) {
-                int r = device_stack_neighbours(device_find_name(&m->ctx, *n), below, &next);
+                int r = device_stack_neighbours(&m->ctx, device_find_name(&m->ctx, *n), below, &next);
                 if (r < 0)
                         return r;
         }
-        /* the path's head named after it may not exist (multipath off) */
-        for (char **n = next; !below && n && *n;)
-                if (!device_find_name(&m->ctx, *n)) {
-                        free(*n);
-                        memmove(n, n + 1, sizeof(char *) * strv_length(n + 1) + sizeof(char *));
-                } else
-                        n++;
-        *ret = next && next[0] ? TAKE_PTR(next) : NULL;
+        *ret = TAKE_PTR(next);
         return 0;
 }
 

@@ -407,7 +407,7 @@ static int names_add(char ***l, char *const *names) {
         return 0;
 }
 
-int device_stack_neighbours(const Device *d, bool below, char ***l) {
+int device_stack_neighbours(const DeviceContext *c, const Device *d, bool below, char ***l) {
         const DeviceStack *s = d && d->extra ? d->extra->stack : NULL;
         char head[NAME_MAX_LEN];
         int r;
@@ -417,7 +417,8 @@ int device_stack_neighbours(const Device *d, bool below, char ***l) {
                 return r < 0 ? r : names_add(l, s ? s->nvme_paths : NULL);
         }
         r = names_add(l, s ? s->holders : NULL);
-        if (r < 0 || !d || nvme_path_head_name(d->name, head, sizeof(head)) < 0)
+        /* the head named after a path is there only with multipath on */
+        if (r < 0 || !d || nvme_path_head_name(d->name, head, sizeof(head)) < 0 || !device_find_name(c, head))
                 return r;
         return names_add(l, (char *[]) { head, NULL });
 }

@@ -46,10 +46,10 @@ static Device *manager_refresh(Manager *m, const char *name, int *error) {
 /* The disks next to d in its stack, both sides: those whose stack facts
  * d's event changes, though the kernel sends them none (block/holder.c
  * links holders/ silently; a path's link in its head's multipath/ too). */
-static int stack_neighbours_add(char ***l, const Device *d) {
-        int r = device_stack_neighbours(d, true, l);
+static int stack_neighbours_add(const Manager *m, char ***l, const Device *d) {
+        int r = device_stack_neighbours(&m->ctx, d, true, l);
 
-        return r < 0 ? r : device_stack_neighbours(d, false, l);
+        return r < 0 ? r : device_stack_neighbours(&m->ctx, d, false, l);
 }
 
 /* The disks next to an event's disk in its stack, before the event and
@@ -83,13 +83,13 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
                 /* a table reload may leave disks its old table held */
-                r = stack_neighbours_add(&neighbours, device_find_name(&m->ctx, name));
+                r = stack_neighbours_add(m, &neighbours, device_find_name(&m->ctx, name));
                 if (r < 0)
                         return r;
                 d = manager_refresh(m, name, &r);
                 if (r < 0)
                         return r;
-                if (d && ((r = stack_neighbours_add(&neighbours, d)) < 0 || (r = device_process(&m->ctx, d)) < 0))
+                if (d && ((r = stack_neighbours_add(m, &neighbours, d)) < 0 || (r = device_process(&m->ctx, d)) < 0))
                         return r;
                 r = manager_refresh_neighbours(m, neighbours);
                 if (r < 0 || (!d && !neighbours))
@@ -97,7 +97,7 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
                 return manager_redecide(m);
         case UEVENT_REMOVE:
                 d = device_get(&m->ctx, devnum);
-                if (stack_neighbours_add(&neighbours, d) < 0)
+                if (stack_neighbours_add(m, &neighbours, d) < 0)
                         return -ENOMEM;
                 if (d && device_removed(&m->ctx, d) < 0)
                         return -ENOMEM;
