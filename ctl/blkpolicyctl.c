@@ -310,6 +310,9 @@ static void print_device(const cJSON *d) {
                cJSON_IsString(get(d, "reason")) ? str(d, "reason") : "");
         if (cJSON_IsString(get(d, "override")))
                 printf("  override: %s\n", str(d, "override"));
+        /* explain's: the whole stack, bottom to top, the device in brackets */
+        if (cJSON_IsString(get(d, "stack")))
+                printf("  stack: %s\n", str(d, "stack"));
         if (cJSON_IsArray(get(d, "policies"))) {
                 printf("  policies considered, in order:\n");
                 cJSON_ArrayForEach(p, get(d, "policies"))

@@ -70,6 +70,71 @@ bool scheduler_list_has(const SchedulerList *l, const char *name);
 size_t scheduler_list_bytes(const SchedulerList *l);
 bool scheduler_list_equal(const SchedulerList *a, const SchedulerList *b);
 
+/* Where a disk sits in a stack of block devices, from its holders/ and
+ * slaves/ (block/holder.c: bd_link_disk_holder() links both when dm or
+ * md claims a disk). A disk with holders is a member whatever lies below
+ * it: a dm-crypt map on an LV is a member of nothing, the LV under it is. */
+typedef enum StackRole {
+        STACK_ALONE,            /* neither: a disk nothing is built on, built on nothing */
+        STACK_TOP,              /* slaves and no holders: what a filesystem is on */
+        STACK_MEMBER,           /* holders: something is built on it */
+        _STACK_MAX,
+} StackRole;
+
+DECLARE_STRING_TABLE(stack_role, StackRole);
+
+/* NVMe native multipath (drivers/nvme/host/multipath.c): the head nvmeXnY,
+ * bio-based, and its paths nvmeXcYnZ, hidden. */
+typedef enum NvmeMultipath {
+        NVME_MPATH_NONE,
+        NVME_MPATH_HEAD,
+        NVME_MPATH_PATH,
+        _NVME_MPATH_MAX,
+} NvmeMultipath;
+
+DECLARE_STRING_TABLE(nvme_multipath, NvmeMultipath);
+
+#define DM_UUID_PREFIX_MAX 16
+#define MD_LEVEL_MAX 16
+
+/* The stack facts devices share (interned with the rest): counts and
+ * kinds, no names. */
+typedef struct DeviceTopology {
+        unsigned n_holders;     /* entries of holders/ */
+        unsigned n_slaves;      /* entries of slaves/ */
+        unsigned md_raid_disks; /* md/raid_disks, 0 if not md */
+        NvmeMultipath nvme_multipath;
+        /* dm/uuid up to its first '-', kept: "LVM-", "CRYPT-", "mpath-";
+         * kpartx's "part<N>-" is "part"; "" for no uuid or not dm */
+        char dm_uuid_prefix[DM_UUID_PREFIX_MAX];
+        char md_level[MD_LEVEL_MAX];    /* md/level: "raid1", "linear"; "" if not md */
+} DeviceTopology;
+
+StackRole device_topology_role(const DeviceTopology *t);
+bool device_topology_equal(const DeviceTopology *a, const DeviceTopology *b);
+/* "LVM-4f2...": the prefix as DeviceTopology keeps it; "" for "". */
+void dm_uuid_prefix(const char *uuid, char ret[DM_UUID_PREFIX_MAX]);
+
+/* The stack's names: each disk's own, like its name (identity: not in
+ * the shared facts). NULL lists are empty. */
+typedef struct DeviceStack {
+        char **holders;         /* holders/: what is built on it */
+        char **slaves;          /* slaves/: what it is built on */
+        char **nvme_paths;      /* multipath/ of an NVMe head (6.15 on): its paths */
+        char *dm_name;          /* dm/name: "vg0-root" */
+        char *dm_uuid;          /* dm/uuid, NULL for none */
+} DeviceStack;
+
+/* The head of an NVMe path by its name: core.c nvme_alloc_ns() names a
+ * path "nvme<subsys>c<ctrl>n<head>", multipath.c the head
+ * "nvme<subsys>n<head>". -EINVAL when name is no path's. */
+int nvme_path_head_name(const char *name, char *buf, size_t size);
+
+DeviceStack *device_stack_free(DeviceStack *s);
+static inline void device_stack_freep(DeviceStack **s) {
+        device_stack_free(*s);
+}
+
 typedef struct DeviceFacts {
         char name[NAME_MAX_LEN];
         unsigned major, minor;
@@ -86,7 +151,9 @@ typedef struct DeviceFacts {
         ZonedModel zoned;
         SchedulerList schedulers;
         ClassSet classes;
+        DeviceTopology topology;
         char **properties;    /* udev "KEY=VALUE" pairs where udev provides them */
+        DeviceStack *stack;   /* NULL when it is in no stack and has no dm name */
 } DeviceFacts;
 
 void device_facts_done(DeviceFacts *f);

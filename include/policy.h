@@ -39,6 +39,10 @@ typedef struct PolicyMatch {
         int hidden;             /* -1 any */
         unsigned zoned_mask;    /* bit per ZonedModel, 0 any */
         unsigned hwq_min, hwq_max;
+        unsigned stack_mask;    /* bit per StackRole, 0 any */
+        char **dm_uuid_prefixes; /* "LVM-", "part": DeviceTopology's, any */
+        char **md_levels;       /* md/level, any */
+        unsigned nvme_mpath_mask; /* bit per NvmeMultipath, 0 any */
         KernelCond kernel[KERNEL_CONDS_MAX];
         unsigned n_kernel;
 } PolicyMatch;

@@ -24,6 +24,9 @@ cJSON *report_policy_error(const PolicyError *e);
 
 cJSON *report_device(const ReportDevice *d);
 cJSON *report_facts(const DeviceFacts *f);
+/* Where f sits in a stack: its role, holders, slaves, dm's and md's
+ * facts, NVMe multipath. */
+cJSON *report_topology(const DeviceFacts *f);
 cJSON *report_classes(ClassSet classes);
 cJSON *report_kernel(const KernelCaps *caps);
 /* {"kernel": ..., "capabilities": {...}, "devices": [...]}, devices as given. */

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-MACHINES = ["kvm-6.18", "nvme-6.12", "ublk-nullb-6.12", "hdd-6.1", "dispatch-direct-7.2", "majors-6.12"]
+MACHINES = ["kvm-6.18", "nvme-6.12", "ublk-nullb-6.12", "hdd-6.1", "dispatch-direct-7.2", "majors-6.12",
+            "stacks-6.18"]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -65,11 +65,96 @@ static cJSON *explain_history(const Device *d) {
         return a;
 }
 
+#define STACK_DEPTH_MAX 8         /* deeper than any stack seen: LV on crypt on md on mpath is 4 */
+
+/* The disks one level further below (or above) the names of a level; a
+ * name that is no device of the daemon's (a partition) ends its branch. */
+static int stack_level_next(Manager *m, char *const *level, bool below, char ***ret) {
+        _cleanup_strv_free_ char **next = NULL;
+
+        for (char *const *n = level; n && *n; n++) {
+                int r = device_stack_neighbours(&m->ctx, device_find_name(&m->ctx, *n), below, &next);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(next);
+        return 0;
+}
+
+/* "md0 (raid1)", "dm-0 (LVM-, vg0-root)" */
+static void stack_label(Manager *m, const char *name, bool self, char *buf, size_t size) {
+        Device *d = device_find_name(&m->ctx, name);
+        DeviceFacts view;
+        const DeviceFacts *f = d ? device_facts(d, &view) : NULL;
+        const char *open = self ? "[" : "", *close = self ? "]" : "";
+
+        if (f && f->stack && (f->stack->dm_name || f->topology.dm_uuid_prefix[0]))
+                snprintf(buf, size, "%s%s (%s, %s)%s", open, name, f->topology.dm_uuid_prefix[0] ?
+                         f->topology.dm_uuid_prefix : "no uuid", f->stack->dm_name ?: "", close);
+        else if (f && f->topology.md_level[0])
+                snprintf(buf, size, "%s%s (%s)%s", open, name, f->topology.md_level, close);
+        else
+                snprintf(buf, size, "%s%s%s", open, name, close);
+}
+
+static void stack_append_level(Manager *m, char *const *level, const char *self, char *buf, size_t size) {
+        size_t n = strlen(buf);
+
+        for (char *const *l = level; l && *l && n < size; l++) {
+                char label[128];
+
+                stack_label(m, *l, streq_ptr(*l, self), label, sizeof(label));
+                n += (size_t) snprintf(buf + n, size - n, "%s%s", l == level ? (n ? " -> " : "") : " + ", label);
+        }
+}
+
+/* The levels below d, deepest first, d, then the levels above:
+ * "sda + sdb -> md0 (raid1) -> [dm-0 (LVM-, vg0-root)]", d in brackets.
+ * NULL (JSON null) when d is in no stack. */
+static int explain_stack(Manager *m, Device *d, cJSON **ret) {
+        _cleanup_strv_free_ char **self = NULL;
+        char **below[STACK_DEPTH_MAX] = {}, **above[STACK_DEPTH_MAX] = {};
+        unsigned n_below = 0, n_above = 0;
+        char text[1024] = "";
+        int r;
+
+        *ret = NULL;
+        if (strv_push(&self, device_name(d)) < 0)
+                return -ENOMEM;
+        for (r = 0; r >= 0 && n_below < STACK_DEPTH_MAX; n_below++) {
+                r = stack_level_next(m, n_below ? below[n_below - 1] : self, true, &below[n_below]);
+                if (r < 0 || !below[n_below])
+                        break;
+        }
+        for (; r >= 0 && n_above < STACK_DEPTH_MAX; n_above++) {
+                r = stack_level_next(m, n_above ? above[n_above - 1] : self, false, &above[n_above]);
+                if (r < 0 || !above[n_above])
+                        break;
+        }
+        for (unsigned i = n_below; r >= 0 && i > 0; i--)
+                stack_append_level(m, below[i - 1], NULL, text, sizeof(text));
+        if (r >= 0 && (n_below || n_above))
+                stack_append_level(m, self, device_name(d), text, sizeof(text));
+        for (unsigned i = 0; r >= 0 && i < n_above; i++)
+                stack_append_level(m, above[i], NULL, text, sizeof(text));
+        for (unsigned i = 0; i < STACK_DEPTH_MAX; i++) {
+                strv_free(below[i]);
+                strv_free(above[i]);
+        }
+        if (r < 0)
+                return r;
+        *ret = text[0] ? cJSON_CreateString(text) : cJSON_CreateNull();
+        return 0;
+}
+
 cJSON *explain_device(Manager *m, Device *d) {
-        cJSON *o = explain_device_report(m, d), *dyn;
+        cJSON *o = explain_device_report(m, d), *dyn, *stack;
 
         cJSON_AddItemToObject(o, "policies", explain_policies(m, d));
         cJSON_AddItemToObject(o, "conflicts", conflicts_report_device_json(&m->ctx, d));
+        if (explain_stack(m, d, &stack) < 0)
+                return cJSON_Delete(o), NULL;
+        cJSON_AddItemToObject(o, "stack", stack);
         dyn = cJSON_GetObjectItemCaseSensitive(o, "dynamic");
         if (cJSON_IsObject(dyn))
                 cJSON_AddItemToObject(dyn, "history", explain_history(d));

@@ -50,14 +50,23 @@ static bool property_matches(char *const *props, const char *cond) {
         return false;
 }
 
+/* Bio-based devices (dm, md, NVMe multipath heads) are for the policies
+ * that say so, by their class or by a key only a stack has. */
+static bool policy_names_the_stack(const PolicyMatch *m) {
+        return (m->classes_required & CLASS_BIT(CLASS_BIO_BASED)) || m->dm_uuid_prefixes || m->md_levels ||
+               m->nvme_mpath_mask;
+}
+
 bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not) {
         const PolicyMatch *m = &p->match;
+        const DeviceTopology *t = &f->topology;
         const char *why = NULL;
 
         /* a policy written for disks never reaches the stack above them:
-         * only one that names the class does (read-ahead belongs at the top) */
-        if ((f->classes & CLASS_BIT(CLASS_BIO_BASED)) && !(m->classes_required & CLASS_BIT(CLASS_BIO_BASED)))
-                why = "class (bio-based: only a policy with class = bio-based)";
+         * only one that names it does (read-ahead belongs at the top) */
+        if ((f->classes & CLASS_BIT(CLASS_BIO_BASED)) && !policy_names_the_stack(m))
+                why = "class (bio-based: only a policy with class = bio-based, dm_uuid_prefix=, md_level= "
+                      "or nvme_multipath=)";
         else if ((f->classes & m->classes_required) != m->classes_required)
                 why = "class";
         else if (f->classes & m->classes_excluded)
@@ -76,6 +85,14 @@ bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCa
                 why = "zoned";
         else if (f->hw_queues < m->hwq_min || f->hw_queues > m->hwq_max)
                 why = "hw_queues";
+        else if (m->stack_mask && !(m->stack_mask & (1u << device_topology_role(t))))
+                why = "stack";
+        else if (m->dm_uuid_prefixes && !strv_contains(m->dm_uuid_prefixes, t->dm_uuid_prefix))
+                why = "dm_uuid_prefix";
+        else if (m->md_levels && !strv_contains(m->md_levels, t->md_level))
+                why = "md_level";
+        else if (m->nvme_mpath_mask && !(m->nvme_mpath_mask & (1u << t->nvme_multipath)))
+                why = "nvme_multipath";
         for (unsigned i = 0; !why && i < m->n_kernel; i++)
                 if (!kernel_cond_holds(&m->kernel[i], caps))
                         why = "kernel";

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Names and small pure helpers of the Facts contract. */
 #include <assert.h>
+#include <stdio.h>
 
 #include "facts.h"
 #include "util.h"
@@ -31,6 +32,75 @@ DEFINE_STRING_TABLE(class, DeviceClass, class_names, _CLASS_MAX)
 
 DEFINE_STRING_TABLE(zoned, ZonedModel, zoned_names, _ZONED_MAX)
 
+static const char *const stack_role_names[_STACK_MAX] = {
+        [STACK_ALONE] = "alone",
+        [STACK_TOP] = "top",
+        [STACK_MEMBER] = "member",
+};
+
+DEFINE_STRING_TABLE(stack_role, StackRole, stack_role_names, _STACK_MAX)
+
+static const char *const nvme_multipath_names[_NVME_MPATH_MAX] = {
+        [NVME_MPATH_NONE] = "none",
+        [NVME_MPATH_HEAD] = "head",
+        [NVME_MPATH_PATH] = "path",
+};
+
+DEFINE_STRING_TABLE(nvme_multipath, NvmeMultipath, nvme_multipath_names, _NVME_MPATH_MAX)
+
+StackRole device_topology_role(const DeviceTopology *t) {
+        if (t->n_holders > 0)
+                return STACK_MEMBER;
+        return t->n_slaves > 0 ? STACK_TOP : STACK_ALONE;
+}
+
+bool device_topology_equal(const DeviceTopology *a, const DeviceTopology *b) {
+        return a->n_holders == b->n_holders && a->n_slaves == b->n_slaves &&
+               a->md_raid_disks == b->md_raid_disks && a->nvme_multipath == b->nvme_multipath &&
+               streq(a->dm_uuid_prefix, b->dm_uuid_prefix) && streq(a->md_level, b->md_level);
+}
+
+/* Who made a map says its uuid's first word (dm-ioctl.h leaves the uuid
+ * to userspace): lvm2 "LVM-<vg uuid><lv uuid>", cryptsetup
+ * "CRYPT-LUKS2-<uuid>-<name>", multipath-tools "mpath-<wwid>", kpartx
+ * "part<N>-<the whole map's uuid>", where N differs per partition and says
+ * nothing of the maker. A prefix too long to keep is none. */
+void dm_uuid_prefix(const char *uuid, char ret[DM_UUID_PREFIX_MAX]) {
+        size_t n = strcspn(uuid, "-");
+
+        ret[0] = 0;
+        if (startswith(uuid, "part") && n > 4 && strspn(uuid + 4, "0123456789") == n - 4 && uuid[n] == '-') {
+                (void) strscpy(ret, DM_UUID_PREFIX_MAX, "part");
+                return;
+        }
+        if (uuid[n] == '-' && n + 1 < DM_UUID_PREFIX_MAX) {
+                memcpy(ret, uuid, n + 1);
+                ret[n + 1] = 0;
+        }
+}
+
+int nvme_path_head_name(const char *name, char *buf, size_t size) {
+        unsigned subsys, ctrl, head;
+        int n = 0, k;
+
+        if (sscanf(name, "nvme%uc%un%u%n", &subsys, &ctrl, &head, &n) != 3 || name[n] != 0)
+                return -EINVAL;
+        k = snprintf(buf, size, "nvme%un%u", subsys, head);
+        return k < 0 || (size_t) k >= size ? -ENAMETOOLONG : 0;
+}
+
+DeviceStack *device_stack_free(DeviceStack *s) {
+        if (!s)
+                return NULL;
+        strv_free(s->holders);
+        strv_free(s->slaves);
+        strv_free(s->nvme_paths);
+        free(s->dm_name);
+        free(s->dm_uuid);
+        free(s);
+        return NULL;
+}
+
 /* indexed by Tristate + 1 */
 static const char *const tristate_names[] = { "unknown", "no", "yes" };
 
@@ -46,6 +116,7 @@ void device_facts_done(DeviceFacts *f) {
         if (!f)
                 return;
         f->properties = strv_free(f->properties);
+        f->stack = device_stack_free(f->stack);
 }
 
 size_t scheduler_list_bytes(const SchedulerList *l) {

@@ -91,9 +91,9 @@ static bool names_bio_based(const PolicyMatch *m) {
  * nowhere. And it is matched only by a policy that names the class. */
 static void check_bio_based(Out *o, const Policy *p) {
         if (!(p->match.classes_required & CLASS_BIT(CLASS_BIO_BASED))) {
-                if (names_bio_based(&p->match))
+                if (names_bio_based(&p->match) && !p->match.dm_uuid_prefixes && !p->match.md_levels)
                         warn(o, "[Match]: dm and md disks are bio-based, which only a policy with class = bio-based "
-                                "matches: it never applies to them\n");
+                                "(or dm_uuid_prefix=, md_level=) matches: it never applies to them\n");
                 return;
         }
         if (p->n_sched > 0)

@@ -28,6 +28,8 @@ Policy *policy_free(Policy *p) {
         strv_free(p->match.drivers);
         strv_free(p->match.models);
         strv_free(p->match.properties);
+        strv_free(p->match.dm_uuid_prefixes);
+        strv_free(p->match.md_levels);
         for (size_t i = 0; i < TUNABLES_MAX; i++) {
                 free(p->values[i]);
                 free(p->dynamic.busy_values[i]);
@@ -163,35 +165,75 @@ static int parse_hw_queues(PolicyMatch *m, const char *value, const char **error
         return 0;
 }
 
-static int parse_zoned(PolicyMatch *m, const char *value, const char **error) {
+/* Words that each name a value of an enum (from_string), as a bit mask. */
+static int parse_mask(const char *value, int (*from_string)(const char *s), unsigned *mask, const char *expected,
+                      const char **error) {
         _cleanup_strv_free_ char **words = NULL;
 
         if (strv_split(value, &words) < 0 || !words) {
-                *error = "expected none, host-aware or host-managed";
+                *error = expected;
                 return -EINVAL;
         }
         for (char **w = words; *w; w++) {
-                int z = zoned_from_string(*w);
-                if (z < 0) {
-                        *error = "expected none, host-aware or host-managed";
+                int v = from_string(*w);
+                if (v < 0) {
+                        *error = expected;
                         return -EINVAL;
                 }
-                m->zoned_mask |= 1u << z;
+                *mask |= 1u << v;
         }
         return 0;
 }
 
-static int append_words(char ***l, const char *value, const char **error) {
+/* "any" is every role: a policy may say so, and it matches as if unsaid */
+static int stack_from_string(const char *s) {
+        return streq(s, "any") ? _STACK_MAX : stack_role_from_string(s);
+}
+
+static int parse_stack(PolicyMatch *m, const char *value, const char **error) {
+        unsigned mask = 0;
+        int r = parse_mask(value, stack_from_string, &mask, "expected top, member, alone or any", error);
+
+        if (r < 0)
+                return r;
+        m->stack_mask |= mask & (1u << _STACK_MAX) ? (1u << _STACK_MAX) - 1 : mask;
+        return 0;
+}
+
+/* As dm_uuid_prefix() keeps them: up to and with the first '-', or part. */
+static bool dm_uuid_prefix_valid(const char *w) {
+        size_t n = strlen(w);
+
+        return streq(w, "part") ||
+               (n >= 2 && n < DM_UUID_PREFIX_MAX && w[n - 1] == '-' && strcspn(w, "-") == n - 1);
+}
+
+/* Words added to *l, if valid (NULL: any) says each is. */
+static int parse_words_checked(char ***l, const char *value, bool (*valid)(const char *w), const char *expected,
+                               const char **error) {
         _cleanup_strv_free_ char **words = NULL;
 
         if (strv_split(value, &words) < 0 || !words) {
-                *error = "expected one or more values";
+                *error = expected;
                 return -EINVAL;
         }
+        for (char **w = words; *w; w++)
+                if (valid && !valid(*w)) {
+                        *error = expected;
+                        return -EINVAL;
+                }
         for (char **w = words; *w; w++)
                 if (strv_push(l, *w) < 0)
                         return -ENOMEM;
         return 0;
+}
+
+static bool md_level_valid(const char *w) {
+        return strlen(w) < MD_LEVEL_MAX && strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(w);
+}
+
+static int append_words(char ***l, const char *value, const char **error) {
+        return parse_words_checked(l, value, NULL, "expected one or more values", error);
 }
 
 static int parse_match_key(PolicyMatch *m, const char *key, const char *value, const char **error) {
@@ -218,7 +260,19 @@ static int parse_match_key(PolicyMatch *m, const char *key, const char *value, c
         if (streq(key, "hw_queues"))
                 return parse_hw_queues(m, value, error);
         if (streq(key, "zoned"))
-                return parse_zoned(m, value, error);
+                return parse_mask(value, zoned_from_string, &m->zoned_mask, "expected none, host-aware or host-managed",
+                                  error);
+        if (streq(key, "stack"))
+                return parse_stack(m, value, error);
+        if (streq(key, "dm_uuid_prefix"))
+                return parse_words_checked(&m->dm_uuid_prefixes, value, dm_uuid_prefix_valid,
+                                           "expected uuid prefixes such as LVM- CRYPT- mpath- or part", error);
+        if (streq(key, "md_level"))
+                return parse_words_checked(&m->md_levels, value, md_level_valid,
+                                           "expected md levels such as raid1 raid10 linear", error);
+        if (streq(key, "nvme_multipath"))
+                return parse_mask(value, nvme_multipath_from_string, &m->nvme_mpath_mask,
+                                  "expected head, path or none", error);
         if (streq(key, "rotational") || streq(key, "hidden")) {
                 b = parse_boolean(value);
                 if (b < 0) {

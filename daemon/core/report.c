@@ -43,6 +43,53 @@ cJSON *report_facts(const DeviceFacts *f) {
         return o;
 }
 
+static cJSON *report_names(char *const *l) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (char *const *n = l; n && *n; n++)
+                cJSON_AddItemToArray(a, cJSON_CreateString(*n));
+        return a;
+}
+
+/* dm's and md's own, null on other disks */
+static cJSON *report_dm(const DeviceTopology *t, const DeviceStack *s) {
+        cJSON *o;
+
+        if (!s || (!s->dm_name && !s->dm_uuid))
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        add_string_or_null(o, "name", s->dm_name);
+        add_string_or_null(o, "uuid", s->dm_uuid);
+        add_string_or_null(o, "uuid_prefix", t->dm_uuid_prefix);
+        return o;
+}
+
+static cJSON *report_md(const DeviceTopology *t) {
+        cJSON *o;
+
+        if (!t->md_level[0] && t->md_raid_disks == 0)
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        add_string_or_null(o, "level", t->md_level);
+        cJSON_AddNumberToObject(o, "raid_disks", t->md_raid_disks);
+        return o;
+}
+
+cJSON *report_topology(const DeviceFacts *f) {
+        const DeviceTopology *t = &f->topology;
+        const DeviceStack *s = f->stack;
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "stack", stack_role_to_string(device_topology_role(t)));
+        cJSON_AddItemToObject(o, "holders", report_names(s ? s->holders : NULL));
+        cJSON_AddItemToObject(o, "slaves", report_names(s ? s->slaves : NULL));
+        cJSON_AddItemToObject(o, "dm", report_dm(t, s));
+        cJSON_AddItemToObject(o, "md", report_md(t));
+        cJSON_AddStringToObject(o, "nvme_multipath", nvme_multipath_to_string(t->nvme_multipath));
+        cJSON_AddItemToObject(o, "nvme_paths", report_names(s ? s->nvme_paths : NULL));
+        return o;
+}
+
 static cJSON *report_items(const PlanItem *items, unsigned n) {
         cJSON *o = cJSON_CreateObject();
 
@@ -111,6 +158,7 @@ cJSON *report_device(const ReportDevice *d) {
         cJSON_AddBoolToObject(o, "managed", d->plan->managed);
         add_string_or_null(o, "reason", d->plan->reason);
         cJSON_AddItemToObject(o, "facts", report_facts(d->facts));
+        cJSON_AddItemToObject(o, "topology", report_topology(d->facts));
         cJSON_AddItemToObject(o, "settings", report_items(d->plan->items, d->plan->n_items));
         cJSON_AddItemToObject(o, "canary", report_canary(d));
         cJSON_AddItemToObject(o, "dynamic", report_dynamic(d));

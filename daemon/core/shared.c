@@ -28,15 +28,20 @@ static uint64_t hash_str(uint64_t h, const char *s) {
         return intern_hash_bytes(h, s, strlen(s) + 1);
 }
 
-/* The identity (name, number, media, properties) is the device's own: the
- * hash and the comparison leave it out, the copy has it blank. */
+/* The identity (name, number, media, properties, the stack's names) is
+ * the device's own: the hash and the comparison leave it out, the copy
+ * has it blank. The topology's counts and kinds are shared: the disks of
+ * one array or one map's paths alike have the same. */
 static uint64_t facts_hash(const void *value) {
         const DeviceFacts *f = value;
+        const DeviceTopology *t = &f->topology;
         unsigned head[] = { f->hw_queues, f->poll_queues, f->nr_requests, f->rotational, f->hidden,
-                            f->zoned, f->classes, f->schedulers.n, (unsigned) f->schedulers.current };
+                            f->zoned, f->classes, f->schedulers.n, (unsigned) f->schedulers.current,
+                            t->n_holders, t->n_slaves, t->md_raid_disks, t->nvme_multipath };
         uint64_t h = hash_numbers(head, ELEMENTSOF(head));
 
         h = hash_str(hash_str(hash_str(h, f->driver), f->subsystem), f->model);
+        h = hash_str(hash_str(h, t->dm_uuid_prefix), t->md_level);
         return intern_hash_bytes(h, f->schedulers.names, scheduler_list_bytes(&f->schedulers));
 }
 
@@ -47,7 +52,8 @@ static bool facts_equal(const void *va, const void *vb) {
                a->nr_requests == b->nr_requests && a->rotational == b->rotational && a->hidden == b->hidden &&
                a->zoned == b->zoned && a->classes == b->classes && streq(a->driver, b->driver) &&
                streq(a->subsystem, b->subsystem) && streq(a->model, b->model) &&
-               scheduler_list_equal(&a->schedulers, &b->schedulers);
+               scheduler_list_equal(&a->schedulers, &b->schedulers) &&
+               device_topology_equal(&a->topology, &b->topology);
 }
 
 static void *facts_dup(const void *value) {
@@ -61,6 +67,7 @@ static void *facts_dup(const void *value) {
         f->diskseq = 0;
         f->queue_id = 0;
         f->properties = NULL;
+        f->stack = NULL;
         return f;
 }
 

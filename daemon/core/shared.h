@@ -5,8 +5,8 @@
 
 #include "intern.h"
 
-/* Facts, without what is the device's own: name, number, diskseq and
- * properties (blank in the copy). */
+/* Facts, without what is the device's own: name, number, diskseq,
+ * properties and the stack's names (blank in the copy). */
 extern const InternType facts_intern_type;
 /* Plans: what decide() wrote and apply filled in, copied in one block. */
 extern const InternType plan_intern_type;

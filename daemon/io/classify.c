@@ -199,6 +199,98 @@ static void classify_queue(const Roots *r, const SysfsDir *dir, const char *name
                 f->poll_queues = count_poll_queues(r, name, f->hw_queues);
 }
 
+/* The entries of rel below the disk, NULL when none or unreadable (an
+ * old tree without the directory); *n their count. Only -ENOMEM fails. */
+static int read_names(const SysfsDir *dir, const char *rel, char ***ret, unsigned *n) {
+        int k = sysfs_dir_list(dir, rel, ret);
+
+        *n = (unsigned) strv_length(*ret);
+        return k == -ENOMEM ? k : 0;
+}
+
+/* The file's text as a new string; NULL when absent or empty. */
+static int read_string(const SysfsDir *dir, const char *rel, char **ret) {
+        char buf[256];
+
+        *ret = NULL;
+        if (sysfs_dir_read(dir, rel, buf, sizeof(buf)) < 0 || !buf[0])
+                return 0;
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* dm's own directory (drivers/md/dm-sysfs.c: dm/name, dm/uuid; a map
+ * made without a uuid reads an empty line) and md's (drivers/md/md.c:
+ * md/level, "" while the array is not running, and md/raid_disks). Only
+ * on their disks: four failed opens on every other disk are a storm's
+ * cost for nothing. */
+static int classify_dm_md(const SysfsDir *dir, const char *driver, DeviceTopology *t, DeviceStack *s) {
+        char buf[64];
+        int k = 0;
+
+        if (streq(driver, "device-mapper")) {
+                k = read_string(dir, "dm/name", &s->dm_name);
+                if (k >= 0)
+                        k = read_string(dir, "dm/uuid", &s->dm_uuid);
+                if (k >= 0 && s->dm_uuid)
+                        dm_uuid_prefix(s->dm_uuid, t->dm_uuid_prefix);
+                return k;
+        }
+        if (!streq(driver, "md"))
+                return 0;
+        if (sysfs_dir_read(dir, "md/level", buf, sizeof(buf)) == 0)
+                (void) strscpy(t->md_level, sizeof(t->md_level), buf);
+        if (sysfs_dir_read(dir, "md/raid_disks", buf, sizeof(buf)) == 0)
+                (void) sscanf(buf, "%u", &t->md_raid_disks);
+        return 0;
+}
+
+/* NVMe native multipath. The head hangs off the subsystem device
+ * (multipath.c: device_add_disk(&head->subsys->dev, ...)) and from 6.15
+ * has multipath/, a link per path (sysfs.c: nvme_ns_mpath_attr_group,
+ * visible on heads only). A path is the controller's namespace that core.c
+ * nvme_alloc_ns() names nvmeXcYnZ and hides (GENHD_FL_HIDDEN) because a
+ * head stands for it. */
+static int classify_nvme_multipath(const SysfsDir *dir, DeviceFacts *f, DeviceStack *s) {
+        int k;
+
+        if (!(f->classes & CLASS_BIT(CLASS_NVME)))
+                return 0;
+        k = sysfs_dir_list(dir, "multipath", &s->nvme_paths);
+        if (k == -ENOMEM)
+                return k;
+        if (k == 0 || streq(f->subsystem, "nvme-subsystem"))
+                f->topology.nvme_multipath = NVME_MPATH_HEAD;
+        else if (f->hidden)
+                f->topology.nvme_multipath = NVME_MPATH_PATH;
+        return 0;
+}
+
+/* Where the disk sits in a stack. holders/ and slaves/ are links that
+ * block/holder.c bd_link_disk_holder() makes when dm or md claims a disk,
+ * with no uevent for the disk below: the daemon classifies a map's or an
+ * array's slaves again on its events (manager.c). */
+static int classify_stack(const SysfsDir *dir, DeviceFacts *f) {
+        _cleanup_(device_stack_freep) DeviceStack *s = calloc(1, sizeof(DeviceStack));
+        DeviceTopology *t = &f->topology;
+        int k;
+
+        if (!s)
+                return -ENOMEM;
+        k = read_names(dir, "holders", &s->holders, &t->n_holders);
+        if (k >= 0)
+                k = read_names(dir, "slaves", &s->slaves, &t->n_slaves);
+        if (k >= 0)
+                k = classify_dm_md(dir, f->driver, t, s);
+        if (k >= 0)
+                k = classify_nvme_multipath(dir, f, s);
+        if (k < 0)
+                return k;
+        if (s->holders || s->slaves || s->nvme_paths || s->dm_name || s->dm_uuid)
+                f->stack = TAKE_PTR(s);
+        return 0;
+}
+
 /* Every file is read relative to the disk's own directory, opened once:
  * the facts are all of one disk even if the name is taken by another
  * meanwhile, and each read walks one or two path components (sysfs.h). */
@@ -231,6 +323,9 @@ int classify_device(const Roots *r, MajorCache *majors, const char *name, Device
                 return k;
         classify_bus(f);
         classify_queue(r, &dir, name, f);
+        k = classify_stack(&dir, f);
+        if (k < 0)
+                return k;
 
         if (f->hw_queues == 0)
                 f->classes |= CLASS_BIT(CLASS_BIO_BASED);

@@ -97,6 +97,7 @@ void record_write_device(Recorder *r, const DeviceFacts *facts) {
         cJSON_AddStringToObject(d, "name", facts->name);
         cJSON_AddItemToObject(d, "classes", report_classes(facts->classes));
         cJSON_AddItemToObject(d, "facts", report_facts(facts));
+        cJSON_AddItemToObject(d, "topology", report_topology(facts));
         text = cJSON_PrintUnformatted(j);
         if (text) {     /* never amid a tick's line: with --record a tick is read whole */
                 json_raw(&r->w, text);
@@ -175,6 +176,22 @@ static int json_unsigned(const cJSON *o, const char *key, unsigned *ret) {
         return 0;
 }
 
+/* What decide() matches of a device's topology: its counts and kinds,
+ * not the names. A recording older than the topology has none: alone. */
+static int record_parse_topology(const cJSON *t, DeviceTopology *ret) {
+        const cJSON *dm = cJSON_GetObjectItemCaseSensitive(t, "dm"), *md = cJSON_GetObjectItemCaseSensitive(t, "md");
+        int n = nvme_multipath_from_string(json_get_string(t, "nvme_multipath"));
+
+        *ret = (DeviceTopology) { .nvme_multipath = n > 0 ? (NvmeMultipath) n : NVME_MPATH_NONE };
+        if (!t)
+                return 0;
+        ret->n_holders = (unsigned) cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "holders"));
+        ret->n_slaves = (unsigned) cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "slaves"));
+        (void) strscpy(ret->dm_uuid_prefix, sizeof(ret->dm_uuid_prefix), json_get_string(dm, "uuid_prefix"));
+        (void) strscpy(ret->md_level, sizeof(ret->md_level), json_get_string(md, "level"));
+        return json_unsigned(md, "raid_disks", &ret->md_raid_disks);
+}
+
 int record_parse_device(const cJSON *j, DeviceFacts *f) {
         const cJSON *facts = cJSON_GetObjectItemCaseSensitive(j, "facts");
         const cJSON *classes = cJSON_GetObjectItemCaseSensitive(j, "classes");
@@ -216,7 +233,7 @@ int record_parse_device(const cJSON *j, DeviceFacts *f) {
         }
         if (sscanf(json_get_string(facts, "dev"), "%u:%u", &f->major, &f->minor) != 2)
                 return -EBADMSG;
-        return 0;
+        return record_parse_topology(cJSON_GetObjectItemCaseSensitive(j, "topology"), &f->topology);
 }
 
 int record_parse_stat(const cJSON *array, DiskStat *st, double *dispatch_busy) {

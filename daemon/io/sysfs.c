@@ -63,24 +63,6 @@ static int sysfs_write_at(int dirfd, const char *rel, const char *path, const ch
         return (size_t) n == len ? 0 : -EIO;
 }
 
-/* A directory's entries, as sysfs_read_at() a file's. */
-static DIR *opendir_at(int dirfd, const char *rel, const char *path) {
-        int fault = fault_check("read", path), fd;
-        DIR *dir;
-
-        if (fault < 0) {
-                errno = -fault;
-                return NULL;
-        }
-        fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        dir = fdopendir(fd);
-        if (!dir)
-                closep(&fd);
-        return dir;
-}
-
 /* O_PATH: a handle to walk from, nothing of the directory read; openat()
  * below it works on sysfs as anywhere. */
 static int dir_open(SysfsDir *d, const char *path, int flags) {
@@ -128,22 +110,23 @@ int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size) {
         return k < 0 ? k : sysfs_read_at(d->fd, rel, path, buf, size);
 }
 
-/* getdents64() on the fd, not fdopendir(): that costs an fstat and two
- * fcntls more, three syscalls of about thirty a new disk's classification
- * makes, each a trip through this guest's paravirtualised entry. */
-int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char *name), unsigned *ret) {
+/* Calls fn for each entry of the directory rel below dirfd (path: the
+ * same in full, for the fault seam), until fn fails. getdents64() on the
+ * fd, not fdopendir(): that costs an fstat and two fcntls more, three
+ * syscalls of about thirty a new disk's classification makes, each a trip
+ * through this guest's paravirtualised entry. */
+static int walk_at(int dirfd, const char *rel, const char *path, int (*fn)(const char *name, void *userdata),
+                   void *userdata) {
         _cleanup_close_ int fd = -EBADF;
-        char path[PATH_MAX];
         union {
                 struct dirent64 first;  /* for the entries' alignment */
                 char bytes[4096];
         } buf;
-        unsigned n = 0;
-        int k = dir_rel_path(d, rel, path, sizeof(path));
+        int k = fault_check("read", path);
 
-        if (k < 0 || (k = fault_check("read", path)) < 0)
+        if (k < 0)
                 return k;
-        fd = openat(d->fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         for (;;) {
@@ -152,16 +135,65 @@ int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char
                 if (got < 0)
                         return -errno;
                 if (got == 0)
-                        break;
+                        return 0;
                 for (ssize_t off = 0; off < got;) {
                         const struct dirent64 *de = (const struct dirent64 *) (buf.bytes + off);
 
-                        n += match(de->d_name);
+                        k = fn(de->d_name, userdata);
+                        if (k < 0)
+                                return k;
                         off += de->d_reclen;
                 }
         }
-        *ret = n;
+}
+
+typedef struct CountWalk {
+        bool (*match)(const char *name);
+        unsigned n;
+} CountWalk;
+
+static int count_one(const char *name, void *userdata) {
+        CountWalk *w = userdata;
+
+        w->n += w->match(name);
         return 0;
+}
+
+int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char *name), unsigned *ret) {
+        char path[PATH_MAX];
+        CountWalk w = { .match = match };
+        int k = dir_rel_path(d, rel, path, sizeof(path));
+
+        if (k >= 0)
+                k = walk_at(d->fd, rel, path, count_one, &w);
+        if (k >= 0)
+                *ret = w.n;
+        return k;
+}
+
+static int list_one(const char *name, void *userdata) {
+        return name[0] == '.' ? 0 : strv_push(userdata, name);
+}
+
+/* The entries of a directory, sorted, dot files left out. */
+static int list_at(int dirfd, const char *rel, const char *path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int k = walk_at(dirfd, rel, path, list_one, &l);
+
+        *ret = NULL;
+        if (k < 0)
+                return k;
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int sysfs_dir_list(const SysfsDir *d, const char *rel, char ***ret) {
+        char path[PATH_MAX];
+        int k = dir_rel_path(d, rel, path, sizeof(path));
+
+        *ret = NULL;
+        return k < 0 ? k : list_at(d->fd, rel, path, ret);
 }
 
 int sysfs_dir_access(const SysfsDir *d, const char *rel) {
@@ -366,21 +398,10 @@ int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
 }
 
 int sysfs_list_disks(const Roots *r, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
         char path[PATH_MAX];
-        struct dirent *de;
 
         snprintf(path, sizeof(path), "%s/block", r->sysfs);
-        d = opendir_at(AT_FDCWD, path, path);
-        if (!d)
-                return -errno;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.' && strv_push(&l, de->d_name) < 0)
-                        return -ENOMEM;
-        strv_sort(l);
-        *ret = TAKE_PTR(l);
-        return 0;
+        return list_at(AT_FDCWD, path, path, ret);
 }
 
 /* keys' properties of the live disk major:minor, through libudev: the

@@ -65,6 +65,9 @@ int sysfs_dir_read(const SysfsDir *d, const char *rel, char *buf, size_t size);
 /* How many entries of the directory rel below d match; -errno. */
 int sysfs_dir_count(const SysfsDir *d, const char *rel, bool (*match)(const char *name), unsigned *ret);
 bool sysfs_dir_exists(const SysfsDir *d, const char *rel);
+/* The names in the directory rel below d, sorted; *ret NULL when it is
+ * empty. -ENOENT when there is no such directory, -ENOMEM. */
+int sysfs_dir_list(const SysfsDir *d, const char *rel, char ***ret);
 /* 0 when rel exists below d, else -errno (-ENOENT: it does not). */
 int sysfs_dir_access(const SysfsDir *d, const char *rel);
 int sysfs_dir_read_link_name(const SysfsDir *d, const char *rel, char *buf, size_t size);

@@ -10,7 +10,7 @@
 #include "state.h"
 
 /* What few devices have: an error, an override, a retry, the udev
- * properties some policy names, what flips left. Apart, allocated at the first need and
+ * properties some policy names, the names of its stack, what flips left. Apart, allocated at the first need and
  * freed when it is empty again, so that every other device carries one
  * pointer for them (device_extra()). */
 typedef struct DeviceExtra {
@@ -18,6 +18,7 @@ typedef struct DeviceExtra {
         DeviceContext *context;
         Device *device;
         char **properties;      /* the udev properties some policy names */
+        DeviceStack *stack;     /* the names of its stack, if it is in one (facts.h) */
         char *error;            /* last classify/apply error; NULL when none */
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         sd_event_source *retry_source;
@@ -33,7 +34,7 @@ typedef struct DeviceExtra {
 struct Device {
         /* shared (intern.h): devices alike have the same facts and get the
          * same plan, one pair for both (shared.h). The shared facts have
-         * name, number, diskseq and properties blank: device_facts() puts
+         * name, number, diskseq, properties and stack blank: device_facts() puts
          * this device's in. */
         const DeviceKind *kind;
         DeviceExtra *extra;     /* NULL until something rare is needed */

@@ -158,7 +158,7 @@ DeviceExtra *device_extra(Device *d) {
 void device_extra_trim(Device *d) {
         const DeviceExtra *x = d->extra;
 
-        if (x && !x->properties && !x->error && !x->override_note && !x->retry_source && !x->flips &&
+        if (x && !x->properties && !x->stack && !x->error && !x->override_note && !x->retry_source && !x->flips &&
             x->retries == 0)
                 d->extra = mfree(d->extra);
 }
@@ -386,6 +386,43 @@ int device_refresh_properties(DeviceContext *c) {
         return 0;
 }
 
+/* Takes stack (also on failure); NULL: none. */
+static int device_set_stack(Device *d, DeviceStack *stack) {
+        DeviceExtra *x = stack ? device_extra(d) : d->extra;
+
+        if (!x) {
+                device_stack_free(stack);
+                return stack ? -ENOMEM : 0;
+        }
+        device_stack_free(x->stack);
+        x->stack = stack;
+        device_extra_trim(d);
+        return 0;
+}
+
+static int names_add(char ***l, char *const *names) {
+        for (char *const *n = names; n && *n; n++)
+                if (!strv_contains(*l, *n) && strv_push(l, *n) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+int device_stack_neighbours(const DeviceContext *c, const Device *d, bool below, char ***l) {
+        const DeviceStack *s = d && d->extra ? d->extra->stack : NULL;
+        char head[NAME_MAX_LEN];
+        int r;
+
+        if (below) {
+                r = names_add(l, s ? s->slaves : NULL);
+                return r < 0 ? r : names_add(l, s ? s->nvme_paths : NULL);
+        }
+        r = names_add(l, s ? s->holders : NULL);
+        /* the head named after a path is there only with multipath on */
+        if (r < 0 || !d || nvme_path_head_name(d->name, head, sizeof(head)) < 0 || !device_find_name(c, head))
+                return r;
+        return names_add(l, (char *[]) { head, NULL });
+}
+
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         *view = *d->kind->facts;
         (void) strscpy(view->name, sizeof(view->name), d->name);     /* it came from a DeviceFacts */
@@ -394,6 +431,7 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         view->diskseq = d->record.id.diskseq;
         view->queue_id = d->record.id.queue_id;
         view->properties = d->extra ? d->extra->properties : NULL;
+        view->stack = d->extra ? d->extra->stack : NULL;
         return view;
 }
 
@@ -413,6 +451,7 @@ static DeviceExtra *device_extra_free(DeviceExtra *x) {
         sd_event_source_disable_unref(x->retry_source);
         device_flips_free(x->flips);
         strv_free(x->properties);
+        device_stack_free(x->stack);
         free(x->override_note);
         free(x->error);
         free(x);
@@ -439,13 +478,15 @@ Device *device_free(DeviceContext *c, Device *d) {
         return NULL;
 }
 
-/* Takes the properties of *f (also on failure), shares the rest. */
+/* Takes the properties and the stack of *f (also on failure), shares the
+ * rest. */
 static int device_set_facts(DeviceContext *c, Device *d, DeviceFacts *f) {
         const DeviceFacts *shared = intern_ref(&c->facts, f), *old = d->kind->facts;
-        int r = device_set_properties(d, f->properties);
+        int r = device_set_properties(d, f->properties), s = device_set_stack(d, f->stack);
 
         f->properties = NULL;
-        if (!shared || r < 0 || device_set_kind(c, d, shared, d->kind->plan) < 0) {
+        f->stack = NULL;
+        if (!shared || r < 0 || s < 0 || device_set_kind(c, d, shared, d->kind->plan) < 0) {
                 intern_unref(&c->facts, shared);
                 return -ENOMEM;
         }

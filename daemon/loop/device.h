@@ -72,6 +72,10 @@ void device_set_busy_unreadable(Device *d, bool b);
 /* d's whole facts, in *view: the shared ones with its name, number,
  * diskseq and properties (borrowed: not for device_facts_done()). */
 const DeviceFacts *device_facts(const Device *d, DeviceFacts *view);
+/* Adds to *l, once each, the disks next to d (NULL: none) in its stack:
+ * below it (its slaves, an NVMe head's paths), or above it (its holders,
+ * an NVMe path's head if c has it). */
+int device_stack_neighbours(const DeviceContext *c, const Device *d, bool below, char ***l);
 /* A device's settings as a view shows them (device-view.c): its plan's
  * items from one live read taken now, judged by setting_view(), and the
  * counts of what is not in force. */

@@ -75,7 +75,7 @@ Discover *discover_free(Discover *d) {
         return NULL;
 }
 
-static bool discover_name_wanted(const Discover *d, const char *name) {
+bool discover_name_wanted(const Discover *d, const char *name) {
         return !d->globs || strv_fnmatch(d->globs, name);
 }
 

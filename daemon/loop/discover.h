@@ -35,6 +35,9 @@ Discover *discover_free(Discover *d);
 
 /* Sorted kernel names of whole disks that pass the --device globs. */
 int discover_enumerate(Discover *d, char ***ret);
+/* Whether name is a disk of the daemon's (--device globs): the disks
+ * next to one in a stack are refreshed by name, not through discover. */
+bool discover_name_wanted(const Discover *d, const char *name);
 
 /* The monitor: udevd's, else the kernel's uevents. Returns its fd,
  * which the loop watches for EPOLLIN and Discover closes; -errno. */

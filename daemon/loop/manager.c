@@ -43,7 +43,38 @@ static Device *manager_refresh(Manager *m, const char *name, int *error) {
         return d;
 }
 
+/* The disks next to d in its stack, both sides: those whose stack facts
+ * d's event changes, though the kernel sends them none (block/holder.c
+ * links holders/ silently; a path's link in its head's multipath/ too). */
+static int stack_neighbours_add(const Manager *m, char ***l, const Device *d) {
+        int r = device_stack_neighbours(&m->ctx, d, true, l);
+
+        return r < 0 ? r : device_stack_neighbours(&m->ctx, d, false, l);
+}
+
+/* The disks next to an event's disk in its stack, before the event and
+ * after, classified and decided again: a member's stack fact is then
+ * never older than its map's or array's last event. Partitions among
+ * them are not disks, and disks not of --device not the daemon's:
+ * skipped. */
+static int manager_refresh_neighbours(Manager *m, char *const *names) {
+        for (char *const *n = names; n && *n; n++) {
+                Device *d;
+                int r;
+
+                if (!discover_name_wanted(m->discover, *n))
+                        continue;
+                d = manager_refresh(m, *n, &r);
+                if (r < 0)
+                        return r;
+                if (d && (r = device_process(&m->ctx, d)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int manager_device_event(Manager *m, const char *name, dev_t devnum, UeventAction action) {
+        _cleanup_strv_free_ char **neighbours = NULL;
         Device *d;
         int r;
 
@@ -51,15 +82,30 @@ static int manager_device_event(Manager *m, const char *name, dev_t devnum, Ueve
         case UEVENT_ADD:
         case UEVENT_CHANGE:
                 log_debug("%s: %s event", name, action == UEVENT_ADD ? "add" : "change");
-                d = manager_refresh(m, name, &r);
-                if (r < 0 || !d)
+                /* a table reload may leave disks its old table held */
+                r = stack_neighbours_add(m, &neighbours, device_find_name(&m->ctx, name));
+                if (r < 0)
                         return r;
-                r = device_process(&m->ctx, d);
-                return r < 0 ? r : manager_redecide(m);
+                d = manager_refresh(m, name, &r);
+                if (r < 0)
+                        return r;
+                if (d && ((r = stack_neighbours_add(m, &neighbours, d)) < 0 || (r = device_process(&m->ctx, d)) < 0))
+                        return r;
+                r = manager_refresh_neighbours(m, neighbours);
+                if (r < 0 || (!d && !neighbours))
+                        return r;
+                return manager_redecide(m);
         case UEVENT_REMOVE:
                 d = device_get(&m->ctx, devnum);
+                if (stack_neighbours_add(m, &neighbours, d) < 0)
+                        return -ENOMEM;
                 if (d && device_removed(&m->ctx, d) < 0)
                         return -ENOMEM;
+                r = manager_refresh_neighbours(m, neighbours);
+                if (r < 0)
+                        return r;
+                if (neighbours && (r = manager_redecide(m)) < 0)
+                        return r;
                 /* its queued pass may have been the last of the first one */
                 manager_check_ready(m);
                 return 0;

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include "classify.h"
+#include "record.h"
+#include "report.h"
 #include "shared.h"
 #include "tests.h"
 #include "util.h"
@@ -319,4 +321,180 @@ TEST(devices_alike_share_their_facts_but_not_their_name) {
         intern_unref(&shared, sa);
         ASSERT_EQ_INT(shared.n_entries, 0);
         intern_table_done(&shared);
+}
+
+/* One disk of stacks-6.18, classified; the caller's to device_facts_done(). */
+static void classify_stacked(const char *name, DeviceFacts *f) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("stacks-6.18", b);
+
+        ASSERT_EQ_INT(classify_device(&r, NULL, name, f), 0);
+}
+
+static bool names_are(char *const *l, const char *a, const char *b) {
+        return l && streq_ptr(l[0], a) && streq_ptr(l[1], b) && (!b || !l[2]);
+}
+
+TEST(dm_linear_on_a_disk) {
+        _cleanup_(device_facts_done) DeviceFacts disk = {}, map = {};
+
+        classify_stacked("vdb", &disk);
+        ASSERT_TRUE(device_topology_role(&disk.topology) == STACK_MEMBER && disk.topology.n_holders == 1 &&
+                    disk.topology.n_slaves == 0 && names_are(disk.stack->holders, "dm-0", NULL));
+        ASSERT_TRUE(!disk.stack->dm_name && !disk.topology.dm_uuid_prefix[0]);
+        classify_stacked("dm-0", &map);
+        ASSERT_TRUE(device_topology_role(&map.topology) == STACK_TOP && names_are(map.stack->slaves, "vdb", NULL));
+        ASSERT_STREQ(map.stack->dm_name, "linear0");
+        /* dmsetup create without --uuid: an empty line, no uuid, no prefix */
+        ASSERT_TRUE(!map.stack->dm_uuid && !map.topology.dm_uuid_prefix[0]);
+        ASSERT_STREQ(map.driver, "device-mapper");
+        /* 6.18: a bio-based queue has no scheduler file at all */
+        ASSERT_TRUE((map.classes & CLASS_BIT(CLASS_BIO_BASED)) && map.schedulers.n == 0);
+}
+
+TEST(dm_crypt_on_lvm_on_a_disk) {
+        _cleanup_(device_facts_done) DeviceFacts lv = {}, crypt = {};
+
+        classify_stacked("dm-1", &lv);
+        ASSERT_TRUE(device_topology_role(&lv.topology) == STACK_MEMBER && names_are(lv.stack->holders, "dm-2", NULL) &&
+                    names_are(lv.stack->slaves, "vdc", NULL));
+        ASSERT_STREQ(lv.topology.dm_uuid_prefix, "LVM-");
+        ASSERT_STREQ(lv.stack->dm_name, "vg0-secret");
+        classify_stacked("dm-2", &crypt);
+        ASSERT_TRUE(device_topology_role(&crypt.topology) == STACK_TOP);
+        ASSERT_STREQ(crypt.topology.dm_uuid_prefix, "CRYPT-");
+        ASSERT_TRUE(startswith(crypt.stack->dm_uuid, "CRYPT-LUKS2-"));
+}
+
+TEST(md_raid1_over_two_disks) {
+        _cleanup_(device_facts_done) DeviceFacts md = {}, sda = {};
+
+        classify_stacked("md0", &md);
+        ASSERT_STREQ(md.topology.md_level, "raid1");
+        ASSERT_EQ_INT(md.topology.md_raid_disks, 2);
+        ASSERT_TRUE(md.topology.n_slaves == 2 && names_are(md.stack->slaves, "sda", "sdb"));
+        /* LVM on the array: a member itself */
+        ASSERT_TRUE(device_topology_role(&md.topology) == STACK_MEMBER && names_are(md.stack->holders, "dm-3", NULL));
+        ASSERT_TRUE(!md.stack->dm_name && !md.topology.dm_uuid_prefix[0]);
+        classify_stacked("sda", &sda);
+        ASSERT_TRUE(device_topology_role(&sda.topology) == STACK_MEMBER && !sda.topology.md_level[0] &&
+                    names_are(sda.stack->holders, "md0", NULL));
+}
+
+TEST(dm_multipath_over_two_scsi_paths) {
+        _cleanup_(device_facts_done) DeviceFacts map = {}, part = {}, sdc = {};
+
+        classify_stacked("dm-4", &map);
+        ASSERT_STREQ(map.topology.dm_uuid_prefix, "mpath-");
+        ASSERT_TRUE(names_are(map.stack->slaves, "sdc", "sdd") && names_are(map.stack->holders, "dm-5", NULL));
+        /* request-based: a queue of its own, with an elevator */
+        ASSERT_TRUE((map.classes & CLASS_BIT(CLASS_SINGLE_QUEUE)) && !(map.classes & CLASS_BIT(CLASS_BIO_BASED)));
+        ASSERT_STREQ(device_facts_scheduler(&map), "mq-deadline");
+        /* kpartx's partition map: part<N>- says nothing of who made it but kpartx */
+        classify_stacked("dm-5", &part);
+        ASSERT_STREQ(part.topology.dm_uuid_prefix, "part");
+        ASSERT_TRUE(device_topology_role(&part.topology) == STACK_TOP);
+        classify_stacked("sdc", &sdc);
+        ASSERT_TRUE(device_topology_role(&sdc.topology) == STACK_MEMBER && (sdc.classes & CLASS_BIT(CLASS_SCSI)));
+}
+
+TEST(nvme_native_multipath_head_and_paths) {
+        _cleanup_(device_facts_done) DeviceFacts head = {}, path = {};
+
+        classify_stacked("nvme0n1", &head);
+        ASSERT_EQ_INT(head.topology.nvme_multipath, NVME_MPATH_HEAD);
+        ASSERT_TRUE(names_are(head.stack->nvme_paths, "nvme0c0n1", "nvme0c1n1"));
+        /* native multipath links no holders: the head is alone as far as stack= goes */
+        ASSERT_TRUE(device_topology_role(&head.topology) == STACK_ALONE && !head.stack->slaves);
+        classify_stacked("nvme0c1n1", &path);
+        ASSERT_TRUE(path.topology.nvme_multipath == NVME_MPATH_PATH && path.hidden && !path.stack);
+}
+
+TEST(nvme_head_before_multipath_dir) {
+        char b[3][PATH_MAX];
+        Roots r = fixture("nvme-6.12", b);
+        _cleanup_(device_facts_done) DeviceFacts f = {};
+
+        /* no multipath/ before 6.15: the subsystem parent says head */
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme1n1", &f), 0);
+        ASSERT_TRUE(f.topology.nvme_multipath == NVME_MPATH_HEAD && !f.stack);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme1c1n1", &f), 0);
+        ASSERT_EQ_INT(f.topology.nvme_multipath, NVME_MPATH_PATH);
+        ASSERT_EQ_INT(classify_device(&r, NULL, "nvme0n1", &f), 0);
+        ASSERT_TRUE(f.topology.nvme_multipath == NVME_MPATH_NONE && device_topology_role(&f.topology) == STACK_ALONE);
+}
+
+TEST(dm_uuid_prefixes) {
+        char p[DM_UUID_PREFIX_MAX];
+
+        dm_uuid_prefix("LVM-abc", p);
+        ASSERT_STREQ(p, "LVM-");
+        dm_uuid_prefix("CRYPT-LUKS2-0123-name", p);
+        ASSERT_STREQ(p, "CRYPT-");
+        dm_uuid_prefix("mpath-3600", p);
+        ASSERT_STREQ(p, "mpath-");
+        dm_uuid_prefix("part12-mpath-3600", p);
+        ASSERT_STREQ(p, "part");
+        dm_uuid_prefix("partial-x", p);            /* not kpartx's: a word of its own */
+        ASSERT_STREQ(p, "partial-");
+        dm_uuid_prefix("stratis-1-abc", p);
+        ASSERT_STREQ(p, "stratis-");
+        dm_uuid_prefix("nodash", p);
+        ASSERT_STREQ(p, "");
+        dm_uuid_prefix("averyveryverylongprefix-x", p);
+        ASSERT_STREQ(p, "");
+        dm_uuid_prefix("", p);
+        ASSERT_STREQ(p, "");
+}
+
+TEST(nvme_path_heads_by_name) {
+        char h[NAME_MAX_LEN];
+
+        ASSERT_TRUE(nvme_path_head_name("nvme0c1n1", h, sizeof(h)) == 0 && streq(h, "nvme0n1"));
+        ASSERT_TRUE(nvme_path_head_name("nvme12c3n45", h, sizeof(h)) == 0 && streq(h, "nvme12n45"));
+        ASSERT_EQ_INT(nvme_path_head_name("nvme0n1", h, sizeof(h)), -EINVAL);
+        ASSERT_EQ_INT(nvme_path_head_name("nvme0c1n1p1", h, sizeof(h)), -EINVAL);
+        ASSERT_EQ_INT(nvme_path_head_name("sda", h, sizeof(h)), -EINVAL);
+}
+
+TEST(members_share_their_facts_but_not_their_stack) {
+        InternTable shared = { .type = &facts_intern_type };
+        _cleanup_(device_facts_done) DeviceFacts a = {}, b = {}, c = {};
+        const DeviceFacts *sa, *sb, *sc;
+
+        /* the two paths of one map: alike, but for their names */
+        classify_stacked("sdc", &a);
+        classify_stacked("sdd", &b);
+        sa = intern_ref(&shared, &a);
+        sb = intern_ref(&shared, &b);
+        ASSERT_TRUE(sa && sa == sb && !sa->stack && sa->topology.n_holders == 1);
+        /* the same disk on its own is other facts */
+        classify_stacked("sdc", &c);
+        c.topology.n_holders = 0;
+        sc = intern_ref(&shared, &c);
+        ASSERT_TRUE(sc && sc != sa && shared.n_entries == 2);
+        intern_unref(&shared, sc);
+        intern_unref(&shared, sb);
+        intern_unref(&shared, sa);
+        intern_table_done(&shared);
+}
+
+/* A recording keeps what decide() matches of the topology: replay then
+ * decides stack= and the others as the daemon did. */
+TEST(topology_recorded_and_read_back) {
+        _cleanup_(device_facts_done) DeviceFacts md = {}, back = {}, old = {};
+        cJSON *j = cJSON_CreateObject();
+
+        classify_stacked("md0", &md);
+        cJSON_AddStringToObject(j, "name", md.name);
+        cJSON_AddItemToObject(j, "classes", report_classes(md.classes));
+        cJSON_AddItemToObject(j, "facts", report_facts(&md));
+        cJSON_AddItemToObject(j, "topology", report_topology(&md));
+        ASSERT_EQ_INT(record_parse_device(j, &back), 0);
+        ASSERT_TRUE(device_topology_equal(&back.topology, &md.topology) && !back.stack);
+        /* before the topology: none */
+        cJSON_DeleteItemFromObject(j, "topology");
+        ASSERT_EQ_INT(record_parse_device(j, &old), 0);
+        ASSERT_TRUE(device_topology_role(&old.topology) == STACK_ALONE && !old.topology.md_level[0]);
+        cJSON_Delete(j);
 }

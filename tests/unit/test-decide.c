@@ -370,6 +370,48 @@ TEST(match_conditions) {
         policy_free(p);
 }
 
+TEST(match_stack_conditions) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_NO);
+        Policy *p = policy("x.policy", NULL);
+
+        /* alone: neither holders nor slaves */
+        p->match.stack_mask = 1u << STACK_MEMBER;
+        ASSERT_TRUE(matches(p, &f, &k, "stack"));
+        p->match.stack_mask = 1u << STACK_ALONE;
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        /* a member whatever is below it: an LV on md0 holds md0 */
+        f.topology.n_slaves = 2;
+        f.topology.n_holders = 1;
+        ASSERT_TRUE(matches(p, &f, &k, "stack"));
+        p->match.stack_mask = 1u << STACK_MEMBER;
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        f.topology.n_holders = 0;
+        ASSERT_TRUE(matches(p, &f, &k, "stack"));
+        p->match.stack_mask = 1u << STACK_TOP;
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        p->match.stack_mask = 0;
+        /* dm's uuid prefix: a disk that is no map has none */
+        ASSERT_EQ_INT(strv_push(&p->match.dm_uuid_prefixes, "LVM-"), 0);
+        ASSERT_TRUE(matches(p, &f, &k, "dm_uuid_prefix"));
+        (void) strscpy(f.topology.dm_uuid_prefix, sizeof(f.topology.dm_uuid_prefix), "CRYPT-");
+        ASSERT_TRUE(matches(p, &f, &k, "dm_uuid_prefix"));
+        ASSERT_EQ_INT(strv_push(&p->match.dm_uuid_prefixes, "CRYPT-"), 0);
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        p->match.dm_uuid_prefixes = strv_free(p->match.dm_uuid_prefixes);
+        ASSERT_EQ_INT(strv_push(&p->match.md_levels, "raid1"), 0);
+        ASSERT_TRUE(matches(p, &f, &k, "md_level"));
+        (void) strscpy(f.topology.md_level, sizeof(f.topology.md_level), "raid1");
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        p->match.nvme_mpath_mask = 1u << NVME_MPATH_HEAD;
+        ASSERT_TRUE(matches(p, &f, &k, "nvme_multipath"));
+        f.topology.nvme_multipath = NVME_MPATH_HEAD;
+        ASSERT_TRUE(matches(p, &f, &k, NULL));
+        p->match.nvme_mpath_mask = 1u << NVME_MPATH_NONE;
+        ASSERT_TRUE(matches(p, &f, &k, "nvme_multipath"));
+        policy_free(p);
+}
+
 TEST(busy_settings_layer_over_the_base) {
         DeviceFacts f = sq_virtio();
         KernelCaps k = kernel(6, 18, TRISTATE_NO);

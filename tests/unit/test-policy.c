@@ -131,6 +131,39 @@ static void check_bad(const char *text, unsigned line, const char *needle) {
         teardown();
 }
 
+TEST(parse_stack_keys) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p, *q;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-member.policy", "[Match]\nstack = member alone\ndm_uuid_prefix = LVM- CRYPT-\n"
+                                   "dm_uuid_prefix = part\nmd_level = raid1 raid10\nnvme_multipath = path\n");
+        put(d, "20-any.policy", "[Match]\nstack = any\nnvme_multipath = head none\n");
+        s = load(d, NULL);
+        ASSERT_EQ_INT(s->errors.n_items, 0);
+        p = find(s, "10-member.policy");
+        q = find(s, "20-any.policy");
+        ASSERT_TRUE(p && q);
+        ASSERT_EQ_INT(p->match.stack_mask, ((1u << STACK_MEMBER) | (1u << STACK_ALONE)));
+        ASSERT_TRUE(strv_length(p->match.dm_uuid_prefixes) == 3 && streq(p->match.dm_uuid_prefixes[2], "part"));
+        ASSERT_TRUE(strv_length(p->match.md_levels) == 2 && streq(p->match.md_levels[1], "raid10"));
+        ASSERT_EQ_INT(p->match.nvme_mpath_mask, 1u << NVME_MPATH_PATH);
+        ASSERT_EQ_INT(q->match.stack_mask, (1u << _STACK_MAX) - 1);
+        ASSERT_EQ_INT(q->match.nvme_mpath_mask, ((1u << NVME_MPATH_HEAD) | (1u << NVME_MPATH_NONE)));
+        policy_set_unref(s);
+        teardown();
+}
+
+TEST(error_bad_stack_keys) {
+        check_bad("[Match]\nclass = loop\nstack = bottom\n", 3, "[Match] stack=bottom: expected top, member, alone or any");
+        check_bad("[Match]\ndm_uuid_prefix = LVM\n", 2, "expected uuid prefixes such as LVM- CRYPT- mpath- or part");
+        check_bad("[Match]\ndm_uuid_prefix = LVM-x-\n", 2, "expected uuid prefixes");
+        check_bad("[Match]\n\nmd_level = RAID1\n", 3, "expected md levels such as raid1");
+        check_bad("[Match]\nnvme_multipath = yes\n", 2, "expected head, path or none");
+}
+
 TEST(error_unknown_section) {
         check_bad("[Match]\nclass = loop\n[Qeueu]\nscheduler = none\n", 4, "unknown section");
 }
@@ -504,7 +537,7 @@ TEST(check_values_the_kernel_will_not_keep) {
         ASSERT_TRUE(strstr(text, "[Queue] scheduler: the policy matches only bio-based disks"));
         p = find(s, "25-dm.policy");
         ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
-        ASSERT_TRUE(strstr(text, "only a policy with class = bio-based matches"));
+        ASSERT_TRUE(strstr(text, "only a policy with class = bio-based (or dm_uuid_prefix=, md_level=) matches"));
         p = find(s, "26-bio.policy");
         ASSERT_EQ_INT(policy_check_values(p, 250, text, sizeof(text)), 1);
         ASSERT_TRUE(strstr(text, "[Queue] rq_affinity: the policy matches only bio-based disks, which have no request queue"));

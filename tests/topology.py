@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Stacks of block devices on the fake kernel (no root): a copy of
+tests/fixtures/stacks-6.18, changed under a running daemon as dm, md and
+NVMe multipath change sysfs, with the fake uevent socket bringing the
+events the kernel sends.
+
+The kernel sends no uevent for the disk below when dm loads a table on it
+(block/holder.c bd_link_disk_holder() only links holders/ and slaves/):
+only the map's own change event comes. The daemon then classifies the
+map's slaves again, so a policy on stack = member follows the table; and
+the map's removal leaves its disks alone again. explain prints the whole
+stack."""
+import json
+import os
+import shutil
+
+import pytest
+
+from blkptest import faketree
+from blkptest.daemon import Daemon, control_call, ctl, fixture_roots
+
+MEMBER_POLICY = "[Match]\nstack = member\nname = vd*\n\n[Queue]\nscheduler = bfq\n"
+
+
+def link(path, target):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(os.path.relpath(target, os.path.dirname(path)), path)
+
+
+class Stacks(faketree.Workspace):
+    def __init__(self, blkpolicyd, fixture, work):
+        super().__init__(blkpolicyd, fixture, work)
+        self.uevents = faketree.Uevents(work)
+
+    def disk_dir(self, dev):
+        return os.path.realpath(os.path.join(self.root, "sys", "block", dev))
+
+    def hold(self, lower, upper):
+        """What bd_link_disk_holder() does: no event for lower."""
+        lo, up = self.disk_dir(lower), self.disk_dir(upper)
+        link(os.path.join(lo, "holders", upper), up)
+        link(os.path.join(up, "slaves", lower), lo)
+
+    def release(self, lower, upper):
+        """bd_unlink_disk_holder(): the table that held lower is gone."""
+        os.unlink(os.path.join(self.disk_dir(lower), "holders", upper))
+        os.unlink(os.path.join(self.disk_dir(upper), "slaves", lower))
+
+    def remove_disk(self, dev):
+        d = self.disk_dir(dev)
+        os.unlink(os.path.join(self.root, "sys", "block", dev))
+        shutil.rmtree(d)
+
+    def start(self, *extra):
+        os.makedirs(self.policies, exist_ok=True)
+        os.makedirs(self.state, exist_ok=True)
+        with open(os.path.join(self.policies, "50-member.policy"), "w") as f:
+            f.write(MEMBER_POLICY)
+        args = ["--config", "/dev/null", "--policy-dir", self.policies, *fixture_roots(self.root),
+                "--state-dir", self.state, "--socket", self.sock_path, *extra]
+        d = Daemon(self.blkpolicyd, self.work, args,
+                   env={"BLKPOLICYD_FAKE_KERNEL": "1", **self.uevents.env()})
+        self.running.append(d)
+        d.wait_for("READY=1", timeout=30)
+        return d
+
+    def device(self, dev):
+        r = control_call(self.sock_path, {"command": "device", "device": dev})
+        assert r.get("ok"), r
+        return r["result"]
+
+    def topology(self, dev):
+        return self.device(dev)["topology"]
+
+
+@pytest.fixture
+def stacks(blkpolicyd, fixtures_dir, work, fault_injection):
+    s = Stacks(blkpolicyd, os.path.join(fixtures_dir, "stacks-6.18"), work)
+    shutil.copytree(s.fixture, s.root, symlinks=True)
+    # dm-0 exists with no table yet (dmsetup create's add, before the load)
+    s.release("vdb", "dm-0")
+    yield s
+    s.cleanup()
+    s.uevents.close()
+
+
+def test_a_table_loaded_makes_its_disk_a_member(stacks):
+    stacks.start()
+    assert stacks.topology("vdb")["stack"] == "alone" and stacks.live("vdb", "scheduler") == "mq-deadline", \
+        f"no table: vdb is alone, no policy for it: {stacks.topology('vdb')}"
+    ex = control_call(stacks.sock_path, {"command": "explain", "device": "vdb"})["result"]
+    assert ex["stack"] is None, f"a disk in no stack has none to show: {ex['stack']}"
+    # dmsetup load + resume: the links, and a change event for dm-0 only
+    stacks.hold("vdb", "dm-0")
+    stacks.uevents.send("change", "dm-0", 253, 0, 1)
+    t = stacks.topology("vdb")
+    assert t["stack"] == "member" and t["holders"] == ["dm-0"], f"dm-0's event classified vdb again: {t}"
+    assert stacks.live("vdb", "scheduler") == "bfq", "and decided it again: stack = member holds"
+    assert stacks.topology("dm-0")["slaves"] == ["vdb"]
+
+
+def test_a_map_removed_leaves_its_disk_alone(stacks):
+    stacks.hold("vdb", "dm-0")
+    d = stacks.start()
+    assert stacks.topology("vdb")["stack"] == "member" and stacks.live("vdb", "scheduler") == "bfq"
+    # dmsetup remove: the table's devices put (the links go), then the disk
+    stacks.release("vdb", "dm-0")
+    stacks.remove_disk("dm-0")
+    stacks.uevents.send("remove", "dm-0", 253, 0, 1)
+    t = stacks.topology("vdb")
+    assert t["stack"] == "alone" and t["holders"] == [], f"the map's removal classified vdb again: {t}"
+    r = control_call(stacks.sock_path, {"command": "device", "device": "dm-0"})
+    assert not r.get("ok"), f"dm-0 is gone: {r}"
+    assert d.stop() == 0, "a clean exit (a sanitizer build: nothing leaked)"
+
+
+def test_a_table_reload_releases_the_old_disk(stacks):
+    # a table moved from vdb to vdc (pvmove's last step): one change event
+    stacks.hold("vdb", "dm-0")
+    stacks.start()
+    stacks.release("vdb", "dm-0")
+    stacks.hold("vdc", "dm-0")
+    stacks.uevents.send("change", "dm-0", 253, 0, 1)
+    assert stacks.topology("vdb")["stack"] == "alone", "the disk the old table held: classified again"
+    assert sorted(stacks.topology("vdc")["holders"]) == ["dm-0", "dm-1"], "the new table's disk too"
+
+
+def test_disks_next_to_a_map_stay_out_of_device_globs(stacks):
+    # --device dm-*: dm-0's event must not make vdb one of the daemon's
+    stacks.start("--device", "dm-*")
+    stacks.hold("vdb", "dm-0")
+    stacks.uevents.send("change", "dm-0", 253, 0, 1)
+    assert stacks.topology("dm-0")["slaves"] == ["vdb"]
+    r = control_call(stacks.sock_path, {"command": "device", "device": "vdb"})
+    assert not r.get("ok") and stacks.live("vdb", "scheduler") == "mq-deadline", \
+        f"vdb is not the daemon's: not refreshed, not written: {r}"
+
+
+def test_an_nvme_path_removed_leaves_its_head(stacks):
+    stacks.start()
+    assert stacks.topology("nvme0n1")["nvme_paths"] == ["nvme0c0n1", "nvme0c1n1"]
+    head = stacks.disk_dir("nvme0n1")
+    os.unlink(os.path.join(head, "multipath", "nvme0c1n1"))
+    stacks.remove_disk("nvme0c1n1")
+    stacks.uevents.send("remove", "nvme0c1n1", 259, 2, 1)
+    t = stacks.topology("nvme0n1")
+    assert t["nvme_multipath"] == "head" and t["nvme_paths"] == ["nvme0c0n1"], \
+        f"the path's removal classified its head again: {t}"
+
+
+def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
+    stacks.hold("vdb", "dm-0")
+    d = stacks.start()
+    cases = {
+        "md0": "sda + sdb -> [md0 (raid1)] -> dm-3 (LVM-, vg1-root)",
+        "sda": "[sda] -> md0 (raid1) -> dm-3 (LVM-, vg1-root)",
+        "dm-2": "vdc -> dm-1 (LVM-, vg0-secret) -> [dm-2 (CRYPT-, secret_crypt)]",
+        "sdc": "[sdc] -> dm-4 (mpath-, mpatha) -> dm-5 (part, mpatha1)",
+        "vdb": "[vdb] -> dm-0 (no uuid, linear0)",
+        "nvme0c0n1": "[nvme0c0n1] -> nvme0n1",
+        "nvme0n1": "nvme0c0n1 + nvme0c1n1 -> [nvme0n1]",
+    }
+    for dev, want in cases.items():
+        r = ctl(blkpolicyctl, stacks.sock_path, "explain", dev)
+        assert r.returncode == 0 and f"  stack: {want}\n" in r.stdout, f"explain {dev}: {r.stdout}{r.stderr}"
+        ex = control_call(stacks.sock_path, {"command": "explain", "device": dev})["result"]
+        assert ex["stack"] == want and "topology" in ex, json.dumps(ex)[:2000]
+    assert d.stop() == 0, "a clean exit (a sanitizer build: nothing leaked)"
