@@ -21,6 +21,7 @@
 #include "listings.h"
 #include "manager.h"
 #include "metrics.h"
+#include "policy-set.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -44,6 +45,8 @@ struct Listing {
         size_t n, next;
         bool started;
         unsigned drifted, pending, not_kept;    /* verify's counts */
+        PolicySet *preview;     /* verify --policy's set, held */
+        unsigned changes, changed, managed, unmanaged, in_flight;      /* its counts */
 };
 
 /* The next disk of the listing that is still there, NULL after the last. */
@@ -103,6 +106,7 @@ static void listing_free(ControlStream *s) {
                 return;
         free(l->devnums);
         free(l->names);
+        policy_set_unref(l->preview);
         free(l);
 }
 
@@ -204,6 +208,51 @@ static void verify_end(Listing *l, Manager *m) {
 
 ControlStream *listing_verify(Manager *m) {
         return listing_new(m, verify_head, verify_item, verify_end);
+}
+
+static int preview_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
+        PreviewFlags f;
+        int r = drift_preview_entry(&m->ctx, d, l->preview, ret, &f);
+
+        l->changes += f.changes;
+        l->changed += r > 0 && f.changes > 0;
+        l->managed += f.managed;
+        l->unmanaged += f.unmanaged;
+        l->in_flight += f.in_flight;
+        return r;
+}
+
+/* The counts say whether anything would change: the exit status of
+ * blkpolicyctl verify --policy. */
+static void preview_end(Listing *l, Manager *m) {
+        JsonWriter *w = &l->w;
+
+        json_end_array(w);
+        json_key(w, "mode");
+        json_string(w, manager_writes(m) ? "enforce" : "observe");
+        json_key(w, "changes");
+        json_uint(w, l->changes);
+        json_key(w, "changed");
+        json_uint(w, l->changed);
+        json_key(w, "managed");
+        json_uint(w, l->managed);
+        json_key(w, "unmanaged");
+        json_uint(w, l->unmanaged);
+        json_key(w, "in_flight");
+        json_uint(w, l->in_flight);
+        json_end_object(w);
+        json_end_object(w);
+}
+
+ControlStream *listing_preview(Manager *m, PolicySet *set) {
+        ControlStream *s = listing_new(m, verify_head, preview_item, preview_end);
+
+        if (!s) {
+                policy_set_unref(set);
+                return NULL;
+        }
+        ((Listing *) s)->preview = set;
+        return s;
 }
 
 /* metrics: the text is made whole (4.6 MB at 10,000 disks: one part each

@@ -267,14 +267,19 @@ static bool device_gives_back(const DeviceContext *c, const Device *d, const Pla
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 
+void device_decide(const DeviceContext *c, const Device *d, const PolicySet *set, Plan *ret) {
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = set,
+                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+
+        decide(&in, ret);
+}
+
 /* decide, then apply: on the loop for a look (dry run, held, or look_only:
  * after a put-back, never another), in the applier for writes. decide
  * works in c->scratch; the device keeps a copy shared with the devices
  * that got the same. */
 static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool look_only) {
-        DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies,
-                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
         Plan *plan = plan_buffer_init(&c->scratch);
         int r = 0, k;
 
@@ -286,7 +291,7 @@ static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool
                 d->reprocess_take_over |= take_over;
                 return 0;
         }
-        decide(&in, plan);
+        device_decide(c, d, *c->policies, plan);
         if (!plan->managed || !plan->dynamic)
                 device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
