@@ -40,36 +40,54 @@ static void diff_set(const PreviewInput *in, PreviewDiff *d, const PlanItem *it)
 
 /* A put-back, as reconcile makes it: what blkpolicyd's write holds goes
  * back to its found value; what a switch reset follows its scheduler. */
-static void diff_put_back(const PreviewInput *in, PreviewDiff *d, const AttrRecord *a, bool scheduler_back) {
+static bool diff_put_back(const PreviewInput *in, PreviewDiff *d, const AttrRecord *a, bool scheduler_back) {
         const LiveValue *lv = &in->live[a->tunable];
 
         if (plan_sets(in->preview, a->tunable))
-                return;
+                return false;
         if (attr_follows(a) ? !scheduler_back
                             : !plan_sets(in->current, a->tunable) ||
                                       setting_owner(a, lv->state == LIVE_OK ? lv->value : NULL) != OWNER_BLKPOLICYD)
-                return;
+                return false;
         if (live_is(lv, a->found))
-                return;
+                return false;
         change_add(d, a->tunable, PREVIEW_PUT_BACK, lv, a->found);
+        return true;
+}
+
+/* The scheduler the device runs once the preview's writes are done: an
+ * iosched tunable of another one is gone with the switch, not put back. */
+static const char *scheduler_after(const PreviewInput *in, const AttrRecord *back) {
+        const PlanItem *it = plan_sets(in->preview, TUNABLE_SCHEDULER);
+        const LiveValue *lv = &in->live[TUNABLE_SCHEDULER];
+
+        if (it)
+                return it->target;
+        if (back)
+                return back->found;
+        return lv->state == LIVE_OK ? lv->value : "";
 }
 
 void preview_diff(const PreviewInput *in, PreviewDiff *ret) {
         const AttrRecords *attrs = in->record ? in->record->attrs : NULL;
-        bool scheduler_back = false;
+        const AttrRecord *sched = in->record ? device_record_get(in->record, TUNABLE_SCHEDULER) : NULL;
+        const char *after;
+        bool back;
 
         *ret = (PreviewDiff) { .managed_before = plan_manages(in->current), .managed_after = plan_manages(in->preview) };
         for (unsigned i = 0; ret->managed_after && i < in->preview->n_items; i++)
                 if (in->preview->items[i].result != RESULT_UNSUPPORTED)
                         diff_set(in, ret, &in->preview->items[i]);
-        /* the scheduler first: the record is in tunables[] order, and what
-         * its switch reset follows it */
+        /* the scheduler first, as reconcile puts it back: what its switch
+         * reset follows it */
+        back = sched && diff_put_back(in, ret, sched, false);
+        after = scheduler_after(in, back ? sched : NULL);
         for (unsigned i = 0; attrs && i < attrs->n; i++) {
-                unsigned n = ret->n_changes;
+                const AttrRecord *a = &attrs->at[i];
+                const char *owner = tunables[a->tunable].scheduler;
 
-                diff_put_back(in, ret, &attrs->at[i], scheduler_back);
-                if (ret->n_changes > n && attrs->at[i].tunable == TUNABLE_SCHEDULER)
-                        scheduler_back = true;
+                if (a->tunable != TUNABLE_SCHEDULER && (!owner || streq(owner, after)))
+                        (void) diff_put_back(in, ret, a, back);
         }
 }
 
