@@ -190,20 +190,31 @@ static void verify_head(JsonWriter *w) {
         json_begin_array(w);
 }
 
-static void verify_end(Listing *l, Manager *m) {
+typedef struct ListingCount {
+        const char *key;
+        unsigned value;
+} ListingCount;
+
+/* What closes both of verify's replies: the array, the mode, the counts. */
+static void verify_counts_end(Listing *l, Manager *m, const ListingCount *counts, size_t n) {
         JsonWriter *w = &l->w;
 
         json_end_array(w);
         json_key(w, "mode");
         json_string(w, manager_writes(m) ? "enforce" : "observe");
-        json_key(w, "drifted");
-        json_uint(w, l->drifted);
-        json_key(w, "pending");
-        json_uint(w, l->pending);
-        json_key(w, "not_kept");
-        json_uint(w, l->not_kept);
+        for (size_t i = 0; i < n; i++) {
+                json_key(w, counts[i].key);
+                json_uint(w, counts[i].value);
+        }
         json_end_object(w);
         json_end_object(w);
+}
+
+static void verify_end(Listing *l, Manager *m) {
+        const ListingCount counts[] = { { "drifted", l->drifted }, { "pending", l->pending },
+                                        { "not_kept", l->not_kept } };
+
+        verify_counts_end(l, m, counts, ELEMENTSOF(counts));
 }
 
 ControlStream *listing_verify(Manager *m) {
@@ -225,23 +236,11 @@ static int preview_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
 /* The counts say whether anything would change: the exit status of
  * blkpolicyctl verify --policy. */
 static void preview_end(Listing *l, Manager *m) {
-        JsonWriter *w = &l->w;
+        const ListingCount counts[] = { { "changes", l->changes }, { "changed", l->changed },
+                                        { "managed", l->managed }, { "unmanaged", l->unmanaged },
+                                        { "in_flight", l->in_flight } };
 
-        json_end_array(w);
-        json_key(w, "mode");
-        json_string(w, manager_writes(m) ? "enforce" : "observe");
-        json_key(w, "changes");
-        json_uint(w, l->changes);
-        json_key(w, "changed");
-        json_uint(w, l->changed);
-        json_key(w, "managed");
-        json_uint(w, l->managed);
-        json_key(w, "unmanaged");
-        json_uint(w, l->unmanaged);
-        json_key(w, "in_flight");
-        json_uint(w, l->in_flight);
-        json_end_object(w);
-        json_end_object(w);
+        verify_counts_end(l, m, counts, ELEMENTSOF(counts));
 }
 
 ControlStream *listing_preview(Manager *m, PolicySet *set) {
