@@ -41,7 +41,11 @@ class Host(faketree.Workspace):
         write(self.conf, "[Daemon]\nmode = enforce\n")
 
     def start(self):
-        d = Daemon(self.blkpolicyd, self.work, self.daemon_args(self.conf), env={"BLKPOLICYD_FAKE_KERNEL": "1"})
+        # udev's database: loop1 has a property no policy in force names
+        udev = os.path.join(self.work, "udev-root")
+        write(os.path.join(udev, "run/udev/data/b7:1"), "I:1234\nE:ID_BLKPOLICY_TEST=slow\n")
+        d = Daemon(self.blkpolicyd, self.work, self.daemon_args(self.conf, "--root", udev),
+                   env={"BLKPOLICYD_FAKE_KERNEL": "1"})
         self.running.append(d)
         d.wait_for("READY=1", timeout=60)
         wait_for(lambda: all(self.live(dev, "read_ahead_kb") == "256" for dev in DISKS), 30, "the policy applied")
@@ -109,6 +113,15 @@ def test_json_names_each_change(preview):
                                              "source": "90-new.policy", "put_back": False}]
     assert (res["changes"], res["changed"], res["managed"], res["unmanaged"]) == (1, 1, 0, 0)
     assert res["mode"] == "enforce"
+
+
+def test_a_property_the_set_in_force_does_not_name(preview):
+    """The disks keep only the udev properties the set in force names:
+    the file's are read from udev's database for the preview."""
+    r = preview("90-slow.policy", "[Match]\nproperty = ID_BLKPOLICY_TEST=slow\n[Queue]\nread_ahead_kb = 64\n")
+    assert r.returncode == 4, r
+    assert r.stdout.splitlines() == ["loop1: read_ahead_kb 256 -> 64 (90-slow.policy)",
+                                     "90-slow.policy: 1 setting would change on 1 device."], r.stdout
 
 
 def test_a_file_identical_in_effect_changes_nothing(preview):

@@ -267,10 +267,10 @@ static bool device_gives_back(const DeviceContext *c, const Device *d, const Pla
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 
-void device_decide(const DeviceContext *c, const Device *d, const PolicySet *set, Plan *ret) {
-        DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = set,
-                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+void device_decide(const DeviceContext *c, const Device *d, const DeviceFacts *facts, const PolicySet *set,
+                   Plan *ret) {
+        DecideInput in = { .facts = facts, .caps = c->caps, .policies = set, .excluded = device_excluded(c, d),
+                           .busy = d->dynamic && d->dynamic->state.busy };
 
         decide(&in, ret);
 }
@@ -281,6 +281,7 @@ void device_decide(const DeviceContext *c, const Device *d, const PolicySet *set
  * that got the same. */
 static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool look_only) {
         Plan *plan = plan_buffer_init(&c->scratch);
+        DeviceFacts view;
         int r = 0, k;
 
         if (d->gone)
@@ -291,7 +292,7 @@ static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool
                 d->reprocess_take_over |= take_over;
                 return 0;
         }
-        device_decide(c, d, *c->policies, plan);
+        device_decide(c, d, device_facts(d, &view), *c->policies, plan);
         if (!plan->managed || !plan->dynamic)
                 device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))

@@ -129,13 +129,24 @@ static void preview_live(const DeviceContext *c, const Device *d, const Plan *pr
                         read_live(c, d, t, &live[t]);
 }
 
-bool device_preview(const DeviceContext *c, const Device *d, const PolicySet *set, PreviewDiff *ret) {
+int device_preview(const DeviceContext *c, const Device *d, const PolicySet *set, PreviewDiff *ret) {
+        _cleanup_strv_free_ char **props = NULL;
         PlanBuffer b;
         Plan *preview = plan_buffer_init(&b);
         LiveValue live[TUNABLES_MAX];
+        DeviceFacts view;
         bool in_flight = device_pass_pending(d);
+        int r;
 
-        device_decide(c, d, set, preview);
+        (void) device_facts(d, &view);
+        /* a property= of the file's that the set in force does not name:
+         * d does not keep it, udev's database has it */
+        r = device_properties_for(c, d, set, &props);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                view.properties = props;
+        device_decide(c, d, &view, set, preview);
         preview_live(c, d, preview, in_flight, live);
         preview_diff(&(PreviewInput) { .current = device_plan(d), .preview = preview, .live = live,
                                        .record = &d->record },

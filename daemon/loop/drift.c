@@ -93,11 +93,13 @@ static cJSON *preview_changes_json(const PreviewDiff *diff) {
 
 int drift_preview_entry(DeviceContext *c, Device *d, const PolicySet *set, cJSON **ret, PreviewFlags *flags) {
         PreviewDiff diff;
-        bool read = device_preview(c, d, set, &diff);
+        int read = device_preview(c, d, set, &diff);
         cJSON *e;
 
         *ret = NULL;
         *flags = (PreviewFlags) {};
+        if (read < 0)
+                return read;
         if (preview_diff_empty(&diff))
                 return 0;
         e = cJSON_CreateObject();
