@@ -8,6 +8,7 @@
  * has errors. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -618,12 +620,22 @@ static int run_command(Ctl *c, ProtocolCommandId cmd, const char *arg) {
  * "policy" with the file's name, which says what it masks. */
 static int read_policy(Ctl *c) {
         const char *name = strrchr(c->policy_path, '/');
-        FILE *f = fopen(c->policy_path, "re");
+        /* non-blocking: a FIFO's open would wait for a writer */
+        int fd = open(c->policy_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         char *text = NULL, *line;
+        struct stat st = {};
         size_t n = 0;
+        FILE *f;
 
-        if (!f) {
+        if (fd < 0) {
                 fprintf(stderr, "Cannot read %s: %s.\n", c->policy_path, strerror(errno));
+                return -EXIT_USAGE;
+        }
+        /* as the daemon's loader refuses them: a FIFO, a device, a directory */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+                fprintf(stderr, "Cannot read %s: %s.\n", c->policy_path,
+                        S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+                close(fd);
                 return -EXIT_USAGE;
         }
         /* one byte more than allowed tells a file too long from one just so */

@@ -180,6 +180,10 @@ def test_a_file_too_large_is_a_usage_error(preview):
 def test_an_unreadable_file_is_a_usage_error(host, blkpolicyctl):
     r = ctl(blkpolicyctl, host.sock_path, "verify", "--policy", os.path.join(host.work, "none.policy"))
     assert r.returncode == 2 and "Cannot read" in r.stderr, r
+    fifo = os.path.join(host.work, "fifo.policy")
+    os.mkfifo(fifo)
+    r = ctl(blkpolicyctl, host.sock_path, "verify", "--policy", fifo)
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r
     r = ctl(blkpolicyctl, host.sock_path, "status", "--policy", host.file("a.policy", ""))
     assert r.returncode == 2 and "--policy is for verify" in r.stderr, r
 
