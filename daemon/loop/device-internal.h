@@ -4,6 +4,7 @@
 /* What a Device holds: for device.c (its life) and device-pass.c (its
  * passes) only. Every other file asks through device.h. */
 
+#include "decide.h"
 #include "device-types.h"
 #include "shared.h"
 #include "state.h"
@@ -56,6 +57,9 @@ struct Device {
          * a refresh replaces the facts of the same name only */
         char name[];
 };
+
+/* What decide() takes for d now; view: storage for its facts. */
+DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view);
 
 /* Makes d's pair the one of facts and plan, whose holds the caller has
  * taken; the old pair is let go, not the holds on what it named.

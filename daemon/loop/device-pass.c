@@ -24,6 +24,11 @@ static bool device_excluded(const DeviceContext *c, const Device *d) {
         return strv_fnmatch(c->config->exclude, d->name);
 }
 
+DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view) {
+        return (DecideInput) { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
+                               .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+}
+
 static void classes_format(ClassSet classes, char *buf, size_t size) {
         size_t n = 0;
 
@@ -267,21 +272,14 @@ static bool device_gives_back(const DeviceContext *c, const Device *d, const Pla
                !d->record_unreadable && !device_record_empty(&d->record);
 }
 
-void device_decide(const DeviceContext *c, const Device *d, const DeviceFacts *facts, const PolicySet *set,
-                   Plan *ret) {
-        DecideInput in = { .facts = facts, .caps = c->caps, .policies = set, .excluded = device_excluded(c, d),
-                           .busy = d->dynamic && d->dynamic->state.busy };
-
-        decide(&in, ret);
-}
-
 /* decide, then apply: on the loop for a look (dry run, held, or look_only:
  * after a put-back, never another), in the applier for writes. decide
  * works in c->scratch; the device keeps a copy shared with the devices
  * that got the same. */
 static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool look_only) {
-        Plan *plan = plan_buffer_init(&c->scratch);
         DeviceFacts view;
+        DecideInput in = device_decide_input(c, d, &view);
+        Plan *plan = plan_buffer_init(&c->scratch);
         int r = 0, k;
 
         if (d->gone)
@@ -292,7 +290,7 @@ static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool
                 d->reprocess_take_over |= take_over;
                 return 0;
         }
-        device_decide(c, d, device_facts(d, &view), *c->policies, plan);
+        decide(&in, plan);
         if (!plan->managed || !plan->dynamic)
                 device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))

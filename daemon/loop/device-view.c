@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "apply.h"
+#include "decide.h"
 #include "device-internal.h"
 #include "device.h"
 #include "owner.h"
@@ -135,10 +136,10 @@ int device_preview(const DeviceContext *c, const Device *d, const PolicySet *set
         Plan *preview = plan_buffer_init(&b);
         LiveValue live[TUNABLES_MAX];
         DeviceFacts view;
+        DecideInput in = device_decide_input(c, d, &view);
         bool in_flight = device_pass_pending(d);
         int r;
 
-        (void) device_facts(d, &view);
         /* a property= of the file's that the set in force does not name:
          * d does not keep it, udev's database has it */
         r = device_properties_for(c, d, set, &props);
@@ -146,7 +147,8 @@ int device_preview(const DeviceContext *c, const Device *d, const PolicySet *set
                 return r;
         if (r > 0)
                 view.properties = props;
-        device_decide(c, d, &view, set, preview);
+        in.policies = set;
+        decide(&in, preview);
         preview_live(c, d, preview, in_flight, live);
         preview_diff(&(PreviewInput) { .current = device_plan(d), .preview = preview, .live = live,
                                        .record = &d->record },

@@ -98,7 +98,7 @@ typedef struct DeviceDrift {
         char current[VALUE_MAX];        /* live */
 } DeviceDrift;
 bool device_first_drift(const DeviceContext *c, const Device *d, DeviceDrift *ret);
-/* verify --policy: d decided from set (device_decide(), with the udev
+/* verify --policy: d decided from set (as its pass decides, with the udev
  * properties set names) against its plan in force, from one live read of
  * what either plan sets or its record holds (preview.h), in *ret: 1. A
  * device with a pass in flight is not read (as device_view() leaves it):
@@ -139,12 +139,6 @@ bool device_seen(const Device *d);
 Device *device_refresh(DeviceContext *c, const char *name, int *error);
 /* Policies that name other udev properties: every device's read again. */
 int device_refresh_properties(DeviceContext *c);
-/* decide() for d as its pass decides (the kernel's caps, its exclude=
- * and busy state), from facts (its own, device_facts(), or a copy with
- * other properties) and set: the one in force, or a preview's. ret needs
- * a PlanBuffer's room. */
-void device_decide(const DeviceContext *c, const Device *d, const DeviceFacts *facts, const PolicySet *set,
-                   Plan *ret);
 /* The udev properties set names, for a set other than the one in force
  * (a preview's): d keeps only those the set in force names. 0 when those
  * serve (set names no other key), *ret NULL; 1 when they were read, in
