@@ -4,11 +4,16 @@ policy file would change on every disk of a host that enforces, added to
 the set in force or in place of the file of its name, with nothing
 written. The daemon runs three loop disks under 50-loop.policy
 (mq-deadline, read_ahead_kb 256, found at none and 128); every preview is
-asked of the same daemon, which must come out of them as it went in."""
+asked of the same daemon, which must come out of them as it went in.
+And a daemon of its own whose reads of one disk take 1.5 s (the fault
+seam): while a pass of that disk is in flight, the preview does not read
+it."""
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -40,12 +45,12 @@ class Host(faketree.Workspace):
         write(os.path.join(self.policies, "50-loop.policy"), IN_FORCE)
         write(self.conf, "[Daemon]\nmode = enforce\n")
 
-    def start(self):
+    def start(self, faults=None):
         # udev's database: loop1 has a property no policy in force names
         udev = os.path.join(self.work, "udev-root")
         write(os.path.join(udev, "run/udev/data/b7:1"), "I:1234\nE:ID_BLKPOLICY_TEST=slow\n")
-        d = Daemon(self.blkpolicyd, self.work, self.daemon_args(self.conf, "--root", udev),
-                   env={"BLKPOLICYD_FAKE_KERNEL": "1"})
+        env = {"BLKPOLICYD_FAKE_KERNEL": "1", **({"BLKPOLICYD_FAULTS": faults} if faults else {})}
+        d = Daemon(self.blkpolicyd, self.work, self.daemon_args(self.conf, "--root", udev), env=env)
         self.running.append(d)
         d.wait_for("READY=1", timeout=60)
         wait_for(lambda: all(self.live(dev, "read_ahead_kb") == "256" for dev in DISKS), 30, "the policy applied")
@@ -205,3 +210,45 @@ def test_nothing_is_written(host, preview):
     assert after[1:] == before[1:], "status, policies and devices as they were"
     assert all(host.live(dev, "read_ahead_kb") == "256" and host.live(dev, "scheduler") == "mq-deadline"
                for dev in DISKS)
+
+
+def test_a_disk_with_a_pass_in_flight_is_not_read(blkpolicyd, blkpolicyctl, kvm_fixture, work, fault_injection):
+    """Every read of loop0's read_ahead_kb takes 1.5 s and its second write
+    3 s (the fault seam): a preview that read it on the loop would take
+    1.5 s. Idle, it does (the control); while a reload's pass of loop0 is
+    in flight, loop0 is shown as that pass's last round left it, unread,
+    and the preview answers at once."""
+    h = Host(blkpolicyd, kvm_fixture, work)
+    write(h.conf, "[Daemon]\nmode = enforce\ndrift_sweep_seconds = 0\n")
+    reads = "read:*/loop0/queue/read_ahead_kb:DELAY=1500:-1:0"
+    try:
+        d = h.start(faults=f"{reads};write:*/loop0/queue/read_ahead_kb:DELAY=3000:1:1")
+        new = h.file("90-new.policy", "[Match]\nname = loop*\n[Queue]\nread_ahead_kb = 1024\n")
+
+        def timed():
+            t0 = time.monotonic()
+            r = ctl(blkpolicyctl, h.sock_path, "verify", "--policy", new, "--json")
+            return time.monotonic() - t0, r
+        took, r = timed()
+        assert r.returncode == 4 and took >= 1.5, (took, r)
+        assert not any(dev["in_flight"] for dev in json.loads(r.stdout)["result"]["devices"]), r.stdout
+
+        write(os.path.join(h.policies, "50-loop.policy"), IN_FORCE.replace("256", "512"))
+        d.proc.send_signal(signal.SIGHUP)      # the reload's pass of loop0: 1.5 s read, 3 s write
+        d.wait_for("RELOADING=1")              # decided and submitted in the same dispatch
+        wait_for(lambda: h.live("loop1", "read_ahead_kb") == h.live("loop2", "read_ahead_kb") == "512", 10,
+                 "the other disks' passes")
+        time.sleep(0.2)                         # and back on the loop
+        took, r = timed()
+        res = json.loads(r.stdout)["result"]
+        devs = {dev["name"]: dev for dev in res["devices"]}
+        assert r.returncode == 4 and took < 1.0, (took, r)
+        assert devs["loop0"]["in_flight"] and res["in_flight"] == 1, res
+        # as the pass's last round left it: the plan before the reload's, 256
+        assert devs["loop0"]["changes"][0]["live"] == "256", res
+        assert not devs["loop1"]["in_flight"], res
+        r = ctl(blkpolicyctl, h.sock_path, "verify", "--policy", new)
+        assert "loop0: a pass was in flight, not read" in r.stdout, r
+        wait_for(lambda: h.live("loop0", "read_ahead_kb") == "512", 30, "the held write landed")
+    finally:
+        h.cleanup()
