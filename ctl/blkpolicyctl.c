@@ -3,10 +3,12 @@
  * by default, --json for the raw reply. Exit codes: 0 ok, 1 error reply,
  * 2 usage, 3 cannot connect, 4 the daemon answered but something needs an
  * admin (verify: a setting differs; status: the last reload failed or a
- * policy file is rejected), for alerting, 5 the daemon did not answer in
- * time. */
+ * policy file is rejected; verify --policy: a setting would change), for
+ * alerting, 5 the daemon did not answer in time, 6 verify --policy's file
+ * has errors. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 #define EXIT_CONNECT 3
 #define EXIT_ATTENTION 4        /* verify: drift; status: reload failed, policy file rejected */
 #define EXIT_TIMEOUT 5
+#define EXIT_POLICY_INVALID 6   /* verify --policy: the file has errors (file:line) */
 
 /* A daemon whose loop is stuck still accepts (the backlog) and reads the
  * request (the socket buffer), so without a bound we would wait forever.
@@ -39,6 +43,8 @@ typedef struct Ctl {
         bool json;
         int fd;
         unsigned iterations;    /* top: 0 = until interrupted */
+        const char *policy_path;        /* verify --policy */
+        cJSON *policy;          /* its {"name", "text"}, read before connecting */
 } Ctl;
 
 static int ctl_connect(Ctl *c) {
@@ -97,17 +103,27 @@ static int send_line(int fd, const char *text) {
 
 /* One request, one reply line. -ETIMEDOUT: the daemon took longer than
  * REPLY_TIMEOUT_SEC to read the request or to answer. */
-static int ctl_call(Ctl *c, ProtocolCommandId command, const char *device, cJSON **ret) {
+/* The request's line: {"command": ..., "device": ..., "policy": ...}. */
+static char *request_line(const Ctl *c, ProtocolCommandId command, const char *device) {
         cJSON *req = cJSON_CreateObject();
-        char *text, *line = NULL;
-        size_t size = 0, len = 0;
-        int r;
+        char *text;
 
         cJSON_AddStringToObject(req, PROTOCOL_KEY_COMMAND, protocol_commands[command].name);
         if (device)
                 cJSON_AddStringToObject(req, PROTOCOL_KEY_DEVICE, device);
+        if (c->policy && command == PROTOCOL_VERIFY)
+                cJSON_AddItemReferenceToObject(req, PROTOCOL_KEY_POLICY, c->policy);
         text = cJSON_PrintUnformatted(req);
         cJSON_Delete(req);
+        return text;
+}
+
+static int ctl_call(Ctl *c, ProtocolCommandId command, const char *device, cJSON **ret) {
+        char *text, *line = NULL;
+        size_t size = 0, len = 0;
+        int r;
+
+        text = request_line(c, command, device);
         r = text ? send_line(c->fd, text) : -ENOMEM;
         free(text);
         if (r == -EAGAIN)
@@ -403,6 +419,52 @@ static void print_verify(const cJSON *r) {
                        num(r, "canary"), num(r, "canary") == 1 ? "" : "s");
 }
 
+/* verify --policy: a line per change, then what it comes to. */
+static void print_preview_device(const cJSON *d) {
+        const char *name = str(d, "name");
+        const cJSON *x;
+        /* what holds it back: the change is the file's all the same */
+        const char *held = cJSON_IsTrue(get(d, "paused"))       ? " [paused: written at resume]"
+                           : cJSON_IsTrue(get(d, "overridden")) ? " [overridden: written at resume]"
+                                                                : "";
+
+        if (cJSON_IsTrue(get(d, "managed")) != cJSON_IsTrue(get(d, "would_be_managed")))
+                printf("%s: %s\n", name, cJSON_IsTrue(get(d, "would_be_managed")) ? "would be managed"
+                                                                                 : "would no longer be managed");
+        cJSON_ArrayForEach(x, get(d, "changes")) {
+                if (cJSON_IsTrue(get(x, "put_back")))
+                        printf("%s: %s %s -> %s (put back: the value found before blkpolicyd's first write)%s\n",
+                               name, str(x, "attr"), str(x, "live"), str(x, "would_be"), held);
+                else
+                        printf("%s: %s %s -> %s (%s)%s\n", name, str(x, "attr"), str(x, "live"), str(x, "would_be"),
+                               str(x, "source"), held);
+        }
+        if (cJSON_IsTrue(get(d, "in_flight")))
+                printf("%s: a pass was in flight, not read: live values are its last round's\n", name);
+}
+
+static void print_preview(const cJSON *r, const char *file) {
+        const cJSON *d;
+
+        cJSON_ArrayForEach(d, get(r, "devices"))
+                print_preview_device(d);
+        if (num(r, "changes") == 0 && num(r, "managed") == 0 && num(r, "unmanaged") == 0) {
+                printf("%s: nothing would change.\n", file);
+                return;
+        }
+        printf("%s: %.0f setting%s would change on %.0f device%s", file, num(r, "changes"),
+               num(r, "changes") == 1 ? "" : "s", num(r, "changed"), num(r, "changed") == 1 ? "" : "s");
+        if (num(r, "managed") > 0 || num(r, "unmanaged") > 0)
+                printf("; %.0f device%s would be managed, %.0f no longer", num(r, "managed"),
+                       num(r, "managed") == 1 ? "" : "s", num(r, "unmanaged"));
+        printf("%s.\n", strcmp(str(r, "mode"), "observe") ? "" : " (the daemon observes: written once it enforces)");
+}
+
+/* verify's reply with "changes" is a preview's (verify --policy). */
+static bool is_preview(const cJSON *result) {
+        return cJSON_IsNumber(get(result, "changes"));
+}
+
 /* One paragraph per writer: what it sets, where, on which disks, what to do. */
 static void print_doctor(const cJSON *r) {
         const cJSON *c, *d, *w;
@@ -477,7 +539,7 @@ static int top(Ctl *c) {
 }
 
 static void help(void) {
-        printf("blkpolicyctl [--socket PATH] [--json] [-n N] COMMAND [DEVICE]\n"
+        printf("blkpolicyctl [--socket PATH] [--json] [-n N] [--policy FILE] COMMAND [DEVICE]\n"
                "blkpolicyctl --version | --help\n\n"
                "  status            Daemon, kernel, tick and policy errors\n"
                "  devices           Every whole disk, its classes, scheduler and state\n"
@@ -486,6 +548,9 @@ static void help(void) {
                "  policies          Loaded policy files and their errors\n"
                "  reload            Re-read configuration and policies (root)\n"
                "  verify            Compare live sysfs with what blkpolicyd intends\n"
+               "  verify --policy FILE\n"
+               "                    What FILE would change on every disk, added to the policies in\n"
+               "                    force (or in place of the file of its name); nothing is written\n"
                "  pause [DEV]       Stop managing DEV, or all devices (root)\n"
                "  resume [DEV]      Manage again; ends overrides (root)\n"
                "  restore [DEV]     Put back what blkpolicyd changed, then leave it paused (root)\n"
@@ -497,7 +562,9 @@ static void help(void) {
                "Options may come before or after the command. Exit status: 0 ok, 1 error reply,\n"
                "2 usage, 3 cannot connect, 4 verify found drift or a value the kernel did not\n"
                "keep (or pending changes in observe mode), or status found a failed reload\n"
-               "or a rejected policy file, 5 no answer within %d s.\n", REPLY_TIMEOUT_SEC);
+               "or a rejected policy file, or verify --policy found a setting FILE would change,\n"
+               "5 no answer within %d s, 6 verify --policy's FILE has errors (file:line).\n",
+               REPLY_TIMEOUT_SEC);
 }
 
 /* top is blkpolicyctl's own: status and devices, again every tick. The
@@ -516,6 +583,9 @@ static DeviceArg command_device_arg(int command) {
 static bool needs_attention(ProtocolCommandId cmd, const cJSON *result) {
         switch (cmd) {
         case PROTOCOL_VERIFY:   /* observing with changes pending is never "as intended" */
+                if (is_preview(result))
+                        return num(result, "changes") > 0 || num(result, "managed") > 0 ||
+                               num(result, "unmanaged") > 0;
                 return num(result, "drifted") > 0 || num(result, "not_kept") > 0 ||
                        (!strcmp(str(result, "mode"), "observe") &&
                                                       num(result, "pending") > 0);
@@ -528,13 +598,18 @@ static bool needs_attention(ProtocolCommandId cmd, const cJSON *result) {
         }
 }
 
-static void print_result(ProtocolCommandId cmd, const char *arg, const cJSON *result) {
+static void print_result(const Ctl *c, ProtocolCommandId cmd, const char *arg, const cJSON *result) {
         switch (cmd) {
         case PROTOCOL_STATUS: print_status(result); break;
         case PROTOCOL_DEVICES: print_devices(result); break;
         case PROTOCOL_DEVICE: case PROTOCOL_EXPLAIN: print_device(result); break;
         case PROTOCOL_POLICIES: case PROTOCOL_RELOAD: print_policies(result); break;
-        case PROTOCOL_VERIFY: print_verify(result); break;
+        case PROTOCOL_VERIFY:
+                if (is_preview(result))
+                        print_preview(result, str(c->policy, PROTOCOL_KEY_POLICY_NAME));
+                else
+                        print_verify(result);
+                break;
         case PROTOCOL_DOCTOR: print_doctor(result); break;
         case PROTOCOL_METRICS: fputs(str(result, "text"), stdout); break;
         default:
@@ -552,23 +627,87 @@ static int run_command(Ctl *c, ProtocolCommandId cmd, const char *arg) {
                 return call_failed(ret);
         result = get(reply, PROTOCOL_KEY_RESULT);
         ret = cJSON_IsTrue(get(reply, PROTOCOL_KEY_OK)) ? 0 : EXIT_REPLY;
+        if (ret == EXIT_REPLY && !strcmp(str(get(reply, PROTOCOL_KEY_ERROR), PROTOCOL_KEY_CODE),
+                                         PROTOCOL_ERROR_POLICY_INVALID))
+                ret = EXIT_POLICY_INVALID;
         if (ret == 0 && needs_attention(cmd, result))
                 ret = EXIT_ATTENTION;
         if (c->json) {
                 char *t = cJSON_Print(reply);
                 puts(t);
                 free(t);
-        } else if (ret == EXIT_REPLY) {
+        } else if (ret == EXIT_REPLY || ret == EXIT_POLICY_INVALID) {
                 const cJSON *e = get(reply, PROTOCOL_KEY_ERROR), *x;
                 /* name what the error is about: "no-such-device: sdx: ..." */
                 fprintf(stderr, "%s: %s%s%s\n", str(e, PROTOCOL_KEY_CODE), arg ? arg : "", arg ? ": " : "",
                         str(e, PROTOCOL_KEY_MESSAGE));
+                /* as --check-config prints them: file:line, or file for the whole file */
                 cJSON_ArrayForEach(x, get(e, "errors"))
-                        fprintf(stderr, "  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+                        if (num(x, "line") > 0)
+                                fprintf(stderr, "  %s:%.0f: %s\n", str(x, "path"), num(x, "line"), str(x, "message"));
+                        else
+                                fprintf(stderr, "  %s: %s\n", str(x, "path"), str(x, "message"));
         } else
-                print_result(cmd, arg, result);
+                print_result(c, cmd, arg, result);
         cJSON_Delete(reply);
         return ret;
+}
+
+/* verify --policy FILE: read here, not by the daemon, which may see
+ * another mount namespace (a container's), and sent as the request's
+ * "policy" with the file's name, which says what it masks. */
+static int read_policy(Ctl *c) {
+        const char *name = strrchr(c->policy_path, '/');
+        /* non-blocking: a FIFO's open would wait for a writer */
+        int fd = open(c->policy_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        char *text = NULL, *line;
+        struct stat st = {};
+        size_t n = 0;
+        FILE *f;
+
+        if (fd < 0) {
+                fprintf(stderr, "Cannot read %s: %s.\n", c->policy_path, strerror(errno));
+                return -EXIT_USAGE;
+        }
+        /* as the daemon's loader refuses them: a FIFO, a device, a directory */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+                fprintf(stderr, "Cannot read %s: %s.\n", c->policy_path,
+                        S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+                close(fd);
+                return -EXIT_USAGE;
+        }
+        /* one byte more than allowed tells a file too long from one just so */
+        text = malloc(PROTOCOL_POLICY_TEXT_MAX + 2);
+        if (text)
+                n = fread(text, 1, PROTOCOL_POLICY_TEXT_MAX + 1, f);
+        if (!text || ferror(f)) {
+                fprintf(stderr, "Cannot read %s: %s.\n", c->policy_path, text ? strerror(errno) : "out of memory");
+                free(text);
+                fclose(f);
+                return -EXIT_USAGE;
+        }
+        fclose(f);
+        if (n > PROTOCOL_POLICY_TEXT_MAX || memchr(text, 0, n)) {
+                fprintf(stderr, "%s: %s; a policy file is text of at most %zu bytes.\n", c->policy_path,
+                        n > PROTOCOL_POLICY_TEXT_MAX ? "too large" : "has a NUL byte", PROTOCOL_POLICY_TEXT_MAX);
+                free(text);
+                return -EXIT_USAGE;
+        }
+        text[n] = 0;
+        c->policy = cJSON_CreateObject();
+        cJSON_AddStringToObject(c->policy, PROTOCOL_KEY_POLICY_NAME, name ? name + 1 : c->policy_path);
+        cJSON_AddStringToObject(c->policy, PROTOCOL_KEY_POLICY_TEXT, text);
+        free(text);
+        /* escaped, rare bytes take six: the line must still be one request */
+        line = request_line(c, PROTOCOL_VERIFY, NULL);
+        if (!line || strlen(line) > PROTOCOL_REQUEST_MAX) {
+                fprintf(stderr, "%s: too large for one request once escaped (%zu bytes at most).\n",
+                        c->policy_path, PROTOCOL_REQUEST_MAX);
+                free(line);
+                return -EXIT_USAGE;
+        }
+        free(line);
+        return 0;
 }
 
 static int parse_count(const char *s, unsigned *ret) {
@@ -593,6 +732,7 @@ int main(int argc, char *argv[]) {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "iterations", required_argument, NULL, 'n' },
+                { "policy", required_argument, NULL, 'p' },
                 {}
         };
         Ctl c = { .socket_path = CONTROL_SOCKET_PATH, .fd = -1 };
@@ -600,7 +740,7 @@ int main(int argc, char *argv[]) {
         int o, r, cmd;
 
         /* GNU order: options anywhere, as in `blkpolicyctl status --json` */
-        while ((o = getopt_long(argc, argv, "s:jhn:", opts, NULL)) >= 0)
+        while ((o = getopt_long(argc, argv, "s:jhn:p:", opts, NULL)) >= 0)
                 switch (o) {
                 case 's': c.socket_path = optarg; break;
                 case 'j': c.json = true; break;
@@ -608,6 +748,7 @@ int main(int argc, char *argv[]) {
                         if (parse_count(optarg, &c.iterations) < 0)
                                 return EXIT_USAGE;
                         break;
+                case 'p': c.policy_path = optarg; break;
                 case 'h': help(); return 0;
                 case ARG_VERSION: printf("blkpolicyctl %s\n", PACKAGE_VERSION); return 0;
                 default: return EXIT_USAGE;     /* getopt said what was wrong */
@@ -636,10 +777,19 @@ int main(int argc, char *argv[]) {
                 fputc('\n', stderr);
                 return EXIT_USAGE;
         }
-        r = ctl_connect(&c);
-        if (r < 0)
+        if (c.policy_path && cmd != PROTOCOL_VERIFY) {
+                fprintf(stderr, "--policy is for verify: 'blkpolicyctl verify --policy FILE'.\n");
+                return EXIT_USAGE;
+        }
+        r = c.policy_path ? read_policy(&c) : 0;
+        if (r >= 0)
+                r = ctl_connect(&c);
+        if (r < 0) {
+                cJSON_Delete(c.policy);
                 return -r;
+        }
         r = cmd == COMMAND_TOP ? top(&c) : run_command(&c, (ProtocolCommandId) cmd, n_args ? argv[optind + 1] : NULL);
         close(c.fd);
+        cJSON_Delete(c.policy);
         return r;
 }

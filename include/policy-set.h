@@ -19,6 +19,10 @@ typedef struct PolicySet {
         /* The KEYs of every property= condition, without repeats: the only
          * udev properties a device needs to keep (NULL when none is named). */
         char **property_keys;
+        /* An overlay's (policy_set_overlay()): policies[] are base's, held
+         * by a reference on it, but for own, the one it parsed itself. */
+        const struct PolicySet *base;
+        Policy *own;
 } PolicySet;
 
 /* A set is counted: the manager holds the set in force, and every kept
@@ -36,6 +40,13 @@ PolicySet *policy_set_unref(const PolicySet *s);
  * nothing, so the file of the same name in an earlier dir loads instead.
  * Only -ENOMEM fails. */
 int policy_set_load(char *const *dirs, PolicySet **ret);
+/* A set for a preview (verify --policy): base with p added, or in place
+ * of the file of p's name, at the place the loader gives its name, as if
+ * p were a file in the last directory; p NULL with a name: the file of
+ * that name masked (an empty file). Takes p, also on -ENOMEM; base's
+ * policies are borrowed (base is held), not copied. Errors are not
+ * carried: the overlay is only decided from. */
+int policy_set_overlay(const PolicySet *base, Policy *p, const char *name, PolicySet **ret);
 const Policy *policy_set_find(const PolicySet *s, const char *name);
 /* How many of s's policies are canaries (mode=observe). */
 size_t policy_set_canaries(const PolicySet *s);

@@ -108,6 +108,10 @@ Policy *policy_free(Policy *p);
 /* Parses one file. Errors are appended to errors with file:line; returns
  * -EINVAL if the file had any (and then *ret is NULL), -ENOMEM fatal. */
 int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret);
+/* The same for a file's text that came without the file (verify --policy:
+ * blkpolicyctl read it, maybe in another mount namespace): name is its
+ * path too, so errors read "name:line: message". */
+int policy_parse_text(const char *text, const char *name, PolicyErrors *errors, Policy **ret);
 
 int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
 int sched_choice_format(const SchedChoice *c, char *buf, size_t size);

@@ -22,6 +22,22 @@
 #define PROTOCOL_KEY_CODE "code"
 #define PROTOCOL_KEY_MESSAGE "message"
 
+/* A request is one line of at most this many bytes, newline excluded. */
+#define PROTOCOL_REQUEST_MAX ((size_t) 64 * 1024)
+
+/* verify's preview of one policy file, which blkpolicyctl reads itself
+ * (the daemon may see another mount namespace): {"command": "verify",
+ * "policy": {"name": "90-new.policy", "text": "..."}}. The text is at most
+ * PROTOCOL_POLICY_TEXT_MAX bytes, half the request's line: escaped, a
+ * newline or a tab is two bytes there (and blkpolicyctl checks the line
+ * it makes, for the rarer escapes). A file with errors is refused with
+ * PROTOCOL_ERROR_POLICY_INVALID and its "errors" (path, line, message). */
+#define PROTOCOL_KEY_POLICY "policy"
+#define PROTOCOL_KEY_POLICY_NAME "name"
+#define PROTOCOL_KEY_POLICY_TEXT "text"
+#define PROTOCOL_POLICY_TEXT_MAX ((size_t) 32 * 1024)
+#define PROTOCOL_ERROR_POLICY_INVALID "policy-invalid"
+
 typedef enum ProtocolCommandId {
         PROTOCOL_STATUS,
         PROTOCOL_DEVICES,

@@ -68,7 +68,13 @@ def test_daemon_requests_reload_and_sigterm(blkpolicyd, top, work):
         for req in [{"command": "status"}, {"command": "devices"}, {"command": "explain", "device": "vda"},
                     {"command": "policies"}, {"command": "verify"}, {"command": "metrics"},
                     {"command": "doctor"}, {"command": "pause", "device": "vda"}, {"command": "resume"},
-                    {"command": "reload"}, {"command": "nope"}, {"command": "device", "device": "sdz"}]:
+                    {"command": "reload"}, {"command": "nope"}, {"command": "device", "device": "sdz"},
+                    # verify --policy: a file added, one in place of a shipped one, a mask, errors
+                    *({"command": "verify", "policy": {"name": name, "text": text}} for name, text in (
+                        ("90-new.policy", "[Match]\nname = vd*\n[Queue]\nread_ahead_kb = 1024\n"),
+                        ("20-fast-virtual.policy", "[Match]\nclass = virtio\n[Queue]\nscheduler = kyber\n"),
+                        ("20-fast-virtual.policy", ""), ("90-bad.policy", "[Queue]\nnr_requests = x\nbogus\n"),
+                        ("bad-name", "")))]:
             control_call(sock, req, timeout=60)
         # and one that is not JSON
         with socket.socket(socket.AF_UNIX) as s:

@@ -15,7 +15,8 @@
 #include "sampler.h"
 #include "util.h"
 
-typedef ControlReply (*CommandRun)(Manager *m, ControlClient *client, Device *d);
+/* req: the whole request, for a command with arguments beyond "device" */
+typedef ControlReply (*CommandRun)(Manager *m, ControlClient *client, Device *d, const cJSON *req);
 
 static ControlReply reply_ok(cJSON *result) {
         cJSON *r = cJSON_CreateObject();
@@ -94,7 +95,8 @@ static cJSON *policy_sets_json(const Manager *m) {
         return o;
 }
 
-static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                               const cJSON *req _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         const SamplerStats *ticks = sampler_stats(m->sampler);
         unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
@@ -152,19 +154,21 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         return reply_ok(o);
 }
 
-static ControlReply cmd_devices(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_devices(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                                const cJSON *req _unused_) {
         return (ControlReply) { .stream = listing_devices(m) };
 }
 
-static ControlReply cmd_device(Manager *m, ControlClient *client _unused_, Device *d) {
+static ControlReply cmd_device(Manager *m, ControlClient *client _unused_, Device *d, const cJSON *req _unused_) {
         return reply_ok(explain_device_report(m, d));
 }
 
-static ControlReply cmd_explain(Manager *m, ControlClient *client _unused_, Device *d) {
+static ControlReply cmd_explain(Manager *m, ControlClient *client _unused_, Device *d, const cJSON *req _unused_) {
         return reply_ok(explain_device(m, d));
 }
 
-static ControlReply cmd_policies(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_policies(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                                 const cJSON *req _unused_) {
         cJSON *o = cJSON_CreateObject(), *l = cJSON_AddArrayToObject(o, "loaded"), *e;
 
         for (size_t i = 0; i < m->policies->n_policies; i++) {
@@ -193,7 +197,7 @@ static void reload_replied(Manager *m, int r, const cJSON *errors, void *userdat
                 return;
         }
         if (r != -EINVAL) {
-                control_pending_reply(p, cmd_policies(m, NULL, NULL));
+                control_pending_reply(p, cmd_policies(m, NULL, NULL, NULL));
                 return;
         }
         reply = control_reply_error("reload-failed", "the configuration file has errors; the running one stays");
@@ -204,7 +208,7 @@ static void reload_replied(Manager *m, int r, const cJSON *errors, void *userdat
 
 /* Replies once what the reload changed is applied, as `systemctl reload`
  * expects; the loop serves everyone else meanwhile. */
-static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unused_) {
+static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unused_, const cJSON *req _unused_) {
         ControlPending *p = control_reply_later(client);
 
         if (!p || manager_reload(m, reload_replied, p) < 0) {
@@ -214,15 +218,77 @@ static ControlReply cmd_reload(Manager *m, ControlClient *client, Device *d _unu
         return CONTROL_REPLY_LATER;
 }
 
-static ControlReply cmd_doctor(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_doctor(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                               const cJSON *req _unused_) {
         return reply_ok(conflicts_report_doctor(&m->ctx));
 }
 
-static ControlReply cmd_verify(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+/* The name as the loader would read a file of it: a policy's, one file
+ * of a drop-in dir (what it masks or adds to depends on it). */
+static bool preview_name_valid(const char *name) {
+        size_t n = strlen(name);
+
+        return n > 7 && n < NAME_MAX && name[0] != '.' && !strchr(name, '/') && streq(name + n - 7, ".policy");
+}
+
+/* {"ok": false, "error": {"code": "policy-invalid", ..., "errors": [...]}}:
+ * each error as --check-config prints it, path:line: message. */
+static ControlReply reply_policy_invalid(const PolicyErrors *errors) {
+        cJSON *reply = control_reply_error(PROTOCOL_ERROR_POLICY_INVALID,
+                                           "the policy file has errors; nothing was previewed");
+        cJSON *a = cJSON_AddArrayToObject(cJSON_GetObjectItem(reply, PROTOCOL_KEY_ERROR), "errors");
+
+        for (size_t i = 0; i < errors->n_items; i++)
+                cJSON_AddItemToArray(a, report_policy_error(&errors->items[i]));
+        return (ControlReply) { .json = reply };
+}
+
+/* verify --policy: the text parsed as a file of its name is, into a set
+ * of its own over the one in force (which is not touched), and every
+ * disk decided from it; nothing is written. An empty text masks. */
+static ControlReply cmd_verify_policy(Manager *m, const cJSON *policy) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(policy, PROTOCOL_KEY_POLICY_NAME);
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(policy, PROTOCOL_KEY_POLICY_TEXT);
+        _cleanup_(policy_errors_done) PolicyErrors errors = {};
+        PolicySet *set = NULL;
+        Policy *p = NULL;
+        int r;
+
+        if (!cJSON_IsObject(policy) || !cJSON_IsString(name) || !cJSON_IsString(text))
+                return reply_error("invalid-argument", "\"policy\" must be {\"name\": ..., \"text\": ...}");
+        if (!preview_name_valid(name->valuestring))
+                return reply_error("invalid-argument", "a policy file's name ends in .policy, with no '/'");
+        if (strlen(text->valuestring) > PROTOCOL_POLICY_TEXT_MAX) {
+                char why[64];
+
+                (void) snprintf(why, sizeof(why), "the policy text is longer than %zu bytes", PROTOCOL_POLICY_TEXT_MAX);
+                return reply_error("invalid-argument", why);
+        }
+        if (text->valuestring[0]) {
+                r = policy_parse_text(text->valuestring, name->valuestring, &errors, &p);
+                if (r == -EINVAL)
+                        return reply_policy_invalid(&errors);
+                if (r < 0)
+                        return REPLY_NOMEM;
+                /* previewed as if enforced: a canary's file asks what its
+                 * promotion would change */
+                p->observe = false;
+        }
+        if (policy_set_overlay(m->policies, p, name->valuestring, &set) < 0)
+                return REPLY_NOMEM;
+        log_debug("Control: verify previews %s", name->valuestring);
+        return (ControlReply) { .stream = listing_preview(m, set) };
+}
+
+static ControlReply cmd_verify(Manager *m, ControlClient *client _unused_, Device *d _unused_, const cJSON *req) {
+        const cJSON *policy = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_POLICY);
+
+        if (policy)
+                return cmd_verify_policy(m, policy);
         return (ControlReply) { .stream = listing_verify(m) };
 }
 
-static ControlReply cmd_pause(Manager *m, ControlClient *client _unused_, Device *d) {
+static ControlReply cmd_pause(Manager *m, ControlClient *client _unused_, Device *d, const cJSON *req _unused_) {
         if (manager_pause(m, d, true) < 0)
                 return REPLY_NOMEM;
         return reply_ok(NULL);
@@ -238,7 +304,7 @@ static void done_replied(void *userdata, int r) {
                 control_pending_reply(p, reply_ok(NULL));
 }
 
-static ControlReply cmd_resume(Manager *m, ControlClient *client, Device *d) {
+static ControlReply cmd_resume(Manager *m, ControlClient *client, Device *d, const cJSON *req _unused_) {
         ControlPending *p = control_reply_later(client);
 
         if (!p || manager_pause(m, d, false) < 0)
@@ -252,7 +318,8 @@ static ControlReply cmd_resume(Manager *m, ControlClient *client, Device *d) {
 /* The next stop leaves every device as it is, with its record, for the
  * next daemon to take over: a package upgrade restarts the daemon without
  * putting everything back and setting it again (two queue freezes a disk). */
-static ControlReply cmd_handover(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_handover(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                                 const cJSON *req _unused_) {
         cJSON *o = cJSON_CreateObject();
 
         m->handover = true;
@@ -342,7 +409,7 @@ oom:
 
 /* Puts back the originals and pauses, so that no event sets them again:
  * undoing blkpolicyd on a live system, device by device. */
-static ControlReply cmd_restore(Manager *m, ControlClient *client, Device *d) {
+static ControlReply cmd_restore(Manager *m, ControlClient *client, Device *d, const cJSON *req _unused_) {
         RestoreCall *c = calloc(1, sizeof(RestoreCall));
 
         if (!c || !(c->reply = control_reply_later(client)))
@@ -356,7 +423,8 @@ static ControlReply cmd_restore(Manager *m, ControlClient *client, Device *d) {
         return CONTROL_REPLY_LATER;
 }
 
-static ControlReply cmd_metrics(Manager *m, ControlClient *client _unused_, Device *d _unused_) {
+static ControlReply cmd_metrics(Manager *m, ControlClient *client _unused_, Device *d _unused_,
+                                const cJSON *req _unused_) {
         return (ControlReply) { .stream = listing_metrics(m) };
 }
 
@@ -411,7 +479,7 @@ static ControlReply command_execute(Manager *m, const Peer *peer, ControlClient 
         if (c->root_only)
                 log_info("Control: %s%s%s by uid %u pid %d", c->name, d ? " " : "", d ? device_name(d) : "",
                          (unsigned) peer->uid, (int) peer->pid);
-        return command_runs[id](m, client, d);
+        return command_runs[id](m, client, d, req);
 }
 
 ControlReply commands_run(Manager *m, const Peer *peer, ControlClient *client, const char *line, size_t len) {

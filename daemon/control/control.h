@@ -13,10 +13,11 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "protocol.h"
 
 typedef struct ControlServer ControlServer;
 
-#define CONTROL_REQUEST_MAX ((size_t) 64 * 1024)
+#define CONTROL_REQUEST_MAX PROTOCOL_REQUEST_MAX
 
 typedef struct Peer {
         pid_t pid;

@@ -21,6 +21,7 @@
 #include "listings.h"
 #include "manager.h"
 #include "metrics.h"
+#include "policy-set.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -44,6 +45,8 @@ struct Listing {
         size_t n, next;
         bool started;
         unsigned drifted, pending, not_kept, canary;    /* verify's counts: devices */
+        PolicySet *preview;     /* verify --policy's set, held */
+        unsigned changes, changed, managed, unmanaged, in_flight;      /* its counts */
 };
 
 /* The next disk of the listing that is still there, NULL after the last. */
@@ -103,6 +106,7 @@ static void listing_free(ControlStream *s) {
                 return;
         free(l->devnums);
         free(l->names);
+        policy_set_unref(l->preview);
         free(l);
 }
 
@@ -187,26 +191,68 @@ static void verify_head(JsonWriter *w) {
         json_begin_array(w);
 }
 
-static void verify_end(Listing *l, Manager *m) {
+typedef struct ListingCount {
+        const char *key;
+        unsigned value;
+} ListingCount;
+
+/* What closes both of verify's replies: the array, the mode, the counts. */
+static void verify_counts_end(Listing *l, Manager *m, const ListingCount *counts, size_t n) {
         JsonWriter *w = &l->w;
 
         json_end_array(w);
         json_key(w, "mode");
         json_string(w, manager_writes(m) ? "enforce" : "observe");
-        json_key(w, "drifted");
-        json_uint(w, l->drifted);
-        json_key(w, "pending");
-        json_uint(w, l->pending);
-        json_key(w, "not_kept");
-        json_uint(w, l->not_kept);
-        json_key(w, "canary");
-        json_uint(w, l->canary);
+        for (size_t i = 0; i < n; i++) {
+                json_key(w, counts[i].key);
+                json_uint(w, counts[i].value);
+        }
         json_end_object(w);
         json_end_object(w);
 }
 
+static void verify_end(Listing *l, Manager *m) {
+        const ListingCount counts[] = { { "drifted", l->drifted }, { "pending", l->pending },
+                                        { "not_kept", l->not_kept }, { "canary", l->canary } };
+
+        verify_counts_end(l, m, counts, ELEMENTSOF(counts));
+}
+
 ControlStream *listing_verify(Manager *m) {
         return listing_new(m, verify_head, verify_item, verify_end);
+}
+
+static int preview_item(Listing *l, Manager *m, Device *d, cJSON **ret) {
+        PreviewFlags f;
+        int r = drift_preview_entry(&m->ctx, d, l->preview, ret, &f);
+
+        l->changes += f.changes;
+        l->changed += r > 0 && f.changes > 0;
+        l->managed += f.managed;
+        l->unmanaged += f.unmanaged;
+        l->in_flight += f.in_flight;
+        return r;
+}
+
+/* The counts say whether anything would change: the exit status of
+ * blkpolicyctl verify --policy. */
+static void preview_end(Listing *l, Manager *m) {
+        const ListingCount counts[] = { { "changes", l->changes }, { "changed", l->changed },
+                                        { "managed", l->managed }, { "unmanaged", l->unmanaged },
+                                        { "in_flight", l->in_flight } };
+
+        verify_counts_end(l, m, counts, ELEMENTSOF(counts));
+}
+
+ControlStream *listing_preview(Manager *m, PolicySet *set) {
+        ControlStream *s = listing_new(m, verify_head, preview_item, preview_end);
+
+        if (!s) {
+                policy_set_unref(set);
+                return NULL;
+        }
+        ((Listing *) s)->preview = set;
+        return s;
 }
 
 /* metrics: the text is made whole (4.6 MB at 10,000 disks: one part each

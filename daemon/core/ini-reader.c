@@ -67,7 +67,10 @@ static char *text_reader(char *str, int num, void *stream) {
         if (r->rewrite)
                 r->rewrite(line, str, (size_t) num, r->userdata);
         else {
-                if (strlen(line) >= (size_t) num && !r->long_line)
+                /* as file_reader() counts it: a line that leaves its
+                 * newline no room in inih's buffer, so that a policy's text
+                 * and its file are refused alike */
+                if (strlen(line) + 1 >= (size_t) num && !r->long_line)
                         r->long_line = r->line;
                 snprintf(str, (size_t) num, "%s", line);
         }

@@ -21,8 +21,12 @@ PolicySet *policy_set_unref(const PolicySet *cs) {
         assert(s->n_ref > 0);
         if (--s->n_ref > 0)
                 return NULL;
-        for (size_t i = 0; i < s->n_policies; i++)
-                policy_free(s->policies[i]);
+        if (s->base) {
+                policy_free(s->own);
+                policy_set_unref(s->base);
+        } else
+                for (size_t i = 0; i < s->n_policies; i++)
+                        policy_free(s->policies[i]);
         free(s->policies);
         policy_errors_done(&s->errors);
         strv_free(s->property_keys);
@@ -176,6 +180,43 @@ int policy_set_load(char *const *dirs, PolicySet **ret) {
                 return r;
         }
         *ret = set;
+        return 0;
+}
+
+static void policy_set_unrefp(PolicySet **s) {
+        policy_set_unref(*s);
+}
+
+int policy_set_overlay(const PolicySet *base, Policy *p, const char *name, PolicySet **ret) {
+        _cleanup_(policy_set_unrefp) PolicySet *set = calloc(1, sizeof(PolicySet));
+        bool placed = !p;
+
+        if (!set) {
+                policy_free(p);
+                return -ENOMEM;
+        }
+        set->n_ref = 1;
+        set->base = policy_set_ref(base);
+        set->own = p;
+        set->policies = calloc(base->n_policies + 1, sizeof(Policy *));
+        if (!set->policies)
+                return -ENOMEM;
+        /* the loader's order: by file name, one file a name */
+        for (size_t i = 0; i < base->n_policies; i++) {
+                int k = strcmp(base->policies[i]->name, name);
+
+                if (!placed && k > 0) {
+                        set->policies[set->n_policies++] = p;
+                        placed = true;
+                }
+                if (k != 0)
+                        set->policies[set->n_policies++] = base->policies[i];
+        }
+        if (!placed)
+                set->policies[set->n_policies++] = p;
+        if (collect_property_keys(set) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(set);
         return 0;
 }
 

@@ -466,18 +466,12 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
         return 1;  /* keep going: report every error of the file at once */
 }
 
-int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret) {
-        _cleanup_fclose_ FILE *f = NULL;
+/* One policy from the lines reader gives (a file's or a text's): path
+ * names it in the errors. */
+static int policy_parse(IniReader *reader, const char *path, const char *name, PolicyErrors *errors, Policy **ret) {
         Policy *p;
         ParseState s = { .path = path, .errors = errors };
         int r;
-
-        *ret = NULL;
-        r = fopen_regular(path, &f);
-        if (r == -EBADFD)
-                return policy_error_add(errors, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
-        if (r < 0)
-                return policy_error_add(errors, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
 
         p = calloc(1, sizeof(Policy));
         if (!p)
@@ -488,7 +482,7 @@ int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, 
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;
-        s.reader = (IniReader) { .file = f, .comments = INI_COMMENTS_OURS };
+        s.reader = *reader;
         if (!p->name || !p->path) {
                 policy_free(p);
                 return -ENOMEM;
@@ -523,3 +517,24 @@ int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, 
         return 0;
 }
 
+int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, Policy **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        IniReader reader;
+        int r;
+
+        *ret = NULL;
+        r = fopen_regular(path, &f);
+        if (r == -EBADFD)
+                return policy_error_add(errors, path, 0, "not a regular file") < 0 ? -ENOMEM : -EINVAL;
+        if (r < 0)
+                return policy_error_add(errors, path, 0, "cannot open: %s", strerror(-r)) < 0 ? -ENOMEM : -EINVAL;
+        reader = (IniReader) { .file = f, .comments = INI_COMMENTS_OURS };
+        return policy_parse(&reader, path, name, errors, ret);
+}
+
+int policy_parse_text(const char *text, const char *name, PolicyErrors *errors, Policy **ret) {
+        IniReader reader = { .text = text, .comments = INI_COMMENTS_OURS };
+
+        *ret = NULL;
+        return policy_parse(&reader, name, name, errors, ret);
+}

@@ -10,6 +10,7 @@
 #include "device-internal.h"
 #include "device.h"
 #include "owner.h"
+#include "preview.h"
 #include "util.h"
 
 static void read_live(const DeviceContext *c, const Device *d, unsigned tunable, LiveValue *lv) {
@@ -125,6 +126,60 @@ bool device_first_drift(const DeviceContext *c, const Device *d, DeviceDrift *re
                 return true;
         }
         return false;
+}
+
+/* Live, for the preview: what either plan sets or the record holds, or
+ * while a pass is in flight the values its last round left. */
+static void preview_live(const DeviceContext *c, const Device *d, const Plan *preview, bool in_flight,
+                         LiveValue live[static TUNABLES_MAX]) {
+        const Plan *plan = device_plan(d);
+        bool want[TUNABLES_MAX] = {};
+
+        for (unsigned i = 0; i < TUNABLES_MAX; i++)
+                live[i] = (LiveValue) { .state = LIVE_UNKNOWN };
+        if (in_flight) {
+                for (unsigned i = 0; i < plan->n_items; i++)
+                        if (plan->items[i].current[0]) {
+                                live[plan->items[i].tunable].state = LIVE_OK;
+                                (void) strscpy(live[plan->items[i].tunable].value, VALUE_MAX, plan->items[i].current);
+                        }
+                return;
+        }
+        for (unsigned i = 0; i < plan->n_items; i++)
+                want[plan->items[i].tunable] = true;
+        for (unsigned i = 0; i < preview->n_items; i++)
+                want[preview->items[i].tunable] = true;
+        for (unsigned i = 0; i < device_record_count(&d->record); i++)
+                want[d->record.attrs->at[i].tunable] = true;
+        for (unsigned t = 0; t < n_tunables; t++)
+                if (want[t])
+                        read_live(c, d, t, &live[t]);
+}
+
+int device_preview(const DeviceContext *c, const Device *d, const PolicySet *set, PreviewDiff *ret) {
+        _cleanup_strv_free_ char **props = NULL;
+        PlanBuffer b;
+        Plan *preview = plan_buffer_init(&b);
+        LiveValue live[TUNABLES_MAX];
+        DeviceFacts view;
+        DecideInput in = device_decide_input(c, d, &view);
+        bool in_flight = device_pass_pending(d);
+        int r;
+
+        /* a property= of the file's that the set in force does not name:
+         * d does not keep it, udev's database has it */
+        r = device_properties_for(c, d, set, &props);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                view.properties = props;
+        in.policies = set;
+        decide(&in, preview);
+        preview_live(c, d, preview, in_flight, live);
+        preview_diff(&(PreviewInput) { .current = device_plan(d), .preview = preview, .live = live,
+                                       .record = &d->record },
+                     ret);
+        return !in_flight;
 }
 
 /* The facts as classified, but the scheduler in use now, in the list too

@@ -266,6 +266,20 @@ static int device_read_properties(DeviceContext *c, unsigned major, unsigned min
         return r == -ENOENT ? 0 : r;
 }
 
+int device_properties_for(const DeviceContext *c, const Device *d, const PolicySet *set, char ***ret) {
+        int r;
+
+        *ret = NULL;
+        for (char *const *k = set->property_keys; k && *k; k++) {
+                if (strv_contains((*c->policies)->property_keys, *k))
+                        continue;
+                r = udev_db_properties(c->roots, major(device_devnum(d)), minor(device_devnum(d)),
+                                       set->property_keys, ret);
+                return r < 0 && r != -ENOENT ? r : 1;   /* no entry: none of them */
+        }
+        return 0;
+}
+
 static int read_facts(DeviceContext *c, const char *name, DeviceFacts *f) {
         char **props = NULL;
         int r;

@@ -15,6 +15,8 @@
  * the caller's pointer stays valid until it returns to the loop. */
 
 #include "device-types.h"
+#include "policy-set.h"
+#include "preview.h"
 
 /* Lookup, O(1) by number. */
 Device *device_get(const DeviceContext *c, dev_t devnum);
@@ -105,6 +107,13 @@ typedef struct DeviceDrift {
         char current[VALUE_MAX];        /* live */
 } DeviceDrift;
 bool device_first_drift(const DeviceContext *c, const Device *d, DeviceDrift *ret);
+/* verify --policy: d decided from set (as its pass decides, with the udev
+ * properties set names) against its plan in force, from one live read of
+ * what either plan sets or its record holds (preview.h), in *ret: 1. A
+ * device with a pass in flight is not read (as device_view() leaves it):
+ * its live values are what that pass's last round left, and 0 is
+ * returned. -ENOMEM. */
+int device_preview(const DeviceContext *c, const Device *d, const PolicySet *set, PreviewDiff *ret);
 /* What report.c reads of a device, from a view taken now; facts and v:
  * storage, as long as the result is used. */
 ReportDevice device_report_input(const DeviceContext *c, const Device *d, DeviceFacts *facts, DeviceView *v);
@@ -139,6 +148,11 @@ bool device_seen(const Device *d);
 Device *device_refresh(DeviceContext *c, const char *name, int *error);
 /* Policies that name other udev properties: every device's read again. */
 int device_refresh_properties(DeviceContext *c);
+/* The udev properties set names, for a set other than the one in force
+ * (a preview's): d keeps only those the set in force names. 0 when those
+ * serve (set names no other key), *ret NULL; 1 when they were read, in
+ * *ret (NULL: d has none of them); -ENOMEM. */
+int device_properties_for(const DeviceContext *c, const Device *d, const PolicySet *set, char ***ret);
 /* decide + apply. May forget d (it vanished): out of the table, freed
  * after this dispatch. */
 int device_process(DeviceContext *c, Device *d);

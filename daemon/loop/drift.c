@@ -74,6 +74,57 @@ int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *fl
         return 1;
 }
 
+static cJSON *string_or_null(const char *s) {
+        return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *preview_changes_json(const PreviewDiff *diff) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (unsigned i = 0; i < diff->n_changes; i++) {
+                const PreviewChange *ch = &diff->changes[i];
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "attr", tunables[ch->tunable].attr);
+                cJSON_AddItemToObject(o, "live", string_or_null(ch->live.state == LIVE_OK ? ch->live.value : NULL));
+                cJSON_AddStringToObject(o, "would_be", ch->would_be);
+                cJSON_AddItemToObject(o, "source", string_or_null(ch->source));
+                cJSON_AddBoolToObject(o, "put_back", ch->kind == PREVIEW_PUT_BACK);
+                cJSON_AddItemToArray(a, o);
+        }
+        return a;
+}
+
+int drift_preview_entry(DeviceContext *c, Device *d, const PolicySet *set, cJSON **ret, PreviewFlags *flags) {
+        PreviewDiff diff;
+        int read = device_preview(c, d, set, &diff);
+        cJSON *e;
+
+        *ret = NULL;
+        *flags = (PreviewFlags) {};
+        if (read < 0)
+                return read;
+        if (preview_diff_empty(&diff))
+                return 0;
+        e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", device_name(d));
+        cJSON_AddBoolToObject(e, "paused", device_is_paused(c, d));
+        cJSON_AddBoolToObject(e, "overridden", device_overridden(d));
+        /* a pass in flight is not read: its live values are its last round's */
+        cJSON_AddBoolToObject(e, "in_flight", !read);
+        cJSON_AddBoolToObject(e, "managed", diff.managed_before);
+        cJSON_AddBoolToObject(e, "would_be_managed", diff.managed_after);
+        cJSON_AddItemToObject(e, "changes", preview_changes_json(&diff));
+        if (!cJSON_GetObjectItemCaseSensitive(e, "changes")) {
+                cJSON_Delete(e);
+                return -ENOMEM;
+        }
+        *flags = (PreviewFlags) { .changes = diff.n_changes, .managed = !diff.managed_before && diff.managed_after,
+                                  .unmanaged = diff.managed_before && !diff.managed_after, .in_flight = !read };
+        *ret = e;
+        return 1;
+}
+
 /* A writer named in reassert_over= or yield_to= (its setting too, if the
  * word names one) decides; else on_drift=. */
 static bool writer_listed(char *const *words, ConflictSource source, unsigned tunable) {

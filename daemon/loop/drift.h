@@ -19,6 +19,18 @@ typedef struct VerifyFlags {
  * values the kernel did not keep, in *ret: 1; 0 (and NULL) when no policy
  * manages d, nothing to verify; -ENOMEM. */
 int drift_verify_entry(DeviceContext *c, Device *d, cJSON **ret, VerifyFlags *flags);
+typedef struct PreviewFlags {
+        unsigned changes;       /* settings a write would change */
+        bool managed;           /* a policy would match it, where none does */
+        bool unmanaged;         /* no policy would match it any more */
+        bool in_flight;         /* a pass runs: not read */
+} PreviewFlags;
+
+/* verify --policy's entry for d, decided from set (a preview's, with the
+ * file in it) against its plan in force from one live read
+ * (device_preview()), in *ret: 1; 0 (and NULL) when nothing differs;
+ * -ENOMEM. */
+int drift_preview_entry(DeviceContext *c, Device *d, const PolicySet *set, cJSON **ret, PreviewFlags *flags);
 /* Reads back the managed settings of the next n devices, round robin from
  * where the last call stopped, until CLOCK_MONOTONIC passes until (one
  * device at least): the tick's share of the sweep, in slices that leave

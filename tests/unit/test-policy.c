@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ini.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -549,5 +550,113 @@ TEST(check_values_the_kernel_will_not_keep) {
         ASSERT_EQ_INT(policy_check_values(p, 250, text, 8), 2);
         ASSERT_EQ_INT(strlen(text), 7);
         policy_set_unref(s);
+        teardown();
+}
+
+/* policy_parse_text() is policy_parse_file() without the file: the same
+ * errors at the same lines, the same policy, for every kind of text. */
+static void check_text_as_file(const char *text) {
+        char d[PATH_MAX], path[PATH_MAX];
+        PolicyErrors fe = {}, te = {};
+        Policy *fp = NULL, *tp = NULL;
+        int fr, tr;
+
+        setup();
+        make_dir("a", d);
+        put(d, "30-x.policy", text);
+        ASSERT_TRUE(snprintf(path, sizeof(path), "%s/30-x.policy", d) < (int) sizeof(path));
+        fr = policy_parse_file(path, "30-x.policy", &fe, &fp);
+        tr = policy_parse_text(text, "30-x.policy", &te, &tp);
+        ASSERT_EQ_INT(tr, fr);
+        ASSERT_EQ_INT(te.n_items, fe.n_items);
+        for (size_t i = 0; i < fe.n_items; i++) {
+                ASSERT_STREQ(te.items[i].path, "30-x.policy");
+                ASSERT_EQ_INT(te.items[i].line, fe.items[i].line);
+                ASSERT_STREQ(te.items[i].message, fe.items[i].message);
+        }
+        if (fr == 0) {
+                ASSERT_STREQ(tp->name, "30-x.policy");
+                ASSERT_STREQ(tp->path, "30-x.policy");
+                ASSERT_EQ_INT(tp->n_sched, fp->n_sched);
+                for (size_t t = 0; t < TUNABLES_MAX; t++)
+                        ASSERT_TRUE(streq_ptr(tp->values[t], fp->values[t]));
+                ASSERT_TRUE(strv_equal(tp->match.names, fp->match.names));
+                ASSERT_EQ_INT(tp->match.classes_required, fp->match.classes_required);
+        }
+        policy_free(fp);
+        policy_free(tp);
+        policy_errors_done(&fe);
+        policy_errors_done(&te);
+        teardown();
+}
+
+TEST(text_parses_as_its_file) {
+        char long_line[INI_MAX_LINE + 16];
+
+        check_text_as_file(GOOD);
+        check_text_as_file("[Match]\nclass = nope\n[Queue]\nnr_requests = x\nfoo = 1\n");
+        check_text_as_file("[Match]\nclass = loop\nthis line has no equals sign\n");
+        check_text_as_file("[Queue]\nread_ahead_kb = 512   # inline ; comments\n");
+        check_text_as_file("[Dynamic]\nenter = iops > 10\n");
+        check_text_as_file("[Queue]\nread_ahead_kb = 512");   /* no last newline */
+        check_text_as_file("\n\n# only comments\n");
+        /* around inih's buffer: the longest line that fits and the first too long */
+        for (size_t n = INI_MAX_LINE - 3; n <= INI_MAX_LINE + 1; n++) {
+                /* "[Match]\n" then a line "name = xxx..." of n characters */
+                size_t k = (size_t) snprintf(long_line, sizeof(long_line), "[Match]\nname = ");
+
+                memset(long_line + k, 'x', n - strlen("name = "));
+                long_line[k + n - strlen("name = ")] = 0;
+                check_text_as_file(long_line);
+                (void) strcat(long_line, "\n");
+                check_text_as_file(long_line);
+        }
+}
+
+/* The overlay: the file added at its name's place, or in place of the
+ * file of its name, or that file masked; the base untouched. */
+TEST(overlay_adds_replaces_masks) {
+        char d[PATH_MAX];
+        PolicyErrors e = {};
+        PolicySet *base, *o;
+        Policy *p;
+
+        setup();
+        make_dir("a", d);
+        put(d, "10-a.policy", "[Match]\nname = a\n");
+        put(d, "30-c.policy", "[Match]\nname = c\n");
+        base = load(d, NULL);
+        ASSERT_EQ_INT(base->n_policies, 2);
+
+        ASSERT_EQ_INT(policy_parse_text("[Match]\nproperty = ID_X=1\n", "20-b.policy", &e, &p), 0);
+        ASSERT_EQ_INT(policy_set_overlay(base, p, "20-b.policy", &o), 0);
+        ASSERT_EQ_INT(o->n_policies, 3);
+        ASSERT_STREQ(o->policies[0]->name, "10-a.policy");
+        ASSERT_STREQ(o->policies[1]->name, "20-b.policy");
+        ASSERT_STREQ(o->policies[2]->name, "30-c.policy");
+        ASSERT_TRUE(o->policies[0] == base->policies[0]);       /* borrowed, not copied */
+        ASSERT_TRUE(strv_contains(o->property_keys, "ID_X"));
+        ASSERT_EQ_INT(base->n_ref, 2);
+        policy_set_unref(o);
+        ASSERT_EQ_INT(base->n_ref, 1);
+
+        ASSERT_EQ_INT(policy_parse_text("[Match]\nname = z\n", "99-z.policy", &e, &p), 0);
+        ASSERT_EQ_INT(policy_set_overlay(base, p, "99-z.policy", &o), 0);
+        ASSERT_TRUE(o->n_policies == 3 && streq(o->policies[2]->name, "99-z.policy"));
+        policy_set_unref(o);
+
+        ASSERT_EQ_INT(policy_parse_text("[Match]\nname = new\n", "10-a.policy", &e, &p), 0);
+        ASSERT_EQ_INT(policy_set_overlay(base, p, "10-a.policy", &o), 0);
+        ASSERT_TRUE(o->n_policies == 2 && o->policies[0] == p && o->policies[1] == base->policies[1]);
+        policy_set_unref(o);
+
+        ASSERT_EQ_INT(policy_set_overlay(base, NULL, "30-c.policy", &o), 0);
+        ASSERT_TRUE(o->n_policies == 1 && o->policies[0] == base->policies[0]);
+        policy_set_unref(o);
+
+        ASSERT_EQ_INT(base->n_policies, 2);
+        ASSERT_STREQ(base->policies[1]->name, "30-c.policy");
+        ASSERT_EQ_INT(e.n_items, 0);
+        policy_set_unref(base);
         teardown();
 }
