@@ -344,11 +344,12 @@ static void print_device(const cJSON *d) {
         if (cJSON_IsObject(get(d, "canary"))) {
                 const cJSON *k = get(d, "canary");
 
-                printf("  canary %s (mode=observe: never written), would change:%s\n", str(k, "policy"),
-                       cJSON_GetArraySize(get(k, "settings")) ? "" : " nothing");
+                printf("  canaries (mode=observe: never written; the last is %s) would change:%s\n",
+                       str(k, "policy"), cJSON_GetArraySize(get(k, "settings")) ? "" : " nothing");
                 cJSON_ArrayForEach(s, get(k, "settings"))
-                        printf("    %-26s %-12s -> %-12s %-11s%s%s\n", s->string, str(s, "current"), str(s, "target"),
-                               str(s, "result"), cJSON_IsString(get(s, "error")) ? " " : "",
+                        printf("    %-26s %-12s -> %-12s %-11s from %s%s%s\n", s->string, str(s, "current"),
+                               str(s, "target"), str(s, "result"), str(s, "source"),
+                               cJSON_IsString(get(s, "error")) ? ": " : "",
                                cJSON_IsString(get(s, "error")) ? str(s, "error") : "");
         }
         if (cJSON_IsObject(get(d, "dynamic"))) {

@@ -22,12 +22,16 @@ typedef struct DecideInput {
  * MATCHED_MAX (a PlanBuffer's); they are kept. */
 void decide(const DecideInput *in, Plan *ret);
 /* What the canaries (mode=observe policies) that match would change over
- * enforced, the plan decide() made of in: in's plan with them in force,
- * decided into preview (room as decide() needs), and of it each setting a
- * canary is the last to set whose target enforced does not already have.
- * They go to ret (room for TUNABLES_MAX) as RESULT_PLANNED, or
- * RESULT_UNSUPPORTED with the error, with the canary as source; returns
- * how many. 0 when no canary matches (enforced->canary is NULL). */
+ * enforced, the plan decide() makes of in now: in's plan with them in
+ * force, decided into preview (room as decide() needs), against enforced,
+ * setting by setting: each one whose value or whose being taken differs
+ * (the canaries' own, and a scheduler's tunables they bring along or
+ * leave), as RESULT_PLANNED, or RESULT_UNSUPPORTED with the error; and
+ * each one they drop, with no target and CANARY_DROPS as its error (the
+ * caller knows what was found). Into ret (room for TUNABLES_MAX: a
+ * setting is in one of the two at most);
+ * returns how many. 0 when no canary matches (enforced->canary is NULL). */
+#define CANARY_DROPS "no longer set: put back to the value found"
 unsigned decide_canaries(const DecideInput *in, const Plan *enforced, Plan *preview, PlanItem *ret);
 /* Whether p's [Match] takes f; if not, *why_not says which condition failed. */
 bool decide_policy_matches(const Policy *p, const DeviceFacts *f, const KernelCaps *caps, const char **why_not);

@@ -335,11 +335,9 @@ void decide(const DecideInput *in, Plan *plan) {
         plan_items(in, &l, plan);
 }
 
-static bool from_canary(const PolicySet *set, const char *source) {
-        for (size_t i = 0; set && i < set->n_policies; i++)
-                if (set->policies[i]->name == source)
-                        return set->policies[i]->observe;
-        return false;
+/* The same setting to a reader: the same value, taken or not. */
+static bool item_same(const PlanItem *a, const PlanItem *b) {
+        return streq(a->target, b->target) && (a->result == RESULT_UNSUPPORTED) == (b->result == RESULT_UNSUPPORTED);
 }
 
 unsigned decide_canaries(const DecideInput *in, const Plan *enforced, Plan *preview, PlanItem *ret) {
@@ -350,17 +348,28 @@ unsigned decide_canaries(const DecideInput *in, const Plan *enforced, Plan *prev
                 return 0;
         with.canaries = true;
         decide(&with, preview);
+        /* whatever differs is the canaries' doing: their own values, and
+         * what those bring along (a scheduler's tunables taken or left) */
         for (unsigned i = 0; i < preview->n_items; i++) {
                 const PlanItem *it = &preview->items[i];
                 const PlanItem *now = plan_find(enforced, it->tunable);
 
-                /* what the enforced plan already sets to the same is no change */
-                if (!from_canary(in->policies, it->source) ||
-                    (now && now->result != RESULT_UNSUPPORTED && streq(now->target, it->target)))
+                if (now && item_same(now, it))
                         continue;
                 ret[n] = *it;
                 if (ret[n].result != RESULT_UNSUPPORTED)
                         ret[n].result = RESULT_PLANNED;
+                n++;
+        }
+        /* and what they drop (dispatch_direct, when a canary's scheduler is
+         * plain mq-deadline): put back to what was found */
+        for (unsigned i = 0; i < enforced->n_items; i++) {
+                const PlanItem *now = &enforced->items[i];
+
+                if (now->result == RESULT_UNSUPPORTED || plan_find(preview, now->tunable))
+                        continue;
+                ret[n] = (PlanItem) { .tunable = now->tunable, .result = RESULT_PLANNED, .source = enforced->canary };
+                (void) strscpy(ret[n].error, sizeof(ret[n].error), CANARY_DROPS);
                 n++;
         }
         return n;

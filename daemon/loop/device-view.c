@@ -47,23 +47,45 @@ static void view_item(DeviceView *v, const Device *d, bool enforced, const LiveV
         v->not_kept += it->result == RESULT_NOT_KEPT;
 }
 
+/* A setting a canary drops goes back to what was found, where blkpolicyd
+ * wrote it: nothing changes where it did not. */
+static bool canary_drop_target(const Device *d, PlanItem *it) {
+        const AttrRecord *a = device_record_get(&d->record, it->tunable);
+
+        if (!a || !a->found)
+                return false;
+        (void) strscpy(it->target, sizeof(it->target), a->found);
+        return true;
+}
+
 /* The canaries' settings, judged as a look that is never enforced: no
- * record (blkpolicyd never writes them), planned while live differs. */
+ * record (blkpolicyd never writes them), planned while live differs. The
+ * enforced plan to compare with is decided now too: the kept one has a
+ * pass's results in it (a fallback scheduler). In flight, unread: planned,
+ * as the pass's own items are shown. */
 static void view_canaries(const DeviceContext *c, const Device *d, DeviceView *v) {
         DeviceFacts facts;
         DecideInput in = device_decide_input(c, d, &facts);
-        PlanBuffer preview;
+        PlanBuffer enforced, preview;
+        PlanItem all[TUNABLES_MAX];
+        unsigned n;
 
-        v->n_canary = decide_canaries(&in, device_plan(d), plan_buffer_init(&preview), v->canary);
-        for (unsigned i = 0; i < v->n_canary; i++) {
-                PlanItem *it = &v->canary[i];
-                LiveValue lv;
-                SettingSeen seen = { .last = it->result, .target = it->target, .live = &lv };
+        decide(&in, plan_buffer_init(&enforced));
+        n = decide_canaries(&in, &enforced.plan, plan_buffer_init(&preview), all);
+        for (unsigned i = 0; i < n; i++) {
+                PlanItem *it = &v->canary[v->n_canary];
+                LiveValue lv = { .state = LIVE_UNKNOWN };
+                SettingSeen seen = { .target = it->target, .live = &lv };
 
-                if (it->tunable == TUNABLE_SCHEDULER)
+                *it = all[i];
+                if (!it->target[0] && !canary_drop_target(d, it))
+                        continue;
+                v->n_canary++;
+                if (!v->in_flight && it->tunable == TUNABLE_SCHEDULER)
                         lv = v->scheduler;
-                else
+                else if (!v->in_flight)
                         read_live(c, d, it->tunable, &lv);
+                seen.last = it->result;
                 it->result = setting_view(&seen);
                 if (lv.state != LIVE_UNKNOWN)
                         (void) strscpy(it->current, sizeof(it->current), lv.value);
@@ -87,6 +109,8 @@ void device_view(const DeviceContext *c, const Device *d, DeviceView *v) {
                 v->pending += v->items[i].result == RESULT_PLANNED;
         if (v->in_flight) {
                 v->scheduler.state = LIVE_UNKNOWN;
+                if (plan->managed && plan->canary)
+                        view_canaries(c, d, v);
                 return;
         }
         read_live(c, d, TUNABLE_SCHEDULER, &v->scheduler);

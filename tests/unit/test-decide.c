@@ -598,3 +598,39 @@ TEST(bio_based_only_by_class_and_only_what_it_has) {
         s->n_policies = 2;
         policy_set_unref(s);
 }
+
+/* What a canary brings along counts too: the tunables of its scheduler an
+ * enforcing file sets, taken only under it; and what it drops goes (the
+ * dispatch_direct of mq-deadline+dispatch_direct, under plain mq-deadline). */
+TEST(canary_brings_and_drops) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(7, 2, TRISTATE_YES);
+        Policy *base = policy("50-base.policy", "kyber"), *canary = policy("90-new.policy", "mq-deadline");
+        PolicySet *s = set_of(base, canary);
+        PlanBuffer pb, pv;
+        Plan plan = *plan_buffer_init(&pb), preview = *plan_buffer_init(&pv);
+        PlanItem out[TUNABLES_MAX];
+        DecideInput in = { .facts = &f, .caps = &k, .policies = s };
+        int fifo = tunable_find("mq-deadline", "fifo_batch"), dd = tunable_find("mq-deadline", "dispatch_direct");
+
+        set_value(base, "mq-deadline", "fifo_batch", "8");
+        canary->observe = true;
+        decide(&in, &plan);
+        ASSERT_EQ_INT(item(&plan, "mq-deadline", "fifo_batch")->result, RESULT_UNSUPPORTED);
+        ASSERT_EQ_INT((int) decide_canaries(&in, &plan, &preview, out), 2);
+        ASSERT_TRUE(out[0].tunable == TUNABLE_SCHEDULER && streq(out[0].target, "mq-deadline"));
+        ASSERT_TRUE(out[1].tunable == (unsigned) fifo && out[1].result == RESULT_PLANNED);
+        ASSERT_STREQ(out[1].source, "50-base.policy");
+
+        ASSERT_EQ_INT(sched_choices_parse("mq-deadline+dispatch_direct", base->sched, &base->n_sched,
+                                          &(const char *) { NULL }), 0);
+        free(base->values[fifo]);
+        base->values[fifo] = NULL;
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "mq-deadline", "dispatch_direct")->target, "1");
+        ASSERT_EQ_INT((int) decide_canaries(&in, &plan, &preview, out), 1);
+        ASSERT_TRUE(out[0].tunable == (unsigned) dd && !out[0].target[0]);
+        ASSERT_STREQ(out[0].error, CANARY_DROPS);
+        ASSERT_STREQ(out[0].source, "90-new.policy");
+        policy_set_unref(s);
+}
