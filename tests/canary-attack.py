@@ -141,14 +141,14 @@ def drain(d):
         d.notify.setblocking(True)
 
 
-def settle(h, d, timeout=30):
+def settle(h, d, timeout=30, strict=True):
     """Until two device listings in a row agree and no pass is in flight."""
     def quiet():
         a = [h.call("device", device=x) for x in h.disks]
         time.sleep(0.2)
         b = [h.call("device", device=x) for x in h.disks]
-        return a == b and not any(s["result"] in ("planned", "retry") for x in b for s in x["settings"].values()
-                                  if x["policy"])
+        return a == b and not (strict and any(s["result"] in ("planned", "retry") for x in b
+                                              for s in x["settings"].values() if x["policy"]))
     wait_for(quiet, timeout, "two listings alike, nothing planned")
 
 
@@ -351,9 +351,16 @@ def expected_enforced(h, modes):
     return out
 
 
+ADMIN_HOSTILE = dict(ADMIN, nomerges=("2",), wbt_lat_usec=("5555",), read_ahead_kb=("1111",))
+
+
+@pytest.mark.parametrize("hostile", [False, True], ids=["admin-on-canary-settings", "admin-on-enforced-settings"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_flips_lose_nothing(host, seed):
+def test_random_flips_lose_nothing(host, seed, hostile):
+    """hostile: the admin also writes by hand what enforcing files set; what
+    the admin wrote last is theirs after the stop."""
     rnd = random.Random(seed)
+    admin = ADMIN_HOSTILE if hostile else ADMIN
     h = host()
     modes = {n: rnd.choice(("observe", "enforce")) for n in FLIPPED}
 
@@ -369,6 +376,7 @@ def test_random_flips_lose_nothing(host, seed):
     poll.start()
     d = h.start()
     admin_last = {}
+    history = []
     try:
         for rnd_i in range(12):
             for n in FLIPPED:
@@ -377,10 +385,11 @@ def test_random_flips_lose_nothing(host, seed):
             write_all()
             # the admin, by hand, on what only canaries want
             for _ in range(rnd.randrange(3)):
-                dev, a = rnd.choice(h.disks), rnd.choice(list(ADMIN))
-                v = rnd.choice(ADMIN[a])
+                dev, a = rnd.choice(h.disks), rnd.choice(list(admin))
+                v = rnd.choice(admin[a])
                 write(h.qfile(dev, a), v)
                 admin_last[(dev, a)] = v
+                history.append((rnd_i, dev, a, v, dict(modes)))
             if rnd.random() < 0.5:
                 d.reload()
             else:
@@ -394,13 +403,14 @@ def test_random_flips_lose_nothing(host, seed):
             def holds():
                 for dev in h.disks:
                     for a, v in want[dev].items():
-                        if a == "nr_requests":
-                            continue    # a scheduler switch resets it: the kernel's doing
+                        if a == "nr_requests" or any(x == dev and b not in ADMIN for x, b in admin_last):
+                            continue    # a scheduler switch resets it: the kernel's doing; a device the
+                                        # admin overrode is left alone as a whole (until resume)
                         if h.live(dev, a) != v:
                             return False
                 return True
             wait_for(holds, 30, f"round {rnd_i} (seed {seed}) modes {modes}: {want} vs {h.values()}")
-            settle(h, d)
+            settle(h, d, strict=not hostile)
             # the views against each other
             devs = {x: h.call("device", device=x) for x in h.disks}
             n_planned = sum(len(canary_planned(devs[x])) for x in h.disks)
@@ -422,7 +432,11 @@ def test_random_flips_lose_nothing(host, seed):
     want = {dev: dict(h.found[dev]) for dev in h.disks}
     for (dev, a), v in admin_last.items():
         want[dev][a] = v
-    assert h.values() == want, f"seed {seed}: after the stop, found {h.found} admin {admin_last}"
+    got = h.values()
+    diff = {(x, a): (got[x][a], want[x][a]) for x in h.disks for a in QUEUE_ATTRS if got[x][a] != want[x][a]}
+    log = [line for line in d.text().splitlines()
+           if any(line.startswith(x + ":") and a.split("/")[-1] in line for x, a in diff) or "Reloaded" in line]
+    assert diff == {}, f"seed {seed}: after the stop (got, want): {diff}; admin wrote {history}; log: {log}"
     assert not any(os.path.exists(h.qfile(x, "iosched")) for x in h.disks)
 
 
@@ -599,6 +613,13 @@ def test_canary_shows_what_its_promotion_changes(host, case):
     in the canary's listing."""
     enforcing, canary, fake = PROMOTIONS[case]
     h = host(fake=fake)
+    if case == "dispatch-direct-dropped":
+        # the admin's mq-deadline with dispatch_direct = 0, found before blkpolicyd
+        for x in h.disks:
+            write(h.qfile(x, "scheduler"), "none [mq-deadline] kyber bfq")
+            write(h.qfile(x, "iosched/dispatch_direct"), "0")
+            write(h.qfile(x, "nr_requests"), "256")
+        h.found = h.values()
     h.policy("50-enforce.policy", enforcing)
     h.policy("90-canary.policy", canary.format(mode="observe"))
     d = h.start()
@@ -614,10 +635,14 @@ def test_canary_shows_what_its_promotion_changes(host, case):
     settle(h, d)
     after = in_force(h.call("device", device="loop0"))
     changed = {a for a in set(before) | set(after) if before.get(a) != after.get(a)}
+    if case == "dispatch-direct-dropped":
+        assert h.live("loop0", "iosched/dispatch_direct") == "0", "given back: the value found"
+        assert "iosched/dispatch_direct" in shown, \
+            f"the promotion writes dispatch_direct 1 -> 0 (the value found); the canary showed {sorted(shown)}"
     assert changed <= shown, \
         f"{case}: the promotion changed {sorted(changed)} ({before} -> {after}); the canary showed {sorted(shown)}"
     assert d.stop() == 0
-    assert h.values() == h.found
+    assert h.values() == h.found, "a stop puts back every value found"
 
 
 # ---------------------------------------------------------------------------
@@ -764,3 +789,48 @@ def test_canary_on_bio_based(host):
     planned = sum(len(canary_planned(h.call("device", device=x["name"]))) for x in v["devices"])
     assert n == planned, (n, planned)
     assert d.stop() == 0
+
+
+# ---------------------------------------------------------------------------
+# 17. mq-deadline+dispatch_direct in a canary
+
+def test_canary_dispatch_direct_never_written(host):
+    """Found: mq-deadline, dispatch_direct = 0. 50 enforces mq-deadline; the
+    canary 90 wants mq-deadline+dispatch_direct. dispatch_direct = 1 is
+    shown as the canary's change and never written."""
+    h = host(fake="dispatch_direct")
+    for x in h.disks:
+        write(h.qfile(x, "scheduler"), "none [mq-deadline] kyber bfq")
+        write(h.qfile(x, "iosched/dispatch_direct"), "0")
+        write(h.qfile(x, "nr_requests"), "256")
+    h.found = h.values()
+    h.policy("50-dl.policy", policy_text("loop*", {"scheduler": "mq-deadline", "read_ahead_kb": "256"}))
+    h.policy("90-dd.policy", policy_text("loop*", {"scheduler": "mq-deadline+dispatch_direct mq-deadline"},
+                                         mode="observe"))
+    seen = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            for x in h.disks:
+                try:
+                    with open(h.qfile(x, "iosched/dispatch_direct")) as f:
+                        if f.read().strip() == "1":
+                            seen.append(x)
+                except OSError:
+                    pass
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    d = h.start()
+    wait_for(lambda: all(h.live(x, "read_ahead_kb") == "256" for x in h.disks), 30, "applied")
+    wait_for(lambda: h.call("status")["kernel"]["dispatch_direct"] == "yes", 30, "dispatch_direct learned")
+    wait_for(lambda: "iosched/dispatch_direct" in (h.call("device", device="loop0")["canary"] or {})
+             .get("settings", {}), 10, f"the canary's dispatch_direct shown: {h.call('device', device='loop0')}")
+    c = h.call("device", device="loop0")["canary"]["settings"]
+    assert (c["iosched/dispatch_direct"]["target"], c["iosched/dispatch_direct"]["result"]) == ("1", "planned"), c
+    assert "scheduler" not in c, f"mq-deadline is what 50 sets already: {c}"
+    assert d.stop() == 0
+    stop.set()
+    t.join(5)
+    assert seen == [], "a canary's dispatch_direct was written"
+    assert h.values() == h.found
