@@ -834,3 +834,48 @@ def test_canary_dispatch_direct_never_written(host):
     t.join(5)
     assert seen == [], "a canary's dispatch_direct was written"
     assert h.values() == h.found
+
+
+# ---------------------------------------------------------------------------
+# 18. Seed 3's loss, one step at a time
+
+@pytest.mark.parametrize("last", ["unwanted", "wanted"], ids=["stop-unwanted", "stop-wanted"])
+@pytest.mark.parametrize("how", ["observe", "removed"])
+def test_admin_value_after_file_turned_canary_on_overridden_disk(host, how, last):
+    """20 sets nomerges = 1, 40 wbt_lat_usec = 75000, both written. The
+    admin writes nomerges = 2 (the disk is overridden: left alone); 40 is
+    made a canary (or removed) and reloaded; then the admin writes
+    wbt_lat_usec = 5555, a setting nothing wants any more. At the stop the
+    admin's 5555 is theirs and must stay."""
+    h = host(n=1)
+    h.policy("20-a.policy", policy_text("loop*", {"nomerges": "1"}))
+    b = policy_text("loop*", {"wbt_lat_usec": "75000"})
+    h.policy("40-b.policy", b)
+    d = h.start()
+    wait_for(lambda: h.live("loop0", "nomerges") == "1" and h.live("loop0", "wbt_lat_usec") == "75000", 30,
+             "applied")
+    write(h.qfile("loop0", "nomerges"), "2")
+    wait_for(lambda: h.call("device", device="loop0")["settings"]["nomerges"]["result"] == "overridden", 30,
+             "overridden")
+    def unwant():
+        if how == "removed":
+            h.unpolicy("40-b.policy")
+        else:
+            h.policy("40-b.policy", "[Policy]\nmode = observe\n" + b)
+        d.reload()
+        time.sleep(1)
+    unwant()
+    mid = h.live("loop0", "wbt_lat_usec")
+    # wanted again (the disk is still overridden: left alone), the admin
+    # writes, and it is no longer wanted once more
+    h.policy("40-b.policy", b)
+    d.reload()
+    time.sleep(1)
+    write(h.qfile("loop0", "wbt_lat_usec"), "5555")
+    time.sleep(1.5)
+    if last == "unwanted":
+        unwant()
+    assert d.stop() == 0
+    got = h.values()["loop0"]
+    assert (got["wbt_lat_usec"], got["nomerges"]) == ("5555", "2"), \
+        f"{how}: after the reload wbt_lat_usec was {mid}; the stop left {got}; log {d.text()[-1500:]}"
