@@ -18,6 +18,7 @@ typedef struct ReportDevice {
         Signals signals;        /* of the last tick; !valid before the first one */
         const PlanItem *canary; /* what plan->canary would change (decide_canaries()), as seen */
         unsigned n_canary;
+        const char *canary_policy;      /* the canary to name: one whose change is listed */
 } ReportDevice;
 
 cJSON *report_policy_error(const PolicyError *e);

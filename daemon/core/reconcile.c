@@ -32,7 +32,11 @@ static bool away(const ReconcileInput *in, const DeviceRecord *r, unsigned t) {
 }
 
 static bool resetters_away(const ReconcileInput *in, const DeviceRecord *r, unsigned t) {
-        if (away(in, r, TUNABLE_SCHEDULER))
+        /* a switch resets nr_requests and a scheduler's own tunables, nothing
+         * else: wbt_lat_usec put back is back, whatever the scheduler (kept
+         * as reset, any later value would pass for blkpolicyd's, an admin's
+         * too, and the stop would write over it) */
+        if (away(in, r, TUNABLE_SCHEDULER) && (t == TUNABLE_NR_REQUESTS || tunables[t].scheduler))
                 return true;
         return tunable_reset_by_nr_requests(t) && away(in, r, TUNABLE_NR_REQUESTS);
 }

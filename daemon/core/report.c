@@ -113,7 +113,7 @@ static cJSON *report_canary(const ReportDevice *d) {
         if (!d->plan->canary)
                 return cJSON_CreateNull();
         o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "policy", d->plan->canary);
+        cJSON_AddStringToObject(o, "policy", d->canary_policy ?: d->plan->canary);
         cJSON_AddItemToObject(o, "settings", report_items(d->canary, d->n_canary));
         return o;
 }

@@ -10,6 +10,7 @@
 #include "device-internal.h"
 #include "device.h"
 #include "owner.h"
+#include "policy-set.h"
 #include "preview.h"
 #include "util.h"
 
@@ -90,6 +91,9 @@ static void view_canaries(const DeviceContext *c, const Device *d, DeviceView *v
                 if (lv.state != LIVE_UNKNOWN)
                         (void) strscpy(it->current, sizeof(it->current), lv.value);
                 v->canary_pending += it->result == RESULT_PLANNED;
+                /* the canary named is one whose change is listed: the last */
+                if (policy_set_find(*c->policies, it->source) && policy_set_find(*c->policies, it->source)->observe)
+                        v->canary_policy = it->source;
         }
 }
 
@@ -231,6 +235,7 @@ ReportDevice device_report_input(const DeviceContext *c, const Device *d, Device
         device_view(c, d, v);
         r.canary = v->canary;
         r.n_canary = v->n_canary;
+        r.canary_policy = v->canary_policy ?: device_plan(d)->canary;
         view_facts_scheduler(facts, &v->scheduler);
         sample_state_signals(&d->sample, &r.signals);
         return r;

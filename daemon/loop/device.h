@@ -93,6 +93,7 @@ typedef struct DeviceView {
         PlanItem canary[TUNABLES_MAX];
         unsigned n_canary;
         unsigned canary_pending;        /* of them, planned: never written, never "pending" */
+        const char *canary_policy;      /* the last canary whose change is listed; NULL: none is */
         bool in_flight;                 /* a pass runs: shown as it left it, unread */
 } DeviceView;
 void device_view(const DeviceContext *c, const Device *d, DeviceView *v);

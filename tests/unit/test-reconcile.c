@@ -493,3 +493,34 @@ TEST(unreadable_reset_blocks_the_switch) {
         ASSERT_TRUE(r.n_steps == 0 && r.unreadable[TUNABLE_SCHEDULER]);
         done(&c, &r);
 }
+
+/* Found by canary-attack.py (seed 3): wbt_lat_usec put back while the
+ * scheduler was still away stayed recorded as reset by the switch ('*'),
+ * which no switch resets; the admin's 5555 after it then passed for
+ * blkpolicyd's, and the stop wrote 2000 over it. Back is back for what a
+ * switch does not reset; nr_requests and a scheduler's tunables wait. */
+TEST(put_back_is_dropped_unless_a_switch_resets_it) {
+        Case c = {};
+        Reconciled r;
+
+        /* both put back by blkpolicyd, landed: the intents say so */
+        recorded(&c, "scheduler", "none", "mq-deadline");
+        recorded(&c, "wbt_lat_usec", "2000", "75000");
+        intended(&c, "wbt_lat_usec", "2000");
+        recorded(&c, "iosched/fifo_batch", "16", "4");
+        intended(&c, "iosched/fifo_batch", "16");
+        c.wanted[T("scheduler")] = "mq-deadline";
+        live(&c, "scheduler", "mq-deadline");
+        live(&c, "wbt_lat_usec", "2000");
+        live(&c, "iosched/fifo_batch", "16");
+        run(&c, &r);
+        ASSERT_EQ_INT(r.n_steps, 0);
+        ASSERT_TRUE(found_of(&r, "wbt_lat_usec") == NULL);
+        ASSERT_STREQ(written_of(&r, "iosched/fifo_batch"), "*");       /* the switch back resets it again */
+        take(&c, &r);
+
+        live(&c, "wbt_lat_usec", "5555");                      /* the admin's, after */
+        run(&c, &r);
+        ASSERT_TRUE(found_of(&r, "wbt_lat_usec") == NULL && r.n_steps == 0);
+        done(&c, &r);
+}
