@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """metrics/devices/verify with and without a canary on N fake disks, side by side (two trees,
-two daemons on the fake kernel, calls interleaved, medians of 5). python3 bench/canary-scale.py N"""
+two daemons on the fake kernel, calls interleaved, medians of 5).
+python3 bench/canary-scale.py N [BUILD_DIR]   (a -Dfault_injection=true build: the fake kernel)"""
 import os, sys, time, shutil, statistics, json
-sys.path.insert(0, "/work/wt-attack/tests")
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests"))
 from blkptest import faketree
 from blkptest.daemon import Daemon, control_call, fixture_roots
-N = int(sys.argv[1]); B = "/work/wt-attack/build/daemon/blkpolicyd"
-FIX = "/work/wt-attack/tests/fixtures/kvm-6.18"
+N = int(sys.argv[1])
+B = os.path.join(sys.argv[2] if len(sys.argv) > 2 else os.path.join(TOP, "build"), "daemon", "blkpolicyd")
+FIX = os.path.join(TOP, "tests", "fixtures", "kvm-6.18")
 base = "/dev/shm/cscale"
 shutil.rmtree(base, ignore_errors=True); os.makedirs(base)
 t0 = time.time()
