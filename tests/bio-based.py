@@ -10,18 +10,13 @@ import os
 import pytest
 
 from blkptest import faketree
+from blkptest.faketree import write
 from blkptest.daemon import Daemon, control_call, fixture_roots, wait_for
 
 DM = ("[Match]\nclass = bio-based\ndriver = device-mapper\n"
       "[Queue]\nread_ahead_kb = 1024\nnr_requests = 64\nscheduler = none\n")
 DISKS = "[Match]\n[Queue]\nread_ahead_kb = 4096\n"
 
-
-def write(path, value):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(value + "\n")
-    os.replace(path + ".tmp", path)
 
 
 class Host(faketree.Workspace):

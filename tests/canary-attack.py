@@ -19,18 +19,13 @@ import time
 import pytest
 
 from blkptest import faketree
+from blkptest.faketree import write
 from blkptest.daemon import Daemon, control_call, wait_for
 
 QUEUE_ATTRS = ("scheduler", "read_ahead_kb", "nr_requests", "rq_affinity", "nomerges", "wbt_lat_usec",
                "max_sectors_kb", "iostats", "add_random")
 SEEDS = [int(s) for s in os.environ.get("CANARY_ATTACK_SEED", "1,2,3").split(",")]
 
-
-def write(path, value):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(value + "\n")
-    os.replace(path + ".tmp", path)
 
 
 def policy_text(match, queue, mode=None, extra=""):

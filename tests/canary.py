@@ -11,18 +11,13 @@ import shutil
 import pytest
 
 from blkptest import faketree
+from blkptest.faketree import write
 from blkptest.daemon import Daemon, control_call, ctl, wait_for
 
 BASE = "[Match]\nname = loop*\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n"
 CANARY = "[Policy]\nmode = {mode}\n[Match]\nname = loop*\n[Queue]\nread_ahead_kb = 1024\nnr_requests = 64\n"
 NEW_DISK = "[Policy]\nmode = observe\n[Match]\nname = loop2\n[Queue]\nscheduler = kyber\n"
 
-
-def write(path, value):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(value + "\n")
-    os.replace(path + ".tmp", path)
 
 
 class Host(faketree.Workspace):

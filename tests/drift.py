@@ -13,18 +13,11 @@ import shutil
 import pytest
 
 from blkptest import faketree
+from blkptest.faketree import write
 from blkptest.daemon import Daemon, control_call, wait_for
 
 POLICY = "[Match]\nname = loop*\n[Queue]\nscheduler = mq-deadline\nread_ahead_kb = 256\n"
 
-
-def write(path, value):
-    """As the kernel shows an attribute: whole or not at all, never a
-    truncated file for the daemon to read."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(value + "\n")
-    os.replace(path + ".tmp", path)
 
 
 class Host(faketree.Workspace):

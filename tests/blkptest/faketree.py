@@ -40,6 +40,15 @@ def make(fixture, root, n=len(DISKS)):
             os.symlink(os.path.join("..", target), link)
 
 
+def write(path, value):
+    """A value as the kernel shows an attribute: whole or not at all, never
+    a truncated file for the daemon to read (a rename over it)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(value + "\n")
+    os.replace(path + ".tmp", path)
+
+
 def qfile(root, dev, attr):
     return os.path.join(root, "sys", "block", dev, "queue", attr)
 
