@@ -99,7 +99,9 @@ typedef struct TrialResult {
         unsigned pairs;         /* counted */
         unsigned windows;       /* fed */
         double ratio;           /* the estimate, exp(mean log-ratio); 1 before a pair */
-        double ratio_lo, ratio_hi; /* its interval at the last look; 0 and +inf before one */
+        /* its interval at the last look, each side at that look's share of
+         * 1 - confidence; 0 and +inf before one */
+        double ratio_lo, ratio_hi;
         char reason[160];
 } TrialResult;
 
@@ -111,7 +113,7 @@ typedef struct TrialState {
         uint64_t order;
         bool candidate_cheaper;
         unsigned pairs, windows;
-        unsigned next_look;
+        unsigned last_look, next_look;  /* pairs */
         bool have_half;         /* the pair's first window is in half */
         TrialWindow half;
         bool have_incumbent;

@@ -169,15 +169,6 @@ double trial_t_quantile(double p, unsigned df) {
         return sqrt((double) df) * tan((lo + hi) / 2);
 }
 
-/* Looks at min_pairs, each doubling below max_pairs, and max_pairs. */
-static unsigned trial_looks(const TrialConfig *c) {
-        unsigned k = 1;
-
-        for (unsigned n = c->min_pairs; n < c->max_pairs; n *= 2)
-                k++;
-        return k;
-}
-
 int trial_state_init(TrialState *s, const TrialConfig *c, uint64_t seed, bool candidate_cheaper) {
         if (trial_config_check(c) < 0)
                 return -EINVAL;
@@ -253,13 +244,17 @@ static const char *verdict_text(TrialVerdict v) {
         }
 }
 
-/* At a look: the bound, each side at (1 - confidence) / looks, so that
- * no decision of either kind is wrong more often than 1 - confidence
- * over the whole trial, at whichever look it is made. */
+/* At a look: the bound, each side at the share of 1 - confidence that
+ * the pairs since the last look are of max_pairs (a linear spending
+ * function, taken with Bonferroni: the shares add up to 1 - confidence),
+ * so that no decision of either kind is wrong more often than
+ * 1 - confidence over the whole trial, at whichever look it is made. The
+ * first looks, on few pairs, spend little: a t-bound on 4 pairs is where
+ * an unlucky small spread or a heavy tail would fool it. */
 static TrialAction trial_look(TrialState *s) {
         const TrialConfig *c = &s->config;
         TrialResult *r = &s->result;
-        double alpha = (1 - c->confidence) / trial_looks(c);
+        double alpha = (1 - c->confidence) * (s->pairs - s->last_look) / c->max_pairs;
         double se = sqrt(s->m2 / (s->pairs - 1) / s->pairs);
         double q = trial_t_quantile(1 - alpha, s->pairs - 1), d = log1p(c->min_gain);
         double lo = s->mean - q * se, hi = s->mean + q * se;
@@ -270,9 +265,10 @@ static TrialAction trial_look(TrialState *s) {
         if (v == TRIAL_UNDECIDED && s->pairs >= c->max_pairs)
                 v = TRIAL_INCONCLUSIVE;
         snprintf(r->reason, sizeof(r->reason),
-                 "busy per byte %.3fx the candidate's (%.3fx-%.3fx at %.0f%%) over %u pairs: %s of %.0f%%",
-                 r->ratio, r->ratio_lo, r->ratio_hi, c->confidence * 100, s->pairs, verdict_text(v),
+                 "busy per byte %.3fx the candidate's (%.3fx-%.3fx, %.2f%% at this look) over %u pairs: %s of %.0f%%",
+                 r->ratio, r->ratio_lo, r->ratio_hi, (1 - 2 * alpha) * 100, s->pairs, verdict_text(v),
                  c->min_gain * 100);
+        s->last_look = s->pairs;
         s->next_look = s->next_look * 2 < c->max_pairs ? s->next_look * 2 : c->max_pairs;
         if (v == TRIAL_UNDECIDED)
                 return trial_continue(s);
