@@ -187,7 +187,8 @@ static bool trial_done(const TrialState *s) {
 }
 
 static bool arm_is_candidate(const TrialState *s) {
-        bool candidate_first = s->order >> s->pairs & 1;
+        /* the look at max_pairs ends a trial: never past the order's bits */
+        bool candidate_first = s->pairs < TRIAL_PAIRS_MAX && (s->order >> s->pairs & 1);
 
         return s->have_half ? !candidate_first : candidate_first;
 }
@@ -255,7 +256,7 @@ static TrialAction trial_look(TrialState *s) {
         const TrialConfig *c = &s->config;
         TrialResult *r = &s->result;
         double alpha = (1 - c->confidence) * (s->pairs - s->last_look) / c->max_pairs;
-        double se = sqrt(s->m2 / (s->pairs - 1) / s->pairs);
+        double se = sqrt(fmax(s->m2, 0) / (s->pairs - 1) / s->pairs);
         double q = trial_t_quantile(1 - alpha, s->pairs - 1), d = log1p(c->min_gain);
         double lo = s->mean - q * se, hi = s->mean + q * se;
         TrialVerdict v = verdict_of(lo, hi, d, s->candidate_cheaper);
