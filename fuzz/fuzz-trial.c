@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         c.max_windows = 2 * c.max_pairs + data[2];
         c.max_latency_regress = data[3] & 1 ? 0 : 1.5;
         memcpy(&seed, data + 4, sizeof(seed));
-        assert(trial_state_init(&s, &c, seed, data[3] & 2) == 0);
+        if (trial_state_init(&s, &c, seed, data[3] & 2) < 0)
+                abort();
         a = trial_next(&s);
         for (size_t i = 12; a == TRIAL_RUN_INCUMBENT || a == TRIAL_RUN_CANDIDATE; i += 4) {
                 DiskStat before = { .c.rd_ios = 1u << 30, .c.rd_sectors = 1u << 30, .c.io_ticks = 1u << 30,
@@ -36,11 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         after.c.rd_sectors += data[i + 1] * 800;
                         after.c.io_ticks += data[i + 2] * 4;
                         after.c.time_in_queue += data[i + 3] * 40;
-                        assert(trial_window_from_samples(&before, &after, 1000, &w) == 0);
+                        if (trial_window_from_samples(&before, &after, 1000, &w) < 0)
+                                abort();
                 }
                 a = trial_feed(&s, &w);
-                assert(trial_result(&s)->windows <= c.max_windows && trial_result(&s)->pairs <= c.max_pairs);
+                if (trial_result(&s)->windows > c.max_windows || trial_result(&s)->pairs > c.max_pairs)
+                        abort();
         }
-        assert(trial_feed(&s, &idle) == a && trial_result(&s)->windows <= c.max_windows);
+        if (trial_feed(&s, &idle) != a || trial_result(&s)->windows > c.max_windows)
+                abort();
         return 0;
 }

@@ -4,7 +4,7 @@
  * what is compared is each pair's log-ratio of busy time per byte moved,
  * never averages over an hour in which the load itself changed. The
  * decision is a t-bound on the mean log-ratio against the margin, at a few
- * looks with the error split between them (Bonferroni), so that looking
+ * looks with the error spent over them (Bonferroni), so that looking
  * early does not spend more than the stated confidence. docs/trials.md
  * has the argument and the formulas. */
 #include <math.h>
@@ -297,9 +297,12 @@ static TrialAction trial_pair(TrialState *s, const TrialWindow *incumbent, const
 }
 
 /* A window that does not count: the pair starts again, since a pair is
- * two neighbouring windows, and one with a gap between is not. */
+ * two neighbouring windows, and one with a gap between is not; and the
+ * guardrail waits for an incumbent window after the gap, since the load
+ * before it is not a neighbour's either. */
 static TrialAction trial_skip(TrialState *s) {
         s->have_half = false;
+        s->have_incumbent = false;
         return trial_continue(s);
 }
 

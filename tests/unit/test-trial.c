@@ -133,7 +133,7 @@ static TrialWindow window(double mib, double busy_per_mib, double ms_req) {
                                                       (uint64_t) llround((double) ios * ms_req));
         TrialWindow w;
 
-        assert(trial_window_from_samples(&a, &b, 10000, &w) == 0);
+        ASSERT_EQ_INT(trial_window_from_samples(&a, &b, 10000, &w), 0);
         return w;
 }
 
@@ -220,7 +220,7 @@ static Run run(Sim *s, const TrialConfig *c, uint64_t seed, bool cheaper) {
         TrialAction a;
         Run out = {};
 
-        assert(trial_state_init(&st, c, seed, cheaper) == 0);
+        ASSERT_EQ_INT(trial_state_init(&st, c, seed, cheaper), 0);
         for (a = trial_next(&st); a == TRIAL_RUN_INCUMBENT || a == TRIAL_RUN_CANDIDATE;) {
                 TrialWindow w = sim_window(s, a == TRIAL_RUN_CANDIDATE);
 
@@ -413,6 +413,27 @@ TEST(regressing_window_aborts_at_once) {
                 ASSERT_TRUE(strstr(trial_result(&st)->reason, "2.00x"));
                 ASSERT_EQ_INT(trial_feed(&st, &good), TRIAL_STOP);
         }
+}
+
+TEST(guardrail_compares_neighbours_only) {
+        TrialConfig c = defaults();
+        TrialWindow before = window(2000, 8, 2), idle = window(0.1, 8, 2), after = window(4000, 16, 2);
+        TrialState st;
+        uint64_t seed = 0;
+
+        /* pair 0 incumbent first, pair 1 candidate first */
+        while (trial_schedule(seed, 2) != 0x2)
+                seed++;
+        ASSERT_EQ_INT(trial_state_init(&st, &c, seed, false), 0);
+        ASSERT_EQ_INT(trial_feed(&st, &before), TRIAL_RUN_CANDIDATE);
+        ASSERT_EQ_INT(trial_feed(&st, &before), TRIAL_RUN_CANDIDATE);
+        /* a pause, and the load is another after it: the candidate's
+         * window is held against the incumbent's after it, not the one
+         * before the pause */
+        ASSERT_EQ_INT(trial_feed(&st, &idle), TRIAL_RUN_CANDIDATE);
+        ASSERT_EQ_INT(trial_feed(&st, &after), TRIAL_RUN_INCUMBENT);
+        ASSERT_EQ_INT(trial_feed(&st, &after), trial_schedule(seed, 3) & 4 ? TRIAL_RUN_CANDIDATE : TRIAL_RUN_INCUMBENT);
+        ASSERT_EQ_INT(trial_result(&st)->pairs, 2);
 }
 
 TEST(idle_device_never_decides) {
