@@ -69,7 +69,8 @@ bool trial_window_regresses(const TrialWindow *candidate, const TrialWindow *inc
 uint64_t trial_schedule(uint64_t seed, unsigned n);
 
 /* The p quantile (0 < p < 1) of Student's t with df >= 1 degrees of
- * freedom; exact to the bisection's 1e-12. */
+ * freedom: the exact distribution, inverted by bisection (a relative
+ * error under 1e-12). */
 double trial_t_quantile(double p, unsigned df);
 
 typedef enum TrialVerdict {
