@@ -88,6 +88,10 @@ DECLARE_STRING_TABLE(signal, SignalId);
 double signals_get(const Signals *s, SignalId id);
 void signals_set(Signals *s, SignalId id, double v);
 
+/* Pure: whether a counter of b is below a's: it wrapped (a 32-bit field)
+ * or the device was replaced under the same number. Nothing between the
+ * two samples can be told then. */
+bool disk_counters_backwards(const DiskCounters *a, const DiskCounters *b);
 
 /* Pure: the signals between two samples taken interval_ms apart.
  * dispatch_busy is the debugfs value read this tick (-1 if not read): it

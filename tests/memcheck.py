@@ -17,7 +17,9 @@ from blkptest.daemon import Daemon, control_call, fixture_roots
 VALGRIND = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
             "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect"]
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-MACHINES = sorted(m for m in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, m)))
+# the fixture trees a daemon can read (a sys/), not the data files beside
+# them (trial/: diskstats series for test-trial)
+MACHINES = sorted(m for m in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, m, "sys")))
 
 
 @pytest.fixture(scope="module", autouse=True)

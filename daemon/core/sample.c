@@ -170,7 +170,7 @@ int diskstat_parse_line(const char *line, size_t len, DiskStat *ret, char name[D
         return ret->n_fields == 14 || ret->n_fields == 18 || ret->n_fields == 20 ? 0 : -EBADMSG;
 }
 
-static bool went_backwards(const DiskCounters *a, const DiskCounters *b) {
+bool disk_counters_backwards(const DiskCounters *a, const DiskCounters *b) {
         return b->rd_ios < a->rd_ios || b->wr_ios < a->wr_ios || b->rd_sectors < a->rd_sectors ||
                b->wr_sectors < a->wr_sectors || b->rd_ticks < a->rd_ticks || b->wr_ticks < a->wr_ticks ||
                b->io_ticks < a->io_ticks || b->time_in_queue < a->time_in_queue ||
@@ -268,7 +268,7 @@ static void delta_of(const DiskCounters *prev, const DiskCounters *now, double i
                 ret->valid = true;
                 return;
         }
-        if (went_backwards(prev, now))
+        if (disk_counters_backwards(prev, now))
                 return;
         *ret = (TickDelta) {
                 .valid = true,
