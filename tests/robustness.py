@@ -269,11 +269,13 @@ def test_metrics_links(env):
         f"the textfile is written as a regular file of its own: {d.text()[-2000:]}"
     assert open(victim).read() == "precious\n" and open(victim2).read() == "precious too\n", \
         "... the symlinks planted at its temp name and its name were not followed"
-    assert not os.path.lexists(os.path.join(prom_dir, ".blkpolicyd.prom.tmp")), \
-        "... and no temp file is left"
     assert stat.S_IMODE(st_prom.st_mode) == 0o644, \
         f"... mode 0644: {oct(st_prom.st_mode)}"
     d.stop()
+    # only once it has ended: running, it writes the next file every tick,
+    # through a temp file of that name
+    assert not os.path.lexists(os.path.join(prom_dir, ".blkpolicyd.prom.tmp")), \
+        "... and no temp file is left"
 
 
 def refused_record(env, name, file_name, make):
