@@ -69,6 +69,7 @@ static void view_canaries(const DeviceContext *c, const Device *d, DeviceView *v
         DecideInput in = device_decide_input(c, d, &facts);
         PlanBuffer enforced, preview;
         PlanItem all[TUNABLES_MAX];
+        const Policy *source;
         unsigned n;
 
         decide(&in, plan_buffer_init(&enforced));
@@ -92,7 +93,8 @@ static void view_canaries(const DeviceContext *c, const Device *d, DeviceView *v
                         (void) strscpy(it->current, sizeof(it->current), lv.value);
                 v->canary_pending += it->result == RESULT_PLANNED;
                 /* the canary named is one whose change is listed: the last */
-                if (policy_set_find(*c->policies, it->source) && policy_set_find(*c->policies, it->source)->observe)
+                source = policy_set_find(*c->policies, it->source);
+                if (source && source->observe)
                         v->canary_policy = it->source;
         }
 }
