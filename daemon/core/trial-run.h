@@ -70,8 +70,8 @@ typedef struct TrialRun {
  * first of the budget) and calls trial_run_tick() at each tick after. */
 int trial_run_start(TrialRun *r, const TrialRunConfig *rc, const TrialConfig *tc, uint64_t seed,
                     bool candidate_cheaper, uint64_t now_ms, const DiskStat *sample, TrialStep *ret_step);
-/* Each tick, with the time (monotonic, never going back: an earlier time
- * is taken as the last one) and the device's sample. After done, the
+/* Each tick, with the time (monotonic: a time before the current phase
+ * began is taken as its start) and the device's sample. After done, the
  * same step again. */
 TrialStep trial_run_tick(TrialRun *r, uint64_t now_ms, const DiskStat *sample);
 /* The statistics' result; a run out of time or of its device reads as
