@@ -12,7 +12,12 @@ test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian
       # tests/prometheus.py: node_exporter's textfile collector serves the metrics, Prometheus scrapes them
       prometheus prometheus-node-exporter
       # tests/vm/dd_kernel.py builds a kernel: the VM test bed's dispatch_direct one
-      make patch flex bison bc libelf-dev libssl-dev)
+      make patch flex bison bc libelf-dev libssl-dev
+      # contrib/container: the image is an mmdebstrap root imported by podman; runc, since
+      # crun refuses a hybrid cgroup hierarchy (docs/service.md, "Kubernetes")
+      mmdebstrap podman runc
+      # contrib/kubernetes's manifests are checked against the API's schemas; contrib/ansible's rollout runs
+      python3-jsonschema python3-yaml ansible-core)
 
 want=("${build[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test[@]}")
