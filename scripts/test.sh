@@ -22,6 +22,15 @@ meson_setup build -Dwerror=true -Dfault_injection=true
 meson_setup build-sanitize -Dwerror=true -Dfault_injection=true -Db_sanitize=address,undefined -Db_lundef=false \
         -Dc_args=-fno-sanitize-recover=all -Dbuildtype=debug
 
+# The VM suites' downloads and kernel build (on a cold cache: about 15 of
+# the run's minutes) go on in the background, at the lowest priority, while
+# the meson suites run; the VM suites wait for them (tests/vm/warm-cache.py).
+warm_pid=""
+if [ "$(id -u)" -eq 0 ]; then
+        nice -n 19 python3 tests/vm/warm-cache.py > build/warm-cache.log 2>&1 &
+        warm_pid=$!
+fi
+
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
@@ -51,6 +60,12 @@ root_suite() {
                 echo "$label: 0 passed, 0 failed" > "build/$label.log"
         fi
 }
+
+if [ -n "$warm_pid" ]; then
+        echo "=== warm cache"
+        wait "$warm_pid" || true     # a step that failed is done again, and reported, by its suite
+        cat build/warm-cache.log
+fi
 
 # Real kernels: Debian's 6.1 and 6.12 under QEMU.
 root_suite vm "apt-get download of the kernels" python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd
