@@ -62,7 +62,7 @@ class Held(faketree.Workspace):
     def ra(self, dev="loop0"):
         return self.live(dev, "read_ahead_kb")
 
-    def start(self):
+    def start(self, wait_ready=True):
         shutil.rmtree(self.state, ignore_errors=True)
         faketree.make(self.fixture, self.root)
         os.makedirs(self.policies, exist_ok=True)
@@ -80,6 +80,8 @@ class Held(faketree.Workspace):
         with open(os.path.join(self.work, "daemon.log"), "w") as log:
             self.proc = subprocess.Popen([self.blkpolicyd, *self.daemon_args(conf)], stdout=log,
                                          stderr=subprocess.STDOUT, env=env)
+        if not wait_ready:
+            return
         wait_for(lambda: self.listener.times("READY=1"), 10, "READY=1 after the first pass")
         assert self.ra() == "1024" and self.ra("loop1") == "1024", "the first pass is not held"
 
@@ -98,11 +100,11 @@ class Held(faketree.Workspace):
             self.notify.close()
 
 
-def held_daemon(blkpolicyd, kvm_fixture, work, faults=FAULTS):
+def held_daemon(blkpolicyd, kvm_fixture, work, faults=FAULTS, wait_ready=True):
     if os.geteuid() != 0:
         skip_or_fail("reload, resume and restore are root's requests")
     h = Held(blkpolicyd, kvm_fixture, work, faults)
-    h.start()
+    h.start(wait_ready)
     yield h
     h.cleanup()
     with open(os.path.join(work, "daemon.log")) as f:
@@ -121,6 +123,16 @@ TWO_HELD = "write:*/loop1/queue/read_ahead_kb:DELAY=2000:1:1;write:*/loop0/queue
 @pytest.fixture
 def two_held(blkpolicyd, kvm_fixture, work, fault_injection):
     yield from held_daemon(blkpolicyd, kvm_fixture, work, TWO_HELD)
+
+
+# the first pass's own write to loop0 held: READY=1 and status's
+# first_pass_done wait for it
+FIRST_HELD = f"write:*/loop0/queue/read_ahead_kb:DELAY={HOLD_MS}:1:0"
+
+
+@pytest.fixture
+def first_held(blkpolicyd, kvm_fixture, work, fault_injection):
+    yield from held_daemon(blkpolicyd, kvm_fixture, work, FIRST_HELD, wait_ready=False)
 
 
 def send(h, req):
@@ -315,3 +327,17 @@ def test_restore_waits_for_a_pass_started_while_it_waited(two_held):
         f"the put-back came after the resumed pass, from its record: {h.ra('loop0')}"
     for s in (restore, r0, r1):
         s.close()
+
+
+def test_status_says_when_the_first_pass_is_done(first_held):
+    """A container's readiness probe hears no READY=1: status says it, as
+    first_pass_done, false while the first pass is held, true with READY=1."""
+    h = first_held
+    wait_for(lambda: "held for" in h.log(), 10, "the first pass's write to be held")
+    during = h.call({"command": "status"})
+    assert during["ok"] and during["result"]["first_pass_done"] is False and not h.listener.times("READY=1"), \
+        f"while the first pass is held: {during}"
+    wait_for(lambda: h.listener.times("READY=1"), HOLD_MS / 1000 + 10, "READY=1 after the held first pass")
+    after = h.call({"command": "status"})
+    assert after["ok"] and after["result"]["first_pass_done"] is True and h.ra() == "1024", \
+        f"once READY=1 is sent: {after}, read_ahead_kb {h.ra()}"

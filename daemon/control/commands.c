@@ -112,6 +112,9 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddBoolToObject(o, "dry_run", m->options->dry_run);
         cJSON_AddStringToObject(o, "mode", !manager_writes(m) ? "observe" : "enforce");
         cJSON_AddBoolToObject(o, "handover", m->handover);
+        /* where no sd_notify is heard (a container's readiness probe):
+         * the first pass over every device is done, as READY=1 says */
+        cJSON_AddBoolToObject(o, "first_pass_done", m->first_pass_done);
         cJSON_AddItemToObject(o, "kernel", report_kernel(&m->caps));
         cJSON_AddStringToObject(o, "monitor", discover_monitor_kind(m->discover));
         t = cJSON_AddObjectToObject(o, "tick");

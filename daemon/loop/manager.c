@@ -240,6 +240,7 @@ static void manager_check_ready(Manager *m) {
         if (!m->ready_pending || !applier_idle(m->applier))
                 return;
         m->ready_pending = false;
+        m->first_pass_done = true;
         log_info("Managing %zu block devices%s; watching %s uevents", m->ctx.devices.n_devices,
                  m->options->dry_run ? " (dry run: nothing is written)" :
                  m->config.observe ? " (mode=observe: changes are reported, not made)" : "",

@@ -90,6 +90,7 @@ struct Manager {
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         struct Applier *applier;        /* apply passes off the loop */
         bool ready_pending;             /* READY=1 once the first pass is done */
+        bool first_pass_done;           /* READY=1 was sent: status says so (a container's readiness) */
         bool handover;                  /* the next stop leaves everything to the next daemon */
         int fatal;                      /* the first fatal error (manager_fatal()), 0 while none */
 
