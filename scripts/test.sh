@@ -67,6 +67,8 @@ if [ -n "$warm_pid" ]; then
         cat build/warm-cache.log
 fi
 
+# The OCI image under podman, run as the DaemonSet runs it, on loops of its own.
+root_suite container "podman, privileged containers, loop devices" python3 tests/container.py --deb build/blkpolicyd.deb
 # Real kernels: Debian's 6.1 and 6.12 under QEMU.
 root_suite vm "apt-get download of the kernels" python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd
 # The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
@@ -76,16 +78,17 @@ root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py
 echo "=== lint"
 scripts/lint.sh build | tee build/lint.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json build/package.log build/lint.log build/vm.log \
-        build/systemd.log <<'PY'
-import json, re, sys
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container vm systemd <<'PY'
+import json, os, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
     for line in open(path):
         r = json.loads(line)["result"]
         counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
-for path, label in ((sys.argv[3], "package"), (sys.argv[4], "lint"), (sys.argv[5], "vm"), (sys.argv[6], "systemd")):
-    m = re.search(label + r": (\d+) passed, (\d+) failed", open(path).read())
+# each LABEL's "LABEL: N passed, N failed" line, in build/LABEL.log
+for label in sys.argv[3:]:
+    log = f"build/{label}.log"
+    m = os.path.exists(log) and re.search(label + r": (\d+) passed, (\d+) failed", open(log).read())
     if m:
         counts["passed"] += int(m.group(1))
         counts["failed"] += int(m.group(2))
