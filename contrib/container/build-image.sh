@@ -10,9 +10,10 @@
 #
 # --include adds Debian packages to the base (the Ansible test's targets
 # need python3). --refresh builds the cached base again (new security
-# updates). The base is cached in $BLKPOLICYD_CACHE (/var/cache/blkpolicyd-vm)
-# under a name made from the package list and the sources, so another list
-# is another base; the .deb is installed anew every build.
+# updates). The base is cached in $BLKPOLICYD_VM_CACHE (as for the VM
+# suites; /var/cache/blkpolicyd-vm) under a name made from the package list
+# and the sources, so another list is another base; the .deb is installed
+# anew every build.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +44,7 @@ packages=$(printf '%s\n' $depends curl jq ca-certificates ${include//,/ } | sort
 sources=("deb http://deb.debian.org/debian bookworm main"
          "deb http://deb.debian.org/debian bookworm-updates main"
          "deb http://deb.debian.org/debian-security bookworm-security main")
-cache=${BLKPOLICYD_CACHE:-/var/cache/blkpolicyd-vm}
+cache=${BLKPOLICYD_VM_CACHE:-/var/cache/blkpolicyd-vm}
 key=$(printf '%s\n' "$packages" "${sources[@]}" | sha256sum | cut -c1-12)
 base=$cache/image-base-bookworm-$key.tar
 
