@@ -61,14 +61,16 @@ root_suite() {
         fi
 }
 
+# The OCI image under podman, run as the DaemonSet runs it, on loops of its own,
+# while the VM cache warms.
+root_suite container "podman, privileged containers, loop devices" python3 tests/container.py --deb build/blkpolicyd.deb
+
 if [ -n "$warm_pid" ]; then
         echo "=== warm cache"
         wait "$warm_pid" || true     # a step that failed is done again, and reported, by its suite
         cat build/warm-cache.log
 fi
 
-# The OCI image under podman, run as the DaemonSet runs it, on loops of its own.
-root_suite container "podman, privileged containers, loop devices" python3 tests/container.py --deb build/blkpolicyd.deb
 # Real kernels: Debian's 6.1 and 6.12 under QEMU.
 root_suite vm "apt-get download of the kernels" python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd
 # The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
