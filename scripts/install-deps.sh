@@ -14,7 +14,7 @@ test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian
       # tests/vm/dd_kernel.py builds a kernel: the VM test bed's dispatch_direct one
       make patch flex bison bc libelf-dev libssl-dev
       # contrib/container: the image is an mmdebstrap root imported by podman; runc, since
-      # crun refuses a hybrid cgroup hierarchy (docs/service.md, "Kubernetes")
+      # crun refuses a hybrid cgroup hierarchy (docs/service.md, "In a container")
       mmdebstrap podman runc
       # contrib/kubernetes's manifests are checked against the API's schemas; contrib/ansible's rollout runs
       python3-jsonschema python3-yaml ansible-core)

@@ -22,7 +22,9 @@ its Debian base is cached) and checks:
      blkpolicyd.io/state Applied (enforce), Degraded (a rejected policy),
      Observing (observe) and Down (no daemon), the service account's token,
      and a one-line JSON annotation; the loop goes on after a failed PATCH
-     and ends at once on SIGTERM.
+     and ends at once on SIGTERM;
+  f) an enforcing container hands over, and an observing one that takes
+     over (the config rolled back to observe) puts back what was found.
 The image is removed at the end (rebuilding it from the cached base is
 cheaper than keeping a stale one: the .deb changes with every commit).
 
@@ -362,6 +364,26 @@ def tests(bed, res, api):
     stop(c3)
     r, label, note, req = node_status_once(api, bed=bed)
     check_patch(check, "no daemon", r, label, note, req, "Down")
+
+    # f) taking blkpolicyd off (docs/service.md, "Kubernetes"): the config
+    # back to observe rolls out; the enforcing pod hands over at its
+    # preStop, and the observing one that takes over puts back what was found
+    bed.mode("enforce")
+    c4 = bed.start("d")
+    s = first_pass(c4)
+    held = s and wait_for(lambda: all(live[d]() == want[d] for d in bed.loops), 10)
+    ho = execute(c4, "blkpolicyctl", "handover")
+    rc = stop(c4)
+    check("f) enforce again, hand over, stop: the values stay", bool(held) and ho.returncode == 0 and rc == "0"
+          and all(live[d]() == want[d] for d in bed.loops), f"{[live[d]() for d in bed.loops]}\n{logs(c4)}")
+    bed.mode("observe")
+    c5 = bed.start("e")
+    back = first_pass(c5) and wait_for(lambda: all(live[d]() == found[d] for d in bed.loops), 10)
+    records = os.listdir(os.path.join(bed.state, "devices"))
+    check("f) an observing container that takes over puts back exactly the values found, and keeps no record",
+          bool(back) and not records, f"found {found}, live {[live[d]() for d in bed.loops]}, records {records}\n"
+          f"{logs(c5)}")
+    stop(c5)
 
     # the loop: a failed PATCH is logged and tried again; SIGTERM ends it
     api.codes = [500]
