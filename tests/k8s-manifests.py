@@ -11,14 +11,11 @@ probes and the preStop are the image's programs and mean what they say,
 the ConfigMaps laid out as the kubelet lays them out pass the daemon's
 --check-config, the base observes and the overlay enforces.
 
-No kustomize binary in Debian 12: render() does the part of kustomize
-these files use (resources, namespace, configMapGenerator with create,
-merge and replace, images), and refuses any other key, so a kustomization
-that grows one fails here instead of being checked half. Where kubectl is
-installed, its own `kubectl kustomize` output is compared with render()'s."""
+No kustomize binary in Debian 12: blkptest/kustomize.py's render() does
+the part of kustomize these files use. Where kubectl is installed, its own
+`kubectl kustomize` output is compared with render()'s."""
 import configparser
 import copy
-import hashlib
 import json
 import os
 import re
@@ -29,99 +26,13 @@ import jsonschema
 import pytest
 import yaml
 
+from blkptest.kustomize import pod_spec, render
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K8S = os.path.join(TOP, "contrib", "kubernetes")
 ROOTFS = os.path.join(TOP, "contrib", "container", "rootfs")
 SCHEMAS = os.path.join(TOP, "tests", "k8s", "schemas.json")
 TREES = {"base": os.path.join(K8S, "base"), "enforce": os.path.join(K8S, "overlays", "enforce")}
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "Node"}
-KUSTOMIZE_KEYS = {"apiVersion", "kind", "namespace", "resources", "configMapGenerator", "images"}
-
-
-def load_yaml(path):
-    with open(path) as f:
-        return [d for d in yaml.safe_load_all(f) if d is not None]
-
-
-def generate(gen, base_dir, existing):
-    """One configMapGenerator entry: a ConfigMap of its files (the key is
-    the file's name), created, or merged into or replacing the one of the
-    same name that a resource brought."""
-    data = {}
-    for path in gen.get("files", []):
-        with open(os.path.join(base_dir, path)) as f:
-            data[os.path.basename(path)] = f.read()
-    behavior = gen.get("behavior", "create")
-    assert set(gen) <= {"name", "files", "behavior"}, f"configMapGenerator: keys {set(gen)} not rendered here"
-    if behavior == "create":
-        assert gen["name"] not in existing, f"{gen['name']}: generated twice"
-        existing[gen["name"]] = data
-    elif behavior == "merge":
-        existing[gen["name"]] = {**existing[gen["name"]], **data}
-    elif behavior == "replace":
-        assert gen["name"] in existing, f"{gen['name']}: replace of a ConfigMap no resource made"
-        existing[gen["name"]] = data
-    else:
-        raise AssertionError(f"configMapGenerator behavior {behavior!r}")
-
-
-def render_tree(path):
-    """(objects, generated ConfigMaps by name) of one kustomization."""
-    with open(os.path.join(path, "kustomization.yaml")) as f:
-        k = yaml.safe_load(f)
-    assert set(k) <= KUSTOMIZE_KEYS, f"{path}: kustomization keys {set(k) - KUSTOMIZE_KEYS} not rendered here"
-    objects, maps = [], {}
-    for res in k.get("resources", []):
-        full = os.path.normpath(os.path.join(path, res))
-        if os.path.isdir(full):
-            o, m = render_tree(full)
-            objects += o
-            maps.update(m)
-        else:
-            objects += load_yaml(full)
-    for gen in k.get("configMapGenerator", []):
-        generate(gen, path, maps)
-    if "namespace" in k:
-        for o in objects:
-            if o["kind"] not in CLUSTER_SCOPED:
-                o["metadata"]["namespace"] = k["namespace"]
-            for s in o.get("subjects", []):
-                if s.get("kind") == "ServiceAccount":
-                    s["namespace"] = k["namespace"]
-    for img in k.get("images", []):
-        for o in objects:
-            for c in pod_spec(o).get("containers", []) if o["kind"] == "DaemonSet" else []:
-                name = c["image"].rsplit(":", 1)[0]
-                if name == img["name"]:
-                    c["image"] = f"{img.get('newName', name)}:{img.get('newTag', c['image'].rsplit(':', 1)[1])}"
-    return objects, maps
-
-
-def render(path):
-    """The objects `kubectl apply -k path` sends: the generated ConfigMaps
-    named NAME-HASH, and the DaemonSet's volumes renamed to match (kustomize's
-    hash is another one; any hash of the data makes a change roll out)."""
-    objects, maps = render_tree(path)
-    names = {}
-    for name, data in maps.items():
-        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
-        names[name] = f"{name}-{digest}"
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "data": data,
-                        "metadata": {"name": names[name], "namespace": namespace_of(objects)}})
-    for o in objects:
-        if o["kind"] == "DaemonSet":
-            for v in pod_spec(o).get("volumes", []):
-                if "configMap" in v and v["configMap"]["name"] in names:
-                    v["configMap"]["name"] = names[v["configMap"]["name"]]
-    return objects
-
-
-def namespace_of(objects):
-    return next(o["metadata"]["namespace"] for o in objects if o["kind"] == "DaemonSet")
-
-
-def pod_spec(ds):
-    return ds["spec"]["template"]["spec"]
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +184,9 @@ def test_probes_and_prestop_mean_what_they_say(tree):
         assert image_program(c[probe]["exec"]["command"][0])
     pre = c["lifecycle"]["preStop"]["exec"]["command"]
     (socket,) = arg(c["args"], "--socket")
-    assert pre == ["blkpolicyctl", "--socket", socket, "handover"]
+    # absolute: an imported image has no PATH of its own but the one
+    # build-image.sh sets, and a runtime may not supply one
+    assert pre == ["/usr/bin/blkpolicyctl", "--socket", socket, "handover"]
     sidecar = container(tree[1], "node-status")
     assert image_program(sidecar["command"][0]) and sidecar["command"][0].endswith("/k8s-node-status")
     assert not image_program("/usr/libexec/blkpolicyd/no-such-probe"), "the check cannot fail"

@@ -75,10 +75,14 @@ chroot "$root" dpkg -i /tmp/blkpolicyd.deb >/dev/null
 rm "$root/tmp/blkpolicyd.deb"
 [ ! -d "$here/rootfs" ] || cp -a "$here/rootfs/." "$root/"
 
+# An imported image has no environment: `podman run` supplies a PATH,
+# `podman kube play` does not (an exec of `blkpolicyctl` there was "not
+# found in $PATH"), nor need a cluster's runtime. So the image sets one.
 tar -C "$root" --numeric-owner -c . | podman import \
         --change 'ENTRYPOINT ["/usr/sbin/blkpolicyd"]' \
         --change 'CMD []' \
         --change 'STOPSIGNAL SIGTERM' \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         --change "LABEL org.opencontainers.image.title=blkpolicyd" \
         --change "LABEL org.opencontainers.image.version=$version" \
         --change "LABEL org.opencontainers.image.description=block device queue policy daemon" \
