@@ -24,7 +24,10 @@ its Debian base is cached) and checks:
      and a one-line JSON annotation; the loop goes on after a failed PATCH
      and ends at once on SIGTERM;
   f) an enforcing container hands over, and an observing one that takes
-     over (the config rolled back to observe) puts back what was found.
+     over (the config rolled back to observe) puts back what was found;
+  g) the enforce overlay's pod, as rendered from contrib/kubernetes, under
+     `podman kube play`: ConfigMaps, mounts, arguments and probes as
+     written set the loops; kube down puts them back.
 The image is removed at the end (rebuilding it from the cached base is
 cheaper than keeping a stale one: the .deb changes with every commit).
 
@@ -42,7 +45,10 @@ import tempfile
 import threading
 import time
 
+import yaml
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blkptest.kustomize import pod_spec, render  # noqa: E402
 from blkptest.results import Results  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,6 +68,12 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # CAP_SYS_RESOURCE), so every container runs with runc and rlimits at or
 # below the host's.
 PODMAN_RUN = ["podman", "run", "--runtime", "runc", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
+# the same for `podman kube play`, which takes no such flags: a containers.conf
+CONTAINERS_CONF = """[containers]
+default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+"""
 
 # The DaemonSet's command line (docs/service.md, "Kubernetes").
 DAEMON_ARGS = ["--root=/host", "--config=/etc/blkpolicyd/blkpolicyd.conf",
@@ -135,6 +147,7 @@ class Bed:
         self.work = work
         self.loops = []
         self.containers = []
+        self.pods = []
         self.image = None
         self.state = os.path.join(work, "state")
         self.policies = os.path.join(work, "policies")
@@ -190,6 +203,8 @@ class Bed:
                     "--entrypoint", entrypoint, self.image, *args])
 
     def cleanup(self):
+        for name in self.pods:
+            run(["podman", "pod", "rm", "-f", "-t", "0", name])
         for name in self.containers:
             run(["podman", "rm", "-f", "-t", "0", name])
         if self.image:
@@ -259,6 +274,85 @@ def check_patch(check, what, r, label, note, req, want, extra=lambda note: True)
           and LABEL_VALUE.match(label) and len(label) <= 63 and extra(note))
     check(f"k8s-node-status --once: {what}: blkpolicyd.io/state={want}", ok,
           f"exit {r.returncode} {r.stderr}\nlabel {label!r} annotation {note}\nrequest {req}")
+
+
+def kube_pod(bed, api, name):
+    """contrib/kubernetes/overlays/enforce as `kubectl apply -k` renders it,
+    its ConfigMaps and the DaemonSet's pod template as a Pod, changed only
+    where this machine or the test needs it: the test's image; the test's
+    loops only (--device=); the state dir and, with no udevd here, /run/udev
+    in the test's directory; NODE_NAME as a value (podman 4.3 has no
+    spec.nodeName) and the fake API server for the sidecar; and one policy
+    of the test's in blkpolicyd-policies, as an admin's overlay adds it."""
+    objects = render(os.path.join(TOP, "contrib", "kubernetes", "overlays", "enforce"))
+    maps = [o for o in objects if o["kind"] == "ConfigMap"]
+    (ds,) = [o for o in objects if o["kind"] == "DaemonSet"]
+    spec = pod_spec(ds)
+    for cm in maps:
+        if cm["metadata"]["name"].startswith("blkpolicyd-policies"):
+            for f in os.listdir(bed.policies):
+                with open(os.path.join(bed.policies, f)) as fh:
+                    cm["data"][f] = fh.read()
+    for c in spec["containers"]:
+        c["image"] = bed.image
+        for e in c.get("env", []):
+            if e["name"] == "NODE_NAME":
+                e.pop("valueFrom")
+                e["value"] = NODE
+        if c["name"] == "blkpolicyd":
+            c["args"] += [f"--device={d}" for d in bed.loops]
+        else:
+            c["env"] += [{"name": "K8S_API", "value": api.url}, {"name": "INTERVAL", "value": "1"}]
+    udev = os.path.join(bed.work, "run-udev")
+    os.makedirs(udev, exist_ok=True)
+    for v in spec["volumes"]:
+        path = v.get("hostPath", {}).get("path")
+        if path == "/run/blkpolicyd":
+            v["hostPath"]["path"] = bed.state
+        elif path == "/run/udev" and not os.path.isdir("/run/udev"):
+            v["hostPath"]["path"] = udev
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": ds["spec"]["template"]["metadata"]["labels"]},
+           "spec": spec}
+    return [*maps, pod]
+
+
+def kube_play(bed, check, api, found, want, live):
+    """g) the DaemonSet's own pod spec under `podman kube play`: its mounts,
+    ConfigMaps, arguments and probes work as written."""
+    name = f"{PREFIX}-kube"
+    path = os.path.join(bed.work, "kube.yaml")
+    conf = os.path.join(bed.work, "containers.conf")
+    with open(path, "w") as f:
+        yaml.safe_dump_all(kube_pod(bed, api, name), f)
+    with open(conf, "w") as f:
+        f.write(CONTAINERS_CONF)
+    env = {**os.environ, "CONTAINERS_CONF": conf}
+    bed.pods.append(name)
+    n = len(api.requests)
+    r = run(["podman", "kube", "play", path], env=env)
+    c = f"{name}-blkpolicyd"
+    s = r.returncode == 0 and first_pass(c)
+    check("g) podman kube play of the enforce overlay's pod: the daemon answers, its first pass done",
+          bool(s), f"{r.returncode} {r.stdout}{r.stderr}\n{logs(c)}")
+    if not s:
+        return
+    held = wait_for(lambda: all(live[d]() == want[d] for d in bed.loops), 10)
+    check("g) mode enforce from the ConfigMap drop-in, the test's policy from the policies ConfigMap (as "
+          "podman mounts a ConfigMap), on the loops only",
+          held and s["mode"] == "enforce" and s["devices"] == 2 and s["policy_files_rejected"] == 0,
+          f"{json.dumps(s)[:1500]}\nlive {[live[d]() for d in bed.loops]}")
+    health = run(["podman", "healthcheck", "run", c], env=env)
+    check("g) the liveness probe, as podman runs it, passes", health.returncode == 0,
+          f"{health.returncode} {health.stdout}{health.stderr}")
+    applied = wait_for(lambda: any(patch_of(api, i)[0] == "Applied" for i in range(n, len(api.requests))), 20)
+    check("g) the node-status sidecar of the pod labels the node Applied", bool(applied),
+          f"{api.requests[n:][-3:]}\n{logs(name + '-node-status')}")
+    down = run(["podman", "pod", "stop", "-t", "60", name], env=env, timeout=120)
+    check("g) the pod stopped (SIGTERM; podman runs no preStop) puts back the values found",
+          down.returncode == 0 and all(live[d]() == found[d] for d in bed.loops)
+          and not os.listdir(os.path.join(bed.state, "devices")),
+          f"{down.returncode} {down.stderr}; found {found}, live {[live[d]() for d in bed.loops]}\n{logs(c)}")
+    run(["podman", "kube", "down", path], env=env, timeout=120)
 
 
 def tests(bed, res, api):
@@ -384,6 +478,8 @@ def tests(bed, res, api):
           bool(back) and not records, f"found {found}, live {[live[d]() for d in bed.loops]}, records {records}\n"
           f"{logs(c5)}")
     stop(c5)
+
+    kube_play(bed, check, api, found, want, live)
 
     # the loop: a failed PATCH is logged and tried again; SIGTERM ends it
     api.codes = [500]
