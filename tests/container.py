@@ -21,8 +21,10 @@ its Debian base is cached) and checks:
      containers share the host's network) PATCHes the Node with
      blkpolicyd.io/state Applied (enforce), Degraded (a rejected policy),
      Observing (observe) and Down (no daemon), the service account's token,
-     and a one-line JSON annotation; the loop goes on after a failed PATCH
-     and ends at once on SIGTERM;
+     and a one-line JSON annotation; Applied, Down and the loop from a
+     container of its own with the sidecar's securityContext (no
+     capability, read-only root), as the DaemonSet runs it; the loop goes
+     on after a failed PATCH and ends at once on SIGTERM;
   f) an enforcing container hands over, and an observing one that takes
      over (the config rolled back to observe) puts back what was found;
   g) the enforce overlay's pod, as rendered from contrib/kubernetes, under
@@ -74,6 +76,12 @@ default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
 [engine]
 runtime = "runc"
 """
+
+# The node-status sidecar's securityContext in contrib/kubernetes/base/
+# daemonset.yaml (no capability, no privilege escalation, a read-only root
+# with no tmpfs on it, as readOnlyRootFilesystem gives): it must still
+# reach the daemon's socket on the shared state dir and patch its Node.
+SIDECAR = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only", "--read-only-tmpfs=false"]
 
 # The DaemonSet's command line (docs/service.md, "Kubernetes").
 DAEMON_ARGS = ["--root=/host", "--config=/etc/blkpolicyd/blkpolicyd.conf",
@@ -193,14 +201,14 @@ class Bed:
             raise RuntimeError(f"podman run {name}: {r.stderr}")
         return name
 
-    def once(self, entrypoint, *args, env=()):
+    def once(self, entrypoint, *args, env=(), sidecar=False):
         """A program of the image in a container of its own, on the state
-        dir, as the sidecar runs: no daemon needed."""
+        dir, as the sidecar runs (with its securityContext if sidecar)."""
         name = f"{PREFIX}-once-{len(self.containers)}"
         self.containers.append(name)
         envs = [x for k, v in env for x in ("-e", f"{k}={v}")]
-        return run([*PODMAN_RUN, "--rm", "--name", name, "--network", "host", *self.mounts(), *envs,
-                    "--entrypoint", entrypoint, self.image, *args])
+        return run([*PODMAN_RUN, "--rm", "--name", name, "--network", "host", *(SIDECAR if sidecar else []),
+                    *self.mounts(), *envs, "--entrypoint", entrypoint, self.image, *args])
 
     def cleanup(self):
         for name in self.pods:
@@ -261,7 +269,8 @@ def node_status_once(api, name=None, bed=None):
     its own (bed.once); the label and annotation the fake API got."""
     env = (("NODE_NAME", NODE), ("K8S_API", api.url))
     n = len(api.requests)
-    r = execute(name, NODE_STATUS, "--once", env=env) if name else bed.once(NODE_STATUS, "--once", env=env)
+    r = execute(name, NODE_STATUS, "--once", env=env) if name else \
+        bed.once(NODE_STATUS, "--once", env=env, sidecar=True)
     label, note, req = patch_of(api, n)
     return r, label, note, req
 
@@ -428,8 +437,10 @@ def tests(bed, res, api):
           f"{s and s['writes']}\n{logs(c2)}")
     check("c) and the loops' values are unchanged", all(live[d]() == want[d] for d in bed.loops),
           f"{[live[d]() for d in bed.loops]}")
-    r, label, note, req = node_status_once(api, c2)
-    check_patch(check, "enforce, verify 0", r, label, note, req, "Applied",
+    # in a container of its own, as the DaemonSet's sidecar: the socket
+    # reached through the shared state dir, with no capability
+    r, label, note, req = node_status_once(api, bed=bed)
+    check_patch(check, "enforce, verify 0, from the sidecar's own container", r, label, note, req, "Applied",
                 lambda n: n.get("mode") == "enforce" and n.get("verify") == 0 and n.get("managed") == 2
                 and n.get("rejected") == 0 and n.get("version") and n.get("time"))
 
@@ -486,7 +497,7 @@ def tests(bed, res, api):
     n = len(api.requests)
     name = f"{PREFIX}-sidecar"
     bed.containers.append(name)
-    r = run([*PODMAN_RUN, "-d", "--name", name, "--network", "host", *bed.mounts(), "-e", f"NODE_NAME={NODE}",
+    r = run([*PODMAN_RUN, "-d", "--name", name, "--network", "host", *SIDECAR, *bed.mounts(), "-e", f"NODE_NAME={NODE}",
              "-e", f"K8S_API={api.url}", "-e", "INTERVAL=1", "--entrypoint", NODE_STATUS, bed.image])
     again = wait_for(lambda: len(api.requests) >= n + 2, 20)
     up = run(["podman", "inspect", "--format", "{{.State.Running}}", name]).stdout.strip()
