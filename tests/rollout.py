@@ -224,7 +224,7 @@ def tests(bed, res):
             return None
         check(f"{label}) {BAD} failed its gate on verify 4 (a value not kept) and backed itself out",
               s[BAD]["failed_gate"] and s[BAD]["gate_verify"] == 4 and s[BAD]["backed_out"]
-              and s[BAD]["gate_settings"]["not_kept"] == 1 and s[BAD]["gate_settings"]["failed"] == 0,
+              and int(s[BAD]["gate_settings"]["not_kept"]) == 1 and int(s[BAD]["gate_settings"]["failed"]) == 0,
               json.dumps(s[BAD]))
         later = [n for w in WAVES[2:] for n in w]
         check(f"{label}) the later waves never started: {', '.join(later)} never enforced, no write, values as found",
