@@ -17,7 +17,8 @@ test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian
       # crun refuses a hybrid cgroup hierarchy (docs/service.md, "In a container")
       mmdebstrap podman runc
       # contrib/kubernetes's manifests are checked against the API's schemas; contrib/ansible's rollout runs
-      python3-jsonschema python3-yaml ansible-core)
+      # against podman targets through the containers.podman connection, in Debian's ansible, not ansible-core
+      python3-jsonschema python3-yaml ansible-core ansible)
 
 want=("${build[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test[@]}")

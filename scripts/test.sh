@@ -64,6 +64,8 @@ root_suite() {
 # The OCI image under podman, run as the DaemonSet runs it, on loops of its own,
 # while the VM cache warms.
 root_suite container "podman, privileged containers, loop devices" python3 tests/container.py --deb build/blkpolicyd.deb
+# The Ansible rollout in waves, against podman targets of the same image.
+root_suite rollout "podman, privileged containers, loop devices, ansible" python3 tests/rollout.py --deb build/blkpolicyd.deb
 
 if [ -n "$warm_pid" ]; then
         echo "=== warm cache"
@@ -80,7 +82,7 @@ root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py
 echo "=== lint"
 scripts/lint.sh build | tee build/lint.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container vm systemd <<'PY'
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container rollout vm systemd <<'PY'
 import json, os, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
