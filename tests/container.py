@@ -51,6 +51,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blkptest.kustomize import pod_spec, render  # noqa: E402
+from blkptest.require import script_prerequisites  # noqa: E402
 from blkptest.results import Results  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -514,16 +515,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--deb", required=True)
     args = ap.parse_args()
-    ci = os.environ.get("CI") == "true"
-    missing = [t for t in ("podman", "runc", "mmdebstrap", "losetup") if not shutil.which(t)]
-    why = "needs root (loop devices, privileged containers)" if os.geteuid() != 0 else \
-        f"needs {', '.join(missing)} (scripts/install-deps.sh --test)" if missing else None
-    if why:
-        if ci:
-            print(f"container: 0 passed, 1 failed ({why}, and CI=true requires every test to run)")
-            sys.exit(1)
-        print(f"SKIP: container {why}\ncontainer: 0 passed, 0 failed")
-        sys.exit(0)
+    script_prerequisites("container", ("podman", "runc", "mmdebstrap", "losetup"))
     res = Results()
     # a SIGTERM (a CI timeout) cleans up as a failure does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))

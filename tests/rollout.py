@@ -26,12 +26,12 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blkptest.require import script_prerequisites  # noqa: E402
 from blkptest.results import Results  # noqa: E402
 # the machine's podman flags live in one place, container.py's PODMAN_RUN
 from container import DAEMON_ARGS, PODMAN_RUN, run, schedulers, wait_for  # noqa: E402
@@ -259,18 +259,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--deb", required=True)
     args = ap.parse_args()
-    ci = os.environ.get("CI") == "true"
-    missing = [t for t in ("podman", "runc", "mmdebstrap", "losetup", "ansible-playbook") if not shutil.which(t)]
-    if not missing and run(["ansible-doc", "-t", "connection", "containers.podman.podman"]).returncode != 0:
-        missing.append("the containers.podman collection (Debian's ansible package)")
-    why = "needs root (loop devices, privileged containers)" if os.geteuid() != 0 else \
-        f"needs {', '.join(missing)} (scripts/install-deps.sh --test)" if missing else None
-    if why:
-        if ci:
-            print(f"rollout: 0 passed, 1 failed ({why}, and CI=true requires every test to run)")
-            sys.exit(1)
-        print(f"SKIP: rollout {why}\nrollout: 0 passed, 0 failed")
-        sys.exit(0)
+    podman_plugin = shutil.which("ansible-doc") and \
+        run(["ansible-doc", "-t", "connection", "containers.podman.podman"]).returncode == 0
+    script_prerequisites("rollout", ("podman", "runc", "mmdebstrap", "losetup", "ansible-playbook"),
+                         () if podman_plugin else ["the containers.podman collection (Debian's ansible package)"])
     res = Results()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     work = tempfile.mkdtemp(prefix="bpans-rollout-")
