@@ -58,6 +58,7 @@ struct Applier {
         ApplyJob *spare_jobs;           /* freed while a burst lasts, for the next ones */
         unsigned n_spare_jobs;
         unsigned n_workers, n_idle, n_running;
+        unsigned n_handing_back;        /* taken off finished, their callbacks not run yet */
         bool stopping;
         int efd;
         sd_event_source *source;
@@ -393,6 +394,7 @@ static void hand_back(Applier *a, unsigned limit) {
                 n++;
         a->finished = *end;
         *end = NULL;
+        a->n_handing_back += n;         /* a callback may hand back again (a drain) */
         if (!a->finished)
                 a->finished_tail = &a->finished;
         else
@@ -404,6 +406,9 @@ static void hand_back(Applier *a, unsigned limit) {
 
                 list->next = NULL;
                 a->cause = e;           /* what the callback submits belongs to e */
+                /* idle to the callback only once no job of this batch
+                 * waits for its own: READY=1 after every pass is back */
+                a->n_handing_back--;
                 a->done(list, a->userdata);
                 a->cause = 0;
                 epoch_del(a, e);
@@ -532,7 +537,7 @@ bool applier_idle(Applier *a) {
         bool idle;
 
         pthread_mutex_lock(&a->lock);
-        idle = !a->pending && !a->finished && a->n_running == 0;
+        idle = !a->pending && !a->finished && a->n_running == 0 && a->n_handing_back == 0;
         pthread_mutex_unlock(&a->lock);
         return idle;
 }
