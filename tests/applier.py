@@ -21,7 +21,12 @@ from blkptest import faketree
 from blkptest.daemon import Listener, control_call, wait_for
 
 HOLD_MS = 3000
-WATCHDOG_USEC = 200000
+# A loop the held write blocked would answer, and feed the watchdog, only
+# after HOLD_MS: the bounds are a fraction of it, far from what a loaded
+# 2-core CI machine adds to a running loop's latency (115 ms seen under a
+# load of 10), yet far below the hold.
+WATCHDOG_USEC = 1000000
+ANSWER_BOUND_MS = HOLD_MS / 4
 
 
 class Applier(faketree.Workspace):
@@ -95,8 +100,9 @@ def test_the_loop_runs_while_a_write_is_held(ap):
         answered += ok
         other_set_while_held |= ap.scheduler("loop1") == "bfq" and ap.scheduler("loop0") != "bfq"
         time.sleep(0.02)    # the pace of the requests, not a wait for anything
-    assert answered > 20 and worst < 0.1, \
-        f"the socket answers while a write is held: {answered} requests, worst {worst * 1000:.1f} ms (< 100)"
+    assert answered > 20 and worst * 1000 < ANSWER_BOUND_MS, \
+        f"the socket answers while a write is held: {answered} requests, worst {worst * 1000:.1f} ms " \
+        f"(< {ANSWER_BOUND_MS:.0f}; the hold is {HOLD_MS})"
     assert other_set_while_held, "the other disk is set while loop0's write is held"
     deadline = t0 + HOLD_MS / 1000 + 5
     while not any("READY=1" in m for _, m in notify.got) and time.monotonic() < deadline:
@@ -105,7 +111,7 @@ def test_the_loop_runs_while_a_write_is_held(ap):
     pings = [t for t, m in msgs if "WATCHDOG=1" in m.split("\n")]
     ready = [t for t, m in msgs if "READY=1" in m.split("\n")]
     gaps = [b - a for a, b in zip([t0] + pings, pings)]
-    assert len(pings) >= 5 and max(gaps) < WATCHDOG_USEC / 1e6, \
+    assert len(pings) >= 3 and max(gaps) < WATCHDOG_USEC / 1e6, \
         f"the watchdog is fed on time through the held write ({len(pings)} pings, " \
         f"longest gap {max(gaps or [0]) * 1000:.0f} ms of {WATCHDOG_USEC // 1000}): {gaps}"
     assert ready and ready[0] - t0 > HOLD_MS / 1000 - 0.2 and ap.scheduler("loop0") == "bfq", \

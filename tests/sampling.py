@@ -91,7 +91,11 @@ def test_chunked_parse_and_mix_signals(daemons, kvm_fixture, top):
     assert not bad, f"every tick parses each device once, with its own line's counters; {len(bad)} did not: {bad[:2]}"
 
 
-HOLD_MS = 25    # each read() of /proc/diskstats blocks this long (fault injection)
+# each read() of /proc/diskstats blocks this long (fault injection): long
+# enough that a loop waiting for the whole read (1.8 s) stands far from one
+# that answers between reads (a few holds, plus what a loaded machine adds:
+# 416 ms was seen with 25 ms holds under a load of 10 on 2 cores)
+HOLD_MS = 100
 TICK_MS = 10000 # a tick's reads may spread over all of it
 
 
@@ -99,7 +103,7 @@ def test_a_slow_read_yields_to_the_socket(daemons, kvm_fixture, top, fault_injec
     """A tick reads /proc/diskstats a slice at a time and lets the loop serve
     others between slices: at 10,000 disks the kernel took 50-76 ms for the
     whole file. Here the file takes some 20 reads and each read() is held
-    25 ms, so a tick's read takes about 0.45 s, within the 10 s interval
+    100 ms, so a tick's read takes about 1.8 s, within the 10 s interval
     it may spread over. An answer waits for a few reads (accept,
     then the request, each after a slice), never for a whole tick; the
     tick still sees vda."""
