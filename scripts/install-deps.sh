@@ -15,7 +15,8 @@ test=(strace util-linux fio systemd groff-base man-db debhelper dpkg-dev lintian
       make patch flex bison bc libelf-dev libssl-dev
       # contrib/container: the image is an mmdebstrap root imported by podman; runc, since
       # crun refuses a hybrid cgroup hierarchy (docs/service.md, "In a container")
-      mmdebstrap podman runc
+      # podman kube play builds its pause image around catatonit, which podman only recommends
+      mmdebstrap podman runc catatonit
       # contrib/kubernetes's manifests are checked against the API's schemas; contrib/ansible's rollout runs
       # against podman targets through the containers.podman connection, in Debian's ansible, not ansible-core
       python3-jsonschema python3-yaml ansible-core ansible)
