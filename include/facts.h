@@ -129,6 +129,12 @@ typedef struct DeviceStack {
  * path "nvme<subsys>c<ctrl>n<head>", multipath.c the head
  * "nvme<subsys>n<head>". -EINVAL when name is no path's. */
 int nvme_path_head_name(const char *name, char *buf, size_t size);
+/* Whether name is a partition of disk, by the kernel's naming. */
+bool partition_of(const char *disk, const char *name);
+/* The disk a partition's name says it is on: "sda2" -> "sda", "nvme0n1p2"
+ * -> "nvme0n1". -EINVAL for a name with no partition number ("dm-1" is
+ * taken as "dm-": the caller asks whether such a disk exists). */
+int partition_disk_name(const char *name, char *buf, size_t size);
 
 DeviceStack *device_stack_free(DeviceStack *s);
 static inline void device_stack_freep(DeviceStack **s) {

@@ -41,6 +41,17 @@ class Stacks(faketree.Workspace):
         link(os.path.join(lo, "holders", upper), up)
         link(os.path.join(up, "slaves", lower), lo)
 
+    def hold_partition(self, disk, part, upper):
+        """What bd_link_disk_holder() does for a partition: its holders/,
+        the map's slaves/; no event for the partition or its disk."""
+        lo, up = os.path.join(self.disk_dir(disk), part), self.disk_dir(upper)
+        link(os.path.join(lo, "holders", upper), up)
+        link(os.path.join(up, "slaves", part), lo)
+
+    def release_partition(self, disk, part, upper):
+        os.unlink(os.path.join(self.disk_dir(disk), part, "holders", upper))
+        os.unlink(os.path.join(self.disk_dir(upper), "slaves", part))
+
     def release(self, lower, upper):
         """bd_unlink_disk_holder(): the table that held lower is gone."""
         os.unlink(os.path.join(self.disk_dir(lower), "holders", upper))
@@ -148,6 +159,27 @@ def test_an_nvme_path_removed_leaves_its_head(stacks):
         f"the path's removal classified its head again: {t}"
 
 
+def test_a_table_on_a_partition_makes_its_disk_a_member(stacks):
+    # vgcreate on /dev/vde2: no holder yet, vde is alone
+    stacks.release_partition("vde", "vde2", "dm-6")
+    stacks.start()
+    assert stacks.topology("vde")["stack"] == "alone" and stacks.live("vde", "scheduler") == "mq-deadline", \
+        f"vde2 unclaimed: vde is alone, no policy for it: {stacks.topology('vde')}"
+    # lvcreate: dm-6's table claims vde2; the only event is dm-6's change
+    stacks.hold_partition("vde", "vde2", "dm-6")
+    stacks.uevents.send("change", "dm-6", 253, 6, 1)
+    t = stacks.topology("vde")
+    assert t["stack"] == "member" and t["holders"] == ["dm-6"], f"dm-6's event classified vde again: {t}"
+    assert stacks.live("vde", "scheduler") == "bfq", "and decided it again: stack = member holds"
+    assert stacks.topology("dm-6")["slaves"] == ["vde2"], "the map's own slaves are as the kernel names them"
+    # lvremove: the table's release and the map's removal
+    stacks.release_partition("vde", "vde2", "dm-6")
+    stacks.remove_disk("dm-6")
+    stacks.uevents.send("remove", "dm-6", 253, 6, 1)
+    t = stacks.topology("vde")
+    assert t["stack"] == "alone" and t["holders"] == [], f"the map's removal classified vde again: {t}"
+
+
 def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
     stacks.hold("vdb", "dm-0")
     d = stacks.start()
@@ -159,6 +191,10 @@ def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
         "vdb": "[vdb] -> dm-0 (no uuid, linear0)",
         "nvme0c0n1": "[nvme0c0n1] -> nvme0n1",
         "nvme0n1": "nvme0c0n1 + nvme0c1n1 -> [nvme0n1]",
+        # on partitions: the disks, as the daemon has them
+        "md1": "sde + sdf -> [md1 (raid1)]",
+        "sdf": "[sdf] -> md1 (raid1)",
+        "dm-6": "vde -> [dm-6 (LVM-, vg2-data)]",
     }
     for dev, want in cases.items():
         r = ctl(blkpolicyctl, stacks.sock_path, "explain", dev)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Names and small pure helpers of the Facts contract. */
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 
 #include "facts.h"
@@ -86,6 +87,37 @@ int nvme_path_head_name(const char *name, char *buf, size_t size) {
         if (sscanf(name, "nvme%uc%un%u%n", &subsys, &ctrl, &head, &n) != 3 || name[n] != 0)
                 return -EINVAL;
         k = snprintf(buf, size, "nvme%un%u", subsys, head);
+        return k < 0 || (size_t) k >= size ? -ENAMETOOLONG : 0;
+}
+
+/* block/partitions/core.c add_partition(): a partition is "<disk><N>",
+ * or "<disk>p<N>" when the disk's name ends in a digit (nvme0n1p2,
+ * mmcblk0p1, loop0p1). */
+bool partition_of(const char *disk, const char *name) {
+        size_t n = strlen(disk);
+        const char *p = name + n;
+
+        if (n == 0 || strncmp(name, disk, n) != 0)
+                return false;
+        if (isdigit((unsigned char) disk[n - 1]) && *p++ != 'p')
+                return false;
+        return *p && strspn(p, "0123456789") == strlen(p);
+}
+
+int partition_disk_name(const char *name, char *buf, size_t size) {
+        size_t n = strlen(name);
+        int k;
+
+        while (n > 0 && isdigit((unsigned char) name[n - 1]))
+                n--;
+        if (n == strlen(name))
+                return -EINVAL;         /* no partition number */
+        /* "nvme0n1p2": the p goes too, when a digit stands before it */
+        if (n >= 2 && name[n - 1] == 'p' && isdigit((unsigned char) name[n - 2]))
+                n--;
+        else if (n == 0 || isdigit((unsigned char) name[n - 1]))
+                return -EINVAL;
+        k = snprintf(buf, size, "%.*s", (int) n, name);
         return k < 0 || (size_t) k >= size ? -ENAMETOOLONG : 0;
 }
 

@@ -266,10 +266,41 @@ static int classify_nvme_multipath(const SysfsDir *dir, DeviceFacts *f, DeviceSt
         return 0;
 }
 
+/* A disk whose partition something is built on (a PV on sda2, an md
+ * array on sdb1 and sdc1) is a member as much as one claimed whole: its
+ * partitions' holders count as its own. Partitions are never in
+ * /sys/block, only in their disk's directory, under the names
+ * partition_of() knows; listing it is one getdents64() a disk. */
+static int read_partition_holders(const SysfsDir *dir, const char *disk, DeviceStack *s, unsigned *n) {
+        _cleanup_strv_free_ char **entries = NULL;
+        int k = sysfs_dir_list(dir, ".", &entries);
+
+        if (k == -ENOMEM)
+                return k;
+        for (char **e = entries; e && *e; e++) {
+                _cleanup_strv_free_ char **held = NULL;
+                char rel[NAME_MAX_LEN + sizeof("/holders")];
+
+                if (!partition_of(disk, *e) || snprintf(rel, sizeof(rel), "%s/holders", *e) >= (int) sizeof(rel))
+                        continue;
+                if (sysfs_dir_list(dir, rel, &held) == -ENOMEM)
+                        return -ENOMEM;
+                for (char **h = held; h && *h; h++) {
+                        if (strv_contains(s->holders, *h))
+                                continue;
+                        if (strv_push(&s->holders, *h) < 0)
+                                return -ENOMEM;
+                        (*n)++;
+                }
+        }
+        return 0;
+}
+
 /* Where the disk sits in a stack. holders/ and slaves/ are links that
- * block/holder.c bd_link_disk_holder() makes when dm or md claims a disk,
- * with no uevent for the disk below: the daemon classifies a map's or an
- * array's slaves again on its events (manager.c). */
+ * block/holder.c bd_link_disk_holder() makes when dm or md claims a disk
+ * or a partition, with no uevent for the disk below: the daemon
+ * classifies a map's or an array's slaves (their disks, for partitions)
+ * again on its events (manager.c). */
 static int classify_stack(const SysfsDir *dir, DeviceFacts *f) {
         _cleanup_(device_stack_freep) DeviceStack *s = calloc(1, sizeof(DeviceStack));
         DeviceTopology *t = &f->topology;
@@ -278,6 +309,8 @@ static int classify_stack(const SysfsDir *dir, DeviceFacts *f) {
         if (!s)
                 return -ENOMEM;
         k = read_names(dir, "holders", &s->holders, &t->n_holders);
+        if (k >= 0)
+                k = read_partition_holders(dir, f->name, s, &t->n_holders);
         if (k >= 0)
                 k = read_names(dir, "slaves", &s->slaves, &t->n_slaves);
         if (k >= 0)

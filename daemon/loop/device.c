@@ -421,13 +421,31 @@ static int names_add(char ***l, char *const *names) {
         return 0;
 }
 
+/* A map's or an array's slaves, a partition by its disk's name: the disk
+ * is what the daemon has, and what a partition's holder makes a member.
+ * A name that is neither a device of the daemon's nor a partition of one
+ * is kept as it is (a disk not discovered yet, classified on its own). */
+static int slaves_add(const DeviceContext *c, char ***l, char *const *slaves) {
+        for (char *const *n = slaves; n && *n; n++) {
+                char disk[NAME_MAX_LEN];
+                const char *name = *n;
+
+                if (!device_find_name(c, name) && partition_disk_name(name, disk, sizeof(disk)) == 0 &&
+                    device_find_name(c, disk))
+                        name = disk;
+                if (names_add(l, (char *[]) { (char *) name, NULL }) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int device_stack_neighbours(const DeviceContext *c, const Device *d, bool below, char ***l) {
         const DeviceStack *s = d && d->extra ? d->extra->stack : NULL;
         char head[NAME_MAX_LEN];
         int r;
 
         if (below) {
-                r = names_add(l, s ? s->slaves : NULL);
+                r = slaves_add(c, l, s ? s->slaves : NULL);
                 return r < 0 ? r : names_add(l, s ? s->nvme_paths : NULL);
         }
         r = names_add(l, s ? s->holders : NULL);

@@ -457,6 +457,23 @@ TEST(nvme_path_heads_by_name) {
         ASSERT_EQ_INT(nvme_path_head_name("sda", h, sizeof(h)), -EINVAL);
 }
 
+TEST(partitions_by_name) {
+        char disk[NAME_MAX_LEN];
+
+        ASSERT_TRUE(partition_of("sda", "sda1") && partition_of("sda", "sda12"));
+        ASSERT_TRUE(partition_of("nvme0n1", "nvme0n1p2") && partition_of("mmcblk0", "mmcblk0p1"));
+        ASSERT_TRUE(!partition_of("sda", "sdab1") && !partition_of("sda", "sda") && !partition_of("sda", "holders"));
+        ASSERT_TRUE(!partition_of("nvme0n1", "nvme0n12") && !partition_of("nvme0n1", "nvme0n1p"));
+        ASSERT_TRUE(!partition_of("loop1", "loop10") && partition_of("loop1", "loop1p1"));
+        ASSERT_TRUE(partition_disk_name("sda2", disk, sizeof(disk)) == 0 && streq(disk, "sda"));
+        ASSERT_TRUE(partition_disk_name("sdab15", disk, sizeof(disk)) == 0 && streq(disk, "sdab"));
+        ASSERT_TRUE(partition_disk_name("nvme0n1p2", disk, sizeof(disk)) == 0 && streq(disk, "nvme0n1"));
+        ASSERT_TRUE(partition_disk_name("mmcblk0p1", disk, sizeof(disk)) == 0 && streq(disk, "mmcblk0"));
+        ASSERT_EQ_INT(partition_disk_name("sda", disk, sizeof(disk)), -EINVAL);
+        ASSERT_EQ_INT(partition_disk_name("1", disk, sizeof(disk)), -EINVAL);
+        ASSERT_EQ_INT(partition_disk_name("sda1", disk, 3), -ENAMETOOLONG);
+}
+
 TEST(members_share_their_facts_but_not_their_stack) {
         InternTable shared = { .type = &facts_intern_type };
         _cleanup_(device_facts_done) DeviceFacts a = {}, b = {}, c = {};
