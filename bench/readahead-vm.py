@@ -42,8 +42,8 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests", "vm"))
-import dd_kernel  # noqa: E402
 import vmtest  # noqa: E402
+from readahead import kernel  # noqa: E402  tests/vm/readahead.py: 6.12 or Debian's stock 7.3
 
 MODULES = ["virtio_pci", "virtio_blk", "ext4"]
 RA_VALUES = (128, 8192)
@@ -118,15 +118,6 @@ def extras_cpio(out):
         subprocess.run(f"cd {root} && find . | cpio -o -H newc --quiet | gzip -1 >> {out}", shell=True, check=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def kernel(which):
-    if which == "7.3":
-        k = dd_kernel.stock_73()
-        if k is None:
-            sys.exit("trixie-backports has no linux-image-7.3.*")
-        return k
-    return vmtest.fetch_kernel(which)
 
 
 def boot(kdir, kver, initrd, work, timeout, throttle):

@@ -62,6 +62,7 @@ def values(serial, tag):
 
 
 def kernel(which):
+    """(kdir, kver) of Debian's 6.12 or stock 7.3 (bench/readahead-vm.py too)."""
     if which == "7.3":
         k = dd_kernel.stock_73()
         if k is None:
