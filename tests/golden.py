@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 MACHINES = ["kvm-6.18", "nvme-6.12", "ublk-nullb-6.12", "hdd-6.1", "dispatch-direct-7.2", "majors-6.12",
-            "stacks-6.18"]
+            "stacks-6.18", "cloud-7.3"]
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -21,7 +21,9 @@ def test_golden(blkpolicyd, fixtures_dir, top, work, machine):
     golden = os.path.join(top, "tests", "golden", machine + ".json")
     state = os.path.join(work, "state")
     os.mkdir(state)
-    run = subprocess.run([blkpolicyd, "--once", "--dry-run", "--config", "/dev/null",
+    # a machine with udevd's database has it under root/ (property= reads it)
+    root = ["--root", os.path.join(tree, "root")] if os.path.isdir(os.path.join(tree, "root")) else []
+    run = subprocess.run([blkpolicyd, "--once", "--dry-run", "--config", "/dev/null", *root,
                           "--policy-dir", os.path.join(top, "policies"),
                           "--sysfs-root", os.path.join(tree, "sys"),
                           "--proc-root", os.path.join(tree, "proc"),

@@ -234,40 +234,61 @@ def test_tree_sets_are_as_released(top):
     assert "1/20-fast-virtual.policy" in listed, f"set 1 is released, every file listed: {listed}"
 
 
+def shipped_number(path):
+    """The number in a policy-set file: its first line that is no comment."""
+    with open(path) as f:
+        return int(next(line for line in f if line.strip() and not line.startswith("#")))
+
+
 def test_released_files_cannot_change(top, work):
     tree = os.path.join(work, "policies")
     shutil.copytree(os.path.join(top, "policies"), tree)
+    n = shipped_number(os.path.join(tree, "policy-set"))
+    # the tree's newest set as its release lists it (set 2 is unreleased
+    # until the package that ships it is released)
+    r = policy_sets(top, "release", tree)
+    assert r.returncode == 0, f"the newest set {n} released: {r.stderr}"
+    released = {}
+    for name in ("20-fast-virtual.policy", "60-rotational.policy", "policy-set"):
+        with open(os.path.join(tree, name), "rb") as f:
+            released[name] = f.read()
 
     def edit(path, text="# changed\n"):
         with open(path, "a") as f:
             f.write(text)
 
+    def put_back(name, where=tree):
+        with open(os.path.join(where, name), "wb") as f:
+            f.write(released[name])
+
     edit(os.path.join(tree, "20-fast-virtual.policy"))
     r = policy_sets(top, "check", tree)
-    assert r.returncode != 0 and "1/20-fast-virtual.policy: released, and changed" in r.stderr, \
+    assert r.returncode != 0 and f"{n}/20-fast-virtual.policy: released, and changed" in r.stderr, \
         f"the released newest set edited in place: refused ({r.stderr})"
-    shutil.copy2(os.path.join(top, "policies", "20-fast-virtual.policy"), tree)
+    put_back("20-fast-virtual.policy")
     edit(os.path.join(tree, "25-new.policy"), "[Match]\nname = x\n")
     r = policy_sets(top, "check", tree)
-    assert r.returncode != 0 and "1/25-new.policy: added to released set 1" in r.stderr, r.stderr
+    assert r.returncode != 0 and f"{n}/25-new.policy: added to released set {n}" in r.stderr, r.stderr
 
     r = policy_sets(top, "freeze", tree)
     assert r.returncode != 0 and "25-new.policy" in r.stderr, "freeze copies the set as it is: with the addition"
-    shutil.rmtree(os.path.join(tree, "sets", "1"))
+    shutil.rmtree(os.path.join(tree, "sets", str(n)))
     os.unlink(os.path.join(tree, "25-new.policy"))
-    shutil.copy2(os.path.join(top, "policies", "policy-set"), tree)
+    put_back("policy-set")
     r = policy_sets(top, "freeze", tree)
-    assert r.returncode == 0 and os.path.isfile(os.path.join(tree, "sets", "1", "20-fast-virtual.policy")), r.stderr
+    assert r.returncode == 0 and os.path.isfile(os.path.join(tree, "sets", str(n), "20-fast-virtual.policy")), \
+        r.stderr
     edit(os.path.join(tree, "20-fast-virtual.policy"))
-    assert policy_sets(top, "check", tree).returncode == 0, "frozen first: set 2 (unreleased) may change"
-    edit(os.path.join(tree, "sets", "1", "60-rotational.policy"))
+    assert policy_sets(top, "check", tree).returncode == 0, f"frozen first: set {n + 1} (unreleased) may change"
+    edit(os.path.join(tree, "sets", str(n), "60-rotational.policy"))
     r = policy_sets(top, "check", tree)
-    assert r.returncode != 0 and "1/60-rotational.policy: released, and changed in sets/1/" in r.stderr, r.stderr
+    assert r.returncode != 0 and f"{n}/60-rotational.policy: released, and changed in sets/{n}/" in r.stderr, \
+        r.stderr
 
-    shutil.copy2(os.path.join(top, "policies", "60-rotational.policy"), os.path.join(tree, "sets", "1"))
-    shutil.copy2(os.path.join(top, "policies", "policy-set"), tree)
+    put_back("60-rotational.policy", os.path.join(tree, "sets", str(n)))
+    put_back("policy-set")
     r = policy_sets(top, "check", tree)
-    assert r.returncode != 0 and "sets/1: frozen, yet not older than the newest set 1" in r.stderr, r.stderr
+    assert r.returncode != 0 and f"sets/{n}: frozen, yet not older than the newest set {n}" in r.stderr, r.stderr
 
 
 def test_status_json_is_what_blkpolicyctl_shows(env, blkpolicyctl):
@@ -304,7 +325,8 @@ def test_first_install_pins_the_set_upgrades_leave_it(top, work, blkpolicyd):
     r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "")
     with open(pin) as f:
         text = f.read()
-    assert r.returncode == 0 and re.search(r"^policy_set = 1$", text, re.M) and text.startswith("# Written by"), \
+    n = shipped_number(os.path.join(shipped, "policy-set"))
+    assert r.returncode == 0 and re.search(rf"^policy_set = {n}$", text, re.M) and text.startswith("# Written by"), \
         f"the first install pins the set it ships, and says what the file is: {r.stderr}\n{text}"
     with open(os.path.join(work, "blkpolicyd.conf"), "w") as f:
         f.write("[Daemon]\n")
@@ -314,7 +336,7 @@ def test_first_install_pins_the_set_upgrades_leave_it(top, work, blkpolicyd):
     assert c.returncode == 0, f"the daemon reads the pin as any drop-in: {c.stderr}"
 
     with open(os.path.join(shipped, "policy-set"), "w") as f:
-        f.write("2\n")             # the upgrade brings set 2
+        f.write(f"{n + 1}\n")      # the upgrade brings the next set
     r = maintainer_script(top, work, "blkpolicyd.postinst", "configure", "0.1.0")
     with open(pin) as f:
         assert r.returncode == 0 and f.read() == text, "an upgrade leaves the pin as it was"

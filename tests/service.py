@@ -165,14 +165,17 @@ def test_man_page_renders_without_warnings(top, page):
 
 
 def test_installed_policy_sets(dest, dirs, blkpolicyd, kvm_fixture):
-    """The newest set installed with its number, the frozen ones (none yet)
-    beside it, and the daemon reading them below --root as installed."""
+    """The newest set installed with its number, the frozen ones beside it
+    (set 1), and the daemon reading them below --root as installed."""
     lib = dest + os.path.join(dirs["prefix"], "lib/blkpolicyd")
     with open(os.path.join(lib, "policies.d/policy-set")) as f:
         number = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    assert number == ["1"], f"policies.d/policy-set: {number}"
+    assert number == ["2"], f"policies.d/policy-set: {number}"
     assert os.path.isdir(os.path.join(lib, "policy-sets")) and not os.path.exists(os.path.join(lib, "policies.d/sets")), \
         "the frozen sets go to policy-sets/, not into the newest set's dir"
+    frozen = sorted(os.listdir(os.path.join(lib, "policy-sets", "1")))
+    assert "20-fast-virtual.policy" in frozen and "policy-set" in frozen and "SHA256SUMS" not in frozen \
+        and "22-virtio-read-ahead.policy" not in frozen, f"set 1 installed as frozen, without the sums: {frozen}"
     r = subprocess.run([blkpolicyd, "--check-config", "--config", "/dev/null", "--root", dest,
                         "--sysfs-root", os.path.join(kvm_fixture, "sys"), "--proc-root", os.path.join(kvm_fixture, "proc")],
                        capture_output=True, text=True, timeout=30)

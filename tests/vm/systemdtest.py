@@ -23,10 +23,11 @@ systemd. A test unit then checks, from inside:
     blkpolicyd's start with the old After= drop-in and is clean with
     blkpolicyd-settle.service enabled; tuned restarted wins vdd, the settle
     unit gives it back to blkpolicyd;
-  - a package upgrade (the .deb repacked as the next release, its set 1
-    frozen and a set 2 that wants kyber on vdb) hands over and changes no
-    disk: the first install's pin keeps set 1, status and the journal say
-    set 2 is newer; policy_set = 2 and a reload apply it, 1 puts it back;
+  - a package upgrade (the .deb repacked as the next release, its shipped
+    set N frozen and a set N+1 that wants kyber on vdb) hands over and
+    changes no disk: the first install's pin keeps set N, status and the
+    journal say set N+1 is newer; policy_set = N+1 and a reload apply it,
+    N puts it back;
   - systemctl stop restores what the kernel had.
 The lines come back over the serial console as "ok - ..." / "not ok - ...".
 
@@ -267,18 +268,20 @@ killed_file() {
         stopped_file signal 'code="killed",status="KILL"'
 }
 stopped_state() { [ "$(prop ActiveState)" = failed ] || [ "$(prop ActiveState)" = inactive ]; }
-# the upgrade .deb ships set 2, whose 20-fast-virtual.policy wants kyber;
-# the first install pinned set 1 (the postinst's drop-in)
+# the first install pinned the set it ships, SET (the postinst's drop-in);
+# the upgrade .deb ships set NEXT, whose 20-fast-virtual.policy wants kyber
+SET=$(grep -v '^#' /usr/lib/blkpolicyd/policies.d/policy-set | head -n 1)
+NEXT=$((SET + 1))
 pin=/etc/blkpolicyd/blkpolicyd.conf.d/00-policy-set.conf
 pinned() { grep -q "^policy_set = $1\$" $pin; }
-status_sets() { blkpolicyctl --json status | tr -d ' \n\t' | grep -q "\"policy_set\":{\"in_use\":$1,\"newest\":2,\"differs\":\[$2\]}"; }
+status_sets() { blkpolicyctl --json status | tr -d ' \n\t' | grep -q "\"policy_set\":{\"in_use\":$1,\"newest\":$NEXT,\"differs\":\[$2\]}"; }
 journal_says_newer() {
         journalctl -b -u blkpolicyd MESSAGE_ID=c41e7a2d95b04f6e8a3d1b7c62f0e985 -o json > /run/sets.json
-        grep -q '"POLICY_SET":"1"' /run/sets.json && grep -q '"POLICY_SET_NEWEST":"2"' /run/sets.json &&
+        grep -q "\"POLICY_SET\":\"$SET\"" /run/sets.json && grep -q "\"POLICY_SET_NEWEST\":\"$NEXT\"" /run/sets.json &&
         grep -q '"POLICY_SET_DIFFERS":"20-fast-virtual.policy"' /run/sets.json
 }
-opt_in() { step sed -i 's/^policy_set = 1$/policy_set = 2/' $pin && step systemctl reload blkpolicyd && step runs vdb kyber && step status_sets 2 ""; }
-opt_out() { step sed -i 's/^policy_set = 2$/policy_set = 1/' $pin && step systemctl reload blkpolicyd && step runs vdb none && step status_sets 1 '"20-fast-virtual.policy"'; }
+opt_in() { step sed -i "s/^policy_set = $SET\$/policy_set = $NEXT/" $pin && step systemctl reload blkpolicyd && step runs vdb kyber && step status_sets $NEXT ""; }
+opt_out() { step sed -i "s/^policy_set = $NEXT\$/policy_set = $SET/" $pin && step systemctl reload blkpolicyd && step runs vdb none && step status_sets $SET '"20-fast-virtual.policy"'; }
 nullb() {
         modprobe null_blk nr_devices=0 &&
         mkdir /sys/kernel/config/nullb/nullb0 &&
@@ -322,15 +325,15 @@ check "... and a reload without it puts vdc back to bfq" property_dropped
 check "backing out to observe by reload: every value back, nothing overridden" back_out
 check "... and enforce again by reload: applied again, nothing overridden" enforce_again
 check "no restarts" no_restarts
-check "the first install pinned the shipped policy set 1 in a drop-in" pinned 1
+check "the first install pinned the shipped policy set $SET in a drop-in" pinned $SET
 check "a package upgrade restarts the daemon (new PID) and writes no scheduler again" upgrade_no_churn
 check "... the disks keep their settings through it" runs vdb none
 check "... the old daemon handed over instead of putting back" handed_over
-check "... the upgrade's set 2 (vdb: kyber) is not applied: the pin stays at 1" pinned 1
-check "... status says set 1 in use, set 2 newer, 20-fast-virtual.policy differs" status_sets 1 '"20-fast-virtual.policy"'
+check "... the upgrade's set $NEXT (vdb: kyber) is not applied: the pin stays at $SET" pinned $SET
+check "... status says set $SET in use, set $NEXT newer, 20-fast-virtual.policy differs" status_sets $SET '"20-fast-virtual.policy"'
 check "... and the journal, with POLICY_SET= fields" journal_says_newer
-check "policy_set = 2 in the pin and a reload: set 2's kyber on vdb" opt_in
-check "... and back to policy_set = 1: vdb none again" opt_out
+check "policy_set = $NEXT in the pin and a reload: set $NEXT's kyber on vdb" opt_in
+check "... and back to policy_set = $SET: vdb none again" opt_out
 systemctl stop blkpolicyd
 check "systemctl stop restores the kernel's mq-deadline on vdb" runs vdb mq-deadline
 check "... and on nullb0" runs nullb0 mq-deadline
@@ -413,19 +416,27 @@ def chroot(root, *cmd):
         raise RuntimeError(f"{' '.join(cmd)}: {r.stdout}{r.stderr}")
 
 
+def shipped_set(path):
+    """The number in a policy-set file: its first line that is no comment."""
+    with open(path) as f:
+        return int(next(line for line in f if line.strip() and not line.startswith("#")))
+
+
 def upgrade_deb(deb, out):
     """The next release as the upgrade check installs it: deb repacked with
-    a higher version, its shipped set 1 frozen in policy-sets/1 and a newest
-    set 2 whose 20-fast-virtual.policy wants kyber (docs/service.md,
+    a higher version, its shipped set N frozen in policy-sets/N and a newest
+    set N+1 whose 20-fast-virtual.policy wants kyber (docs/service.md,
     "Upgrades")."""
     tree = tempfile.mkdtemp(prefix="blkpolicyd-upgrade-")
     try:
         subprocess.run(["dpkg-deb", "-R", deb, tree], check=True, capture_output=True)
         lib = os.path.join(tree, "usr/lib/blkpolicyd")
-        shutil.rmtree(os.path.join(lib, "policy-sets", "1"), ignore_errors=True)
-        shutil.copytree(os.path.join(lib, "policies.d"), os.path.join(lib, "policy-sets", "1"))
+        shipped = shipped_set(os.path.join(lib, "policies.d", "policy-set"))
+        frozen = os.path.join(lib, "policy-sets", str(shipped))
+        shutil.rmtree(frozen, ignore_errors=True)
+        shutil.copytree(os.path.join(lib, "policies.d"), frozen)
         with open(os.path.join(lib, "policies.d", "policy-set"), "w") as f:
-            f.write("2\n")
+            f.write(f"{shipped + 1}\n")
         fast = os.path.join(lib, "policies.d", "20-fast-virtual.policy")
         with open(fast) as f:
             text = f.read()
@@ -435,7 +446,7 @@ def upgrade_deb(deb, out):
         with open(control) as f:
             text = f.read()
         with open(control, "w") as f:
-            f.write(re.sub(r"^Version: (.*)$", r"Version: \1+policyset2", text, flags=re.M))
+            f.write(re.sub(r"^Version: (.*)$", rf"Version: \1+policyset{shipped + 1}", text, flags=re.M))
         sums = []
         for d, _, files in os.walk(tree):
             for name in files:
