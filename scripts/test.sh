@@ -75,6 +75,8 @@ fi
 
 # Real kernels: Debian's 6.1 and 6.12 under QEMU.
 root_suite vm "apt-get download of the kernels" python3 tests/vm/vmtest.py --blkpolicyd build/daemon/blkpolicyd
+# Set 2's virtio read-ahead on the real kernels: 6.12 leaves it, 7.3's 8192 becomes 128 and comes back.
+root_suite readahead "apt-get download of the kernels" python3 tests/vm/readahead.py --blkpolicyd build/daemon/blkpolicyd
 # The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
 root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb
 
@@ -82,7 +84,7 @@ root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py
 echo "=== lint"
 scripts/lint.sh build | tee build/lint.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container rollout vm systemd <<'PY'
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container rollout vm readahead systemd <<'PY'
 import json, os, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
