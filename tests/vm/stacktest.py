@@ -488,7 +488,8 @@ def check(res, which, serial, regen):
     m = re.search(r"===EXIT (\d+)===", serial)
     res.check(f"{w}: SIGTERM: the daemon exits 0", m and m.group(1) == "0", m and m.group(0))
     restored = snap(serial, "RESTORED")
-    moved = {lin["name"] if lin else None, m2 and m2.group(1), m and z and z["name"]}
+    # the dm-Ns of the removed map, of the error map and of the new linear0
+    moved = {lin and lin["name"], z and z["name"], m2 and m2.group(1)}
     wrong = {dev: (before[dev], restored.get(dev)) for dev in before
              if dev not in moved and before[dev] != restored.get(dev)}
     res.check(f"{w}: SIGTERM: every layer that stayed is back to what it had before the daemon "
