@@ -265,6 +265,19 @@ def test_failed_restore_keeps_its_record(tree):
         f"... and --restore finishes it: {(now, r.stderr[-800:])}"
 
 
+def test_busy_put_back_is_written_again(tree):
+    # 5b. EBUSY at a put-back is another disk of the same tag set switching
+    # (7.3's trylock in elv_iosched_store): at SIGTERM in the VM bed
+    # (tests/vm/stacktest.py), one of a multipath map's two paths, on one
+    # SCSI host, stayed on none. The put-back waits it out, bounded.
+    tree.reset()
+    d = tree.daemon(faults="write:*/loop0/queue/scheduler:EBUSY:3:1")     # the first write applies
+    rc = d.stop()
+    ok, now = tree.all_original()
+    assert ok and rc == 0 and not os.path.exists(os.path.join(tree.state, "devices", "7:0")), \
+        f"a put-back the kernel refused three times with EBUSY is written again: {(rc, now, d.text()[-800:])}"
+
+
 def test_read_back_cut_short_is_not_recorded(tree):
     # 5b. the read back after loop1's switch cut short ("none mq-deadli":
     # no current scheduler in it): what was written is not recorded as an

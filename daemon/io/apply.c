@@ -7,6 +7,7 @@
  * fd only: the disk's name may stand for another disk by the next write. */
 #include <limits.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include "apply.h"
 #include "classify.h"
@@ -16,6 +17,9 @@
 /* scheduler round, the rest, and the one that sees the values back; plus
  * one per scheduler fallback */
 #define ROUNDS_MAX (3 + SCHED_CHOICES_MAX)
+/* a put-back that meets EBUSY is written again, after 1, 2, 4 ... 512 ms */
+#define PUT_BACK_BUSY_TRIES 10
+#define PUT_BACK_BUSY_BASE_NSEC 1000000L
 
 /* raw as read from the tunable's file: the value blkpolicyd compares */
 static int current_value(unsigned tunable, const char *raw, char *buf, size_t size) {
@@ -257,6 +261,27 @@ static int save_record(Pass *p, const DeviceRecord *r) {
         return k;
 }
 
+/* A put-back's write. Kernels with the trylock (7.3; not 6.12) fail a
+ * scheduler switch or an nr_requests write with EBUSY while another disk
+ * of the same tag set, any disk of the same SCSI host, is switching:
+ * block/elevator.c elv_iosched_store() and blk-sysfs.c
+ * queue_requests_store() take the tag set's update_nr_hwq_lock with
+ * down_write_trylock(). A pass that sets is retried by the loop; a
+ * put-back at stop has no later pass, so it waits out the other switch
+ * here, bounded (1 s in all). Seen in tests/vm/stacktest.py: at SIGTERM,
+ * one of a multipath map's two paths stayed on none. */
+static int put_back_write(Pass *p, const char *attr, const char *value) {
+        int k = queue_dir_write(&p->queue, attr, value);
+
+        for (unsigned i = 0; k == -EBUSY && i < PUT_BACK_BUSY_TRIES; i++) {
+                struct timespec ts = { .tv_nsec = PUT_BACK_BUSY_BASE_NSEC << i };
+
+                (void) nanosleep(&ts, NULL);
+                k = queue_dir_write(&p->queue, attr, value);
+        }
+        return k;
+}
+
 /* Writes one step and reads it back. Returns -ENODEV when the device is
  * gone, 0 otherwise (the outcome is in the item and the log; the record
  * learns what landed from the next round's read, see resolve_intents(),
@@ -269,7 +294,8 @@ static int run_step(Pass *p, const Step *s, ApplyOutcome *out) {
         if (!still_same_queue(p))
                 return -ENODEV;
         count_write(p, s->tunable);
-        k = w = queue_dir_write(&p->queue, tunables[s->tunable].attr, s->value);
+        k = w = s->kind == STEP_RESTORE ? put_back_write(p, tunables[s->tunable].attr, s->value) :
+                                          queue_dir_write(&p->queue, tunables[s->tunable].attr, s->value);
         if (is_gone(p, k))
                 return -ENODEV;
         if (k == 0)
