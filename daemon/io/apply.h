@@ -30,6 +30,8 @@ typedef struct ApplyRequest {
         const LiveValue *media_live;    /* as seen when the new medium came, or NULL */
         ApplyStats *stats;      /* may be NULL */
         bool probe_dispatch_direct;     /* not known yet: look after a switch to mq-deadline */
+        const unsigned *kernel_version; /* [3], whose rules the kernel's defaults follow; NULL:
+                                         * unknown (the rules before 6.17) */
 } ApplyRequest;
 
 typedef struct ApplyOutcome {
@@ -39,6 +41,7 @@ typedef struct ApplyOutcome {
         int overridden;                 /* a wanted attribute the admin changed (tunable), or -1 */
         char overridden_live[VALUE_MAX];
         Tristate dispatch_direct;       /* after a switch to mq-deadline: its iosched/ has it; else unknown */
+        unsigned kernel_resets;         /* values the kernel's limits update had reset, written again */
 } ApplyOutcome;
 
 /* One pass for a device: plan NULL wants nothing (stop, --restore), which
@@ -47,6 +50,13 @@ typedef struct ApplyOutcome {
  * (its record is moot); -EAGAIN when an item hit a transient error and the
  * pass should run again later; -ENOMEM. */
 int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out);
+
+/* What a queue-limits update (a revalidation) leaves tunable at on dev
+ * now: kernel-default.h, from the queue's limits as sysfs shows them.
+ * Returns 1 and fills buf; 0 when no limits update resets tunable; a
+ * negative errno when the limits cannot be read. */
+int kernel_default_read(const Roots *r, const char *dev, unsigned tunable, const unsigned *kernel_version,
+                        char *buf, size_t size);
 
 /* The value blkpolicyd compares for an attribute: the bracketed name for
  * "scheduler", the whole text otherwise. */
