@@ -137,6 +137,9 @@ def test_read_ahead_comes_back_after_a_revalidation(host_of, event):
         assert "loop0: read_ahead_kb is at the kernel's default 128" in h.text(), "the sweep saw it"
     assert not h.overridden("loop0") and h.call("status")["overridden"] == 0
     assert "behind blkpolicyd's back" not in h.text() and "changed to 128" not in h.text()
+    # counted when the pass is back on the loop, a moment after its write
+    wait_for(lambda: "\nblkpolicyd_kernel_resets_total 1\n" in h.call("metrics")["text"], 30,
+             "blkpolicyd_kernel_resets_total 1")
     assert h.stop() == 0
     assert [h.ra(dev) for dev in DISKS] == ["128", "128"], "the found value back at stop"
     assert not os.listdir(os.path.join(h.state, "devices"))

@@ -436,13 +436,14 @@ static void note_overridden(Pass *p, const Reconciled *rec, ApplyOutcome *out) {
 
 /* A revalidation's, not someone else's: said as such, neither drift nor
  * an override. */
-static void log_kernel_resets(const Pass *p, const Reconciled *rec, ApplyOutcome *out) {
+static void log_kernel_resets(const Pass *p, const Reconciled *rec) {
         for (unsigned i = 0; i < rec->n_steps; i++) {
                 const Step *s = &rec->steps[i];
 
                 if (!rec->kernel_reset[s->tunable])
                         continue;
-                out->kernel_resets++;
+                if (p->req->stats)
+                        p->req->stats->kernel_resets++;
                 log_notice("%s: %s is back at the kernel's default %s (a queue-limits update: a revalidation), %s %s",
                            p->req->dev, tunables[s->tunable].attr, p->live[s->tunable].value,
                            s->kind == STEP_SET ? "setting it again to" : "putting back", s->value);
@@ -485,7 +486,7 @@ static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) 
         if (k < 0)
                 return k;
         note_overridden(p, &rec, out);
-        log_kernel_resets(p, &rec, out);
+        log_kernel_resets(p, &rec);
         /* on disk before the first write: what is found, what is about to land */
         k = rec.n_steps > 0 || !device_record_equal(p->req->record, &rec.record) ? commit_record(p, &rec) : 0;
         for (unsigned i = 0; k == 0 && i < rec.n_steps; i++)

@@ -18,6 +18,8 @@ typedef struct ApplyStats {
         uint64_t scheduler_writes;      /* each costs a queue freeze: counted to prove none is redundant */
         uint64_t other_writes;
         uint64_t write_errors;          /* writes the kernel refused (not an EINVAL a fallback follows) */
+        uint64_t kernel_resets;         /* values a queue-limits update had put back to the kernel's
+                                         * default, written again or put back (reconcile's kernel_reset) */
 } ApplyStats;
 
 typedef struct ApplyRequest {
@@ -41,7 +43,6 @@ typedef struct ApplyOutcome {
         int overridden;                 /* a wanted attribute the admin changed (tunable), or -1 */
         char overridden_live[VALUE_MAX];
         Tristate dispatch_direct;       /* after a switch to mq-deadline: its iosched/ has it; else unknown */
-        unsigned kernel_resets;         /* values the kernel's limits update had reset, written again */
 } ApplyOutcome;
 
 /* One pass for a device: plan NULL wants nothing (stop, --restore), which

@@ -408,6 +408,7 @@ int device_apply_done(DeviceContext *c, ApplyJob *j) {
         c->writes.scheduler_writes += j->stats.scheduler_writes;
         c->writes.other_writes += j->stats.other_writes;
         c->writes.write_errors += j->stats.write_errors;
+        c->writes.kernel_resets += j->stats.kernel_resets;
         device_learn_caps(c, j);
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 applier_job_free(c->applier, j);    /* its device was forgotten meanwhile */
