@@ -47,29 +47,29 @@ int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *b
 /* The files a queue's limits are read from, in queue_limits_parse()'s order. */
 static const char *const limits_attrs[] = { "optimal_io_size", "max_sectors_kb", "rotational" };
 
-static int kernel_default_from(const char raw[3][32], unsigned tunable, const unsigned *kernel_version, char *buf,
-                               size_t size) {
+/* What a limits update leaves tunable at, from the limits read below the
+ * queue a pass holds (q), or else by the disk's name. */
+static int kernel_default_of(const QueueDir *q, const Roots *r, const char *dev, unsigned tunable,
+                             const unsigned *kernel_version, char *buf, size_t size) {
         static const unsigned unknown[3] = {};
         long page = sysconf(_SC_PAGESIZE);
+        char raw[ELEMENTSOF(limits_attrs)][32];
         QueueLimitsSeen l;
-        int k = queue_limits_parse(raw[0], raw[1], raw[2], page > 0 ? (unsigned) (page / 1024) : 4, &l);
+        int k = 0;
 
+        if (!tunable_reset_by_limits(tunable))
+                return 0;
+        for (unsigned i = 0; k == 0 && i < ELEMENTSOF(limits_attrs); i++)
+                k = q ? queue_dir_read(q, limits_attrs[i], raw[i], sizeof(raw[i]))
+                      : queue_attr_read(r, dev, limits_attrs[i], raw[i], sizeof(raw[i]));
+        if (k == 0)
+                k = queue_limits_parse(raw[0], raw[1], raw[2], page > 0 ? (unsigned) (page / 1024) : 4, &l);
         return k < 0 ? k : kernel_default_value(tunable, &l, kernel_version ?: unknown, buf, size);
 }
 
 int kernel_default_read(const Roots *r, const char *dev, unsigned tunable, const unsigned *kernel_version,
                         char *buf, size_t size) {
-        char raw[3][32];
-
-        if (!tunable_reset_by_limits(tunable))
-                return 0;
-        for (unsigned i = 0; i < ELEMENTSOF(limits_attrs); i++) {
-                int k = queue_attr_read(r, dev, limits_attrs[i], raw[i], sizeof(raw[i]));
-
-                if (k < 0)
-                        return k;
-        }
-        return kernel_default_from(raw, tunable, kernel_version, buf, size);
+        return kernel_default_of(NULL, r, dev, tunable, kernel_version, buf, size);
 }
 
 static bool device_present(const Roots *r, const char *dev) {
@@ -192,18 +192,14 @@ static bool to_read(const Pass *p, unsigned t, const char *sched, bool may_switc
 static void read_kernel_defaults(Pass *p) {
         for (unsigned t = 1; t < n_tunables; t++) {
                 const AttrRecord *a = device_record_get(p->req->record, t);
-                char raw[3][32];
-                int k = 0;
+                int k;
 
                 p->kernel_default[t] = NULL;
                 if (!tunable_reset_by_limits(t) || p->live[t].state != LIVE_OK || !a || !a->written ||
                     streq(a->written, p->live[t].value))
                         continue;
-                for (unsigned i = 0; k == 0 && i < ELEMENTSOF(limits_attrs); i++)
-                        k = queue_dir_read(&p->queue, limits_attrs[i], raw[i], sizeof(raw[i]));
-                if (k == 0)
-                        k = kernel_default_from(raw, t, p->req->kernel_version, p->kernel_default_buf[t],
-                                                sizeof(p->kernel_default_buf[t]));
+                k = kernel_default_of(&p->queue, NULL, p->req->dev, t, p->req->kernel_version,
+                                      p->kernel_default_buf[t], sizeof(p->kernel_default_buf[t]));
                 if (k > 0)
                         p->kernel_default[t] = p->kernel_default_buf[t];
                 else if (k < 0)
