@@ -527,6 +527,17 @@ TEST(put_back_is_dropped_unless_a_switch_resets_it) {
         done(&c, &r);
 }
 
+/* read_ahead_kb recorded (found, written), wanted (NULL: not), live now,
+ * and what a queue-limits update leaves it at now; the scheduler none. */
+static void read_ahead(Case *c, const char *found, const char *written, const char *want, const char *now,
+                       const char *kernel_default) {
+        recorded(c, "read_ahead_kb", found, written);
+        c->wanted[T("read_ahead_kb")] = want;
+        live(c, "scheduler", "none");
+        live(c, "read_ahead_kb", now);
+        c->kernel_default[T("read_ahead_kb")] = kernel_default;
+}
+
 /* A revalidation's limits update put read_ahead_kb back to the kernel's
  * default, which is also the found value: the kernel's doing, not the
  * admin putting the found value back by hand. Written again, no override,
@@ -535,12 +546,7 @@ TEST(kernel_default_after_a_revalidation_is_written_again) {
         Case c = {};
         Reconciled r;
 
-        recorded(&c, "scheduler", "none", "none");
-        live(&c, "scheduler", "none");
-        recorded(&c, "read_ahead_kb", "8192", "128");
-        c.wanted[T("read_ahead_kb")] = "128";
-        live(&c, "read_ahead_kb", "8192");
-        c.kernel_default[T("read_ahead_kb")] = "8192";
+        read_ahead(&c, "8192", "128", "128", "8192", "8192");
         run(&c, &r);
         ASSERT_TRUE(r.kernel_reset[T("read_ahead_kb")] && !r.overridden[T("read_ahead_kb")]);
         ASSERT_EQ_INT(r.n_steps, 1);
@@ -559,11 +565,7 @@ TEST(kernel_default_of_new_limits_keeps_the_found_value) {
         Case c = {};
         Reconciled r;
 
-        recorded(&c, "read_ahead_kb", "128", "64");
-        c.wanted[T("read_ahead_kb")] = "64";
-        live(&c, "scheduler", "none");
-        live(&c, "read_ahead_kb", "2048");
-        c.kernel_default[T("read_ahead_kb")] = "2048";
+        read_ahead(&c, "128", "64", "64", "2048", "2048");
         run(&c, &r);
         ASSERT_TRUE(r.kernel_reset[T("read_ahead_kb")]);
         ASSERT_TRUE(r.n_steps == 1 && streq(r.steps[0].value, "64"));
@@ -585,19 +587,12 @@ TEST(a_value_that_is_not_the_kernel_default_is_the_admins) {
         Case c = {};
         Reconciled r;
 
-        recorded(&c, "read_ahead_kb", "8192", "128");
-        c.wanted[T("read_ahead_kb")] = "128";
-        live(&c, "scheduler", "none");
-        live(&c, "read_ahead_kb", "512");
-        c.kernel_default[T("read_ahead_kb")] = "8192";
+        read_ahead(&c, "8192", "128", "128", "512", "8192");
         run(&c, &r);
         ASSERT_TRUE(r.n_steps == 0 && r.overridden[T("read_ahead_kb")] && !r.kernel_reset[T("read_ahead_kb")]);
         done(&c, &r);
 
-        recorded(&c, "read_ahead_kb", "8192", "128");
-        live(&c, "scheduler", "none");
-        live(&c, "read_ahead_kb", "512");
-        c.wanted[T("read_ahead_kb")] = NULL;
+        read_ahead(&c, "8192", "128", NULL, "512", "8192");
         run(&c, &r);
         ASSERT_TRUE(r.n_steps == 0 && !found_of(&r, "read_ahead_kb"));
         done(&c, &r);
@@ -609,11 +604,7 @@ TEST(kernel_default_needs_a_value_of_blkpolicyds_under_it) {
         Case c = {};
         Reconciled r;
 
-        recorded(&c, "read_ahead_kb", "128", "8192");
-        c.wanted[T("read_ahead_kb")] = "8192";
-        live(&c, "scheduler", "none");
-        live(&c, "read_ahead_kb", "8192");
-        c.kernel_default[T("read_ahead_kb")] = "8192";
+        read_ahead(&c, "128", "8192", "8192", "8192", "8192");
         run(&c, &r);
         ASSERT_TRUE(r.n_steps == 0 && !r.kernel_reset[T("read_ahead_kb")]);
         take(&c, &r);
