@@ -499,6 +499,9 @@ def check_revalidate(res, which, serial):
     SIGTERM."""
     m = re.search(r"===REVALIDATE (\S+) set=(\w+) before=(\d+) after_rescan=(\d+) back=(\w+) now=(\d+) "
                   r"overridden=(\d+) limits=(\S+)===", serial)
+    if m:
+        print(f"# {which}: {m.group(1)} (io_opt/max_sectors_kb/rotational {m.group(8)}): read_ahead_kb "
+              f"{m.group(3)} found, 64 set, {m.group(4)} after the rescan, {m.group(6)} after the sweep", flush=True)
     res.check(f"{which}: the virtio-scsi disk's read_ahead_kb is set to 64 by the daemon", m and m.group(2) == "ok",
               m and m.groups())
     if which != "6.1":
