@@ -205,6 +205,44 @@ def test_the_default_written_by_hand_is_taken_for_the_kernels(host_of):
     assert h.stop() == 0
 
 
+def set_kernel(h, release):
+    """The tree's kernel release, which the daemon reads at start."""
+    write(os.path.join(h.root, "proc", "sys", "kernel", "osrelease"), release)
+
+
+def test_before_6_15_a_value_above_the_default_is_reset_too(host_of):
+    """6.12.0 - 6.12.25 (and 6.9 - 6.14): blk_apply_bdi_limits() sets the
+    default whatever the value (no max3 yet): a policy's 4096 goes back to
+    128 at a revalidation, and is set again."""
+    h = host_of()
+    set_kernel(h, "6.12.10")
+    h.policy(4096)
+    h.start()
+    assert h.revalidate("loop0", True) == 4096, "6.18's fake kernel keeps it ..."
+    write(h.qfile("loop0", "read_ahead_kb"), str(faketree.read_ahead_default(h.root, "loop0", (6, 12))))
+    h.uevents.change("loop0", 7, 0, DISKSEQ)      # ... 6.12.10's put the default back
+    assert h.ra("loop0") == "4096" and not h.overridden("loop0"), h.text()[-3000:]
+    assert h.stop() == 0 and h.ra("loop0") == "128"
+
+
+def test_the_rotational_rule_is_the_kernels_of_6_17_on(host_of):
+    """A rotational disk with max_sectors_kb 4096: its default is 128 before
+    6.17 and 8192 from it on (459779d04ae8). On 6.12 an 8192 written over
+    the policy's value is an admin's, not the kernel's."""
+    h = host_of(rotational="1", max_sectors_kb="4096")
+    set_kernel(h, "6.12.117")
+    write(h.qfile("loop0", "read_ahead_kb"), "128")
+    write(h.qfile("loop1", "read_ahead_kb"), "128")
+    h.policy(64)
+    h.start()
+    write(h.qfile("loop0", "read_ahead_kb"), "8192")
+    wait_for(lambda: h.overridden("loop0"), 30, "loop0 overridden: 8192 is not 6.12's default")
+    write(h.qfile("loop1", "read_ahead_kb"), "128")     # 6.12's revalidation of loop1
+    wait_for(lambda: h.ra("loop1") == "64", 30, "loop1 set again: 128 is 6.12's default")
+    assert not h.overridden("loop1")
+    assert h.stop() == 0 and (h.ra("loop0"), h.ra("loop1")) == ("8192", "128")
+
+
 # The interleavings ------------------------------------------------------
 
 ADMIN_VALUES = ("512", "1024")          # above every default drawn: a revalidation keeps them
