@@ -21,6 +21,15 @@
  * New media (a new diskseq) makes the admin's value the found one of a new
  * device: recorded, written over, and put back at the end.
  *
+ * A revalidation (a SCSI rescan, an NVMe rescan, a dm table load, a
+ * virtio-blk resize) ends in a queue-limits update, which puts
+ * read_ahead_kb back to the kernel's default (kernel-default.h) behind
+ * blkpolicyd's back. Live at exactly that default, over a value of
+ * blkpolicyd's that landed, is the kernel's doing, not an admin's: still
+ * blkpolicyd's claim, its value written again (or, not wanted, the found
+ * value put back). The found value stays what it was: nothing lost first,
+ * even when the limits, and with them the default, changed since.
+ *
  * Some writes make the kernel reset others: a scheduler switch resets
  * nr_requests and replaces the iosched files; a write of nr_requests
  * resets mq-deadline's async_depth. Before such a write, what it resets is
@@ -62,6 +71,9 @@ typedef struct ReconcileInput {
         const LiveValue *media_live;    /* [n_tunables] or NULL: with new_media, only what still
                                          * holds the value seen when the change came is adopted;
                                          * a later change is the admin's on the new medium */
+        const char *const *kernel_default; /* [n_tunables] or NULL: what a queue-limits update (a
+                                         * revalidation) leaves each at now (kernel-default.h);
+                                         * NULL entries: nothing */
 } ReconcileInput;
 
 typedef struct Reconciled {
@@ -70,6 +82,9 @@ typedef struct Reconciled {
         unsigned n_steps;
         bool overridden[TUNABLES_MAX];  /* wanted, but the admin changed it: left alone */
         bool unreadable[TUNABLES_MAX];  /* not written: what its write resets cannot be read */
+        bool kernel_reset[TUNABLES_MAX]; /* the kernel's default over blkpolicyd's value: a
+                                         * revalidation's, no override; written again (wanted)
+                                         * or the found value put back (not wanted) */
         bool switches;                  /* the last step is a scheduler write: read again, reconcile again */
 } Reconciled;
 

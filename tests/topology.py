@@ -202,3 +202,59 @@ def test_explain_shows_the_whole_stack(stacks, blkpolicyctl):
         ex = control_call(stacks.sock_path, {"command": "explain", "device": dev})["result"]
         assert ex["stack"] == want and "topology" in ex, json.dumps(ex)[:2000]
     assert d.stop() == 0, "a clean exit (a sanitizer build: nothing leaked)"
+
+
+DM0_POLICY = "[Match]\nclass = bio-based\nname = dm-0\nstack = top\n\n[Queue]\nread_ahead_kb = 1024\n"
+
+
+def record_of(stacks, devnum):
+    path = os.path.join(stacks.state, "devices", devnum)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read()
+
+
+def test_a_map_gets_its_settings_when_its_table_loads(stacks):
+    """dmsetup create sends add before the table exists (dm-0 holds
+    nothing: no stack); the load and resume send a change event
+    (dm_kobject_uevent()). The map's own policy (stack = top) applies then,
+    and its found value goes back at stop."""
+    os.makedirs(stacks.policies, exist_ok=True)
+    with open(os.path.join(stacks.policies, "60-dm0.policy"), "w") as f:
+        f.write(DM0_POLICY)
+    d = stacks.start()
+    assert stacks.live("dm-0", "read_ahead_kb") == "128" and record_of(stacks, "253:0") is None, \
+        "no table: dm-0 is in no stack, no policy for it"
+    stacks.hold("vdb", "dm-0")
+    stacks.uevents.send("change", "dm-0", 253, 0, 2)
+    assert stacks.topology("dm-0")["stack"] == "top"
+    assert stacks.live("dm-0", "read_ahead_kb") == "1024", "the table's change event applied the map's policy"
+    assert "\nread_ahead_kb 128 1024 -\n" in record_of(stacks, "253:0")
+    assert d.stop() == 0
+    assert stacks.live("dm-0", "read_ahead_kb") == "128" and record_of(stacks, "253:0") is None
+
+
+def test_a_map_renamed_keeps_its_records_and_settings(stacks):
+    """dmsetup rename: dm/name changes, dm-N, its number, queue and uuid
+    stay, and dm sends a change event. Records follow the queue, not the
+    name: the record stays as it was (found 128), the setting stays
+    blkpolicyd's (no override, no new medium), the found value back at stop."""
+    stacks.hold("vdb", "dm-0")
+    os.makedirs(stacks.policies, exist_ok=True)
+    with open(os.path.join(stacks.policies, "60-dm0.policy"), "w") as f:
+        f.write(DM0_POLICY)
+    d = stacks.start()
+    assert stacks.live("dm-0", "read_ahead_kb") == "1024"
+    before = record_of(stacks, "253:0")
+    assert "\nread_ahead_kb 128 1024 -\n" in before, before
+    with open(os.path.join(stacks.disk_dir("dm-0"), "dm", "name"), "w") as f:
+        f.write("renamed0\n")
+    stacks.uevents.send("change", "dm-0", 253, 0, 2)
+    dev = stacks.device("dm-0")
+    assert dev["topology"]["dm"]["name"] == "renamed0", f"the new name is seen: {dev['topology']}"
+    assert not dev["overridden"] and stacks.live("dm-0", "read_ahead_kb") == "1024"
+    assert record_of(stacks, "253:0") == before, "the record as it was: same queue, same found value"
+    assert "new media" not in d.text() and "new medium" not in d.text()
+    assert d.stop() == 0
+    assert stacks.live("dm-0", "read_ahead_kb") == "128" and record_of(stacks, "253:0") is None

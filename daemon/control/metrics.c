@@ -394,6 +394,9 @@ static void write_counters(Buf *b, const Manager *m, const SamplerStats *ticks) 
         help(b, "blkpolicyd_sysfs_write_errors_total", "counter",
              "Writes to queue attributes the kernel refused (a scheduler fallback taken is not one)");
         fprintf(b->f, "blkpolicyd_sysfs_write_errors_total %llu\n", (unsigned long long) m->ctx.writes.write_errors);
+        help(b, "blkpolicyd_kernel_resets_total", "counter",
+             "Settings a queue-limits update (a revalidation) had put back to the kernel's default, set again");
+        fprintf(b->f, "blkpolicyd_kernel_resets_total %llu\n", (unsigned long long) m->ctx.writes.kernel_resets);
 }
 
 /* A fleet after a package upgrade: hosts whose in_use is below newest

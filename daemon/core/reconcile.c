@@ -151,6 +151,16 @@ static void drop_admins(Reconciled *out, unsigned t) {
                         (void) device_record_drop(&out->record, i);
 }
 
+/* Live is what a limits update left over blkpolicyd's own value: the
+ * kernel's default for the queue's limits now, which blkpolicyd did not
+ * write. An admin who writes that very value is taken for the kernel
+ * (docs/reliability.md, "Revalidation"). */
+static bool reset_by_kernel(const ReconcileInput *in, const AttrRecord *a, unsigned t, const char *live) {
+        const char *def = in->kernel_default ? in->kernel_default[t] : NULL;
+
+        return def && a && a->written && !attr_follows(a) && streq(live, def) && !streq(live, a->written);
+}
+
 static bool seen_at_the_change(const ReconcileInput *in, unsigned t) {
         return !in->media_live ||
                (in->media_live[t].state == LIVE_OK && streq(in->media_live[t].value, in->live[t].value));
@@ -173,6 +183,8 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
         }
         if (setting_owner(a, live) == OWNER_ADMIN && in->new_media && seen_at_the_change(in, t))
                 drop_admins(out, t);    /* theirs, found again below: put back at the end */
+        else if (setting_owner(a, live) == OWNER_ADMIN && reset_by_kernel(in, a, t, live))
+                out->kernel_reset[t] = true;    /* still blkpolicyd's: written again, found kept */
         else if (setting_owner(a, live) == OWNER_ADMIN && !in->take_over) {
                 out->overridden[t] = true;
                 return 0;
@@ -189,7 +201,9 @@ static int reconcile_unwanted(const ReconcileInput *in, Reconciled *out, unsigne
 
         if (!a)
                 return 0;
-        if (owner == OWNER_ADMIN) {
+        if (owner == OWNER_ADMIN && reset_by_kernel(in, a, t, live))
+                out->kernel_reset[t] = true;    /* the kernel's, not the admin's: the found value goes back */
+        else if (owner == OWNER_ADMIN) {
                 drop_admins(out, t);
                 return 0;
         }

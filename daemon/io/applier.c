@@ -152,7 +152,8 @@ static void run_job(Applier *a, ApplyJob *j) {
         ApplyRequest req = { .roots = a->roots, .dev = j->dev, .record = &j->record, .state = a->state,
                              .take_over = j->take_over, .new_media = j->new_media,
                              .media_live = j->has_media_live ? j->media_live : NULL, .stats = &j->stats,
-                             .probe_dispatch_direct = j->probe_dispatch_direct };
+                             .probe_dispatch_direct = j->probe_dispatch_direct,
+                             .kernel_version = j->kernel_version };
 
         j->start_usec = clock_usec(CLOCK_MONOTONIC);
         j->result = apply_device(&req, j->restore ? NULL : j->plan, &j->out);

@@ -36,6 +36,7 @@ typedef struct ApplyJob {
         bool new_media;
         bool has_media_live;
         bool probe_dispatch_direct;     /* ApplyRequest's */
+        unsigned kernel_version[3];     /* ApplyRequest's */
         LiveValue media_live[TUNABLES_MAX];     /* new_media: the values when the change was seen */
         bool restore;                   /* nothing wanted: put back (stop, restore) */
         Plan *plan;                     /* NULL for a restore, else into plan_copy, whose

@@ -8,9 +8,11 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "apply.h"
 #include "classify.h"
+#include "kernel-default.h"
 #include "log.h"
 #include "util.h"
 
@@ -46,6 +48,34 @@ int attr_read_current(const Roots *r, const char *dev, unsigned tunable, char *b
         return k < 0 ? k : current_value(tunable, raw, buf, size);
 }
 
+/* The files a queue's limits are read from, in queue_limits_parse()'s order. */
+static const char *const limits_attrs[] = { "optimal_io_size", "max_sectors_kb", "rotational" };
+
+/* What a limits update leaves tunable at, from the limits read below the
+ * queue a pass holds (q), or else by the disk's name. */
+static int kernel_default_of(const QueueDir *q, const Roots *r, const char *dev, unsigned tunable,
+                             const unsigned *kernel_version, char *buf, size_t size) {
+        static const unsigned unknown[3] = {};
+        long page = sysconf(_SC_PAGESIZE);
+        char raw[ELEMENTSOF(limits_attrs)][32];
+        QueueLimitsSeen l;
+        int k = 0;
+
+        if (!tunable_reset_by_limits(tunable))
+                return 0;
+        for (unsigned i = 0; k == 0 && i < ELEMENTSOF(limits_attrs); i++)
+                k = q ? queue_dir_read(q, limits_attrs[i], raw[i], sizeof(raw[i]))
+                      : queue_attr_read(r, dev, limits_attrs[i], raw[i], sizeof(raw[i]));
+        if (k == 0)
+                k = queue_limits_parse(raw[0], raw[1], raw[2], page > 0 ? (unsigned) (page / 1024) : 4, &l);
+        return k < 0 ? k : kernel_default_value(tunable, &l, kernel_version ?: unknown, buf, size);
+}
+
+int kernel_default_read(const Roots *r, const char *dev, unsigned tunable, const unsigned *kernel_version,
+                        char *buf, size_t size) {
+        return kernel_default_of(NULL, r, dev, tunable, kernel_version, buf, size);
+}
+
 static bool device_present(const Roots *r, const char *dev) {
         char path[PATH_MAX];
 
@@ -65,6 +95,8 @@ typedef struct Pass {
         const char *wanted[TUNABLES_MAX];
         LiveValue live[TUNABLES_MAX];
         LiveValue before[TUNABLES_MAX];         /* as first read in this pass */
+        char kernel_default_buf[TUNABLES_MAX][VALUE_MAX];
+        const char *kernel_default[TUNABLES_MAX]; /* what a limits update leaves (reconcile's); NULL: none known */
         bool skip[TUNABLES_MAX];                /* written once already */
         bool done[TUNABLES_MAX];                /* a result is in the plan item */
         bool overridden[TUNABLES_MAX];          /* wanted, but the admin's now */
@@ -158,6 +190,28 @@ static bool to_read(const Pass *p, unsigned t, const char *sched, bool may_switc
         return tunable_reset_by_nr_requests(t) && wanted_or_recorded(p, TUNABLE_NR_REQUESTS);
 }
 
+/* The kernel's default of what a limits update resets, where it may tell
+ * a revalidation from an admin's write: a value of blkpolicyd's that
+ * landed and is no longer live. Three reads more, only then. */
+static void read_kernel_defaults(Pass *p) {
+        for (unsigned t = 1; t < n_tunables; t++) {
+                const AttrRecord *a = device_record_get(p->req->record, t);
+                int k;
+
+                p->kernel_default[t] = NULL;
+                if (!tunable_reset_by_limits(t) || p->live[t].state != LIVE_OK || !a || !a->written ||
+                    streq(a->written, p->live[t].value))
+                        continue;
+                k = kernel_default_of(&p->queue, NULL, p->req->dev, t, p->req->kernel_version,
+                                      p->kernel_default_buf[t], sizeof(p->kernel_default_buf[t]));
+                if (k > 0)
+                        p->kernel_default[t] = p->kernel_default_buf[t];
+                else if (k < 0)
+                        log_debug_errno(k, "%s: cannot read the queue's limits, %s at %s is taken as "
+                                        "someone else's: %m", p->req->dev, tunables[t].attr, p->live[t].value);
+        }
+}
+
 /* Reads what this pass may touch (to_read()). */
 static int read_live(Pass *p) {
         const char *sched;
@@ -188,6 +242,7 @@ static int read_live(Pass *p) {
                 if (k < 0)
                         return k;
         }
+        read_kernel_defaults(p);
         return 0;
 }
 
@@ -401,10 +456,27 @@ static void note_overridden(Pass *p, const Reconciled *rec, ApplyOutcome *out) {
                 }
 }
 
+/* A revalidation's, not someone else's: said as such, neither drift nor
+ * an override. */
+static void log_kernel_resets(const Pass *p, const Reconciled *rec) {
+        for (unsigned i = 0; i < rec->n_steps; i++) {
+                const Step *s = &rec->steps[i];
+
+                if (!rec->kernel_reset[s->tunable])
+                        continue;
+                if (p->req->stats)
+                        p->req->stats->kernel_resets++;
+                log_notice("%s: %s is back at the kernel's default %s (a queue-limits update: a revalidation), %s %s",
+                           p->req->dev, tunables[s->tunable].attr, p->live[s->tunable].value,
+                           s->kind == STEP_SET ? "setting it again to" : "putting back", s->value);
+        }
+}
+
 /* Dry run or held device: what one pass would write, nothing written. */
 static int plan_only(Pass *p, ApplyOutcome *out) {
         Reconciled rec;
-        ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live };
+        ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live,
+                              .kernel_default = p->kernel_default };
         int k = reconcile(&in, &rec);
 
         if (k < 0)
@@ -427,7 +499,8 @@ static int plan_only(Pass *p, ApplyOutcome *out) {
 static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) {
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
                               .take_over = p->req->take_over, .new_media = p->req->new_media,
-                              .media_live = p->req->media_live ?: round > 0 ? p->before : NULL };
+                              .media_live = p->req->media_live ?: round > 0 ? p->before : NULL,
+                              .kernel_default = p->kernel_default };
         Reconciled rec;
         int k;
 
@@ -435,6 +508,7 @@ static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) 
         if (k < 0)
                 return k;
         note_overridden(p, &rec, out);
+        log_kernel_resets(p, &rec);
         /* on disk before the first write: what is found, what is about to land */
         k = rec.n_steps > 0 || !device_record_equal(p->req->record, &rec.record) ? commit_record(p, &rec) : 0;
         for (unsigned i = 0; k == 0 && i < rec.n_steps; i++)

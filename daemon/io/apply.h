@@ -18,6 +18,8 @@ typedef struct ApplyStats {
         uint64_t scheduler_writes;      /* each costs a queue freeze: counted to prove none is redundant */
         uint64_t other_writes;
         uint64_t write_errors;          /* writes the kernel refused (not an EINVAL a fallback follows) */
+        uint64_t kernel_resets;         /* values a queue-limits update had put back to the kernel's
+                                         * default, written again or put back (reconcile's kernel_reset) */
 } ApplyStats;
 
 typedef struct ApplyRequest {
@@ -30,6 +32,8 @@ typedef struct ApplyRequest {
         const LiveValue *media_live;    /* as seen when the new medium came, or NULL */
         ApplyStats *stats;      /* may be NULL */
         bool probe_dispatch_direct;     /* not known yet: look after a switch to mq-deadline */
+        const unsigned *kernel_version; /* [3], whose rules the kernel's defaults follow; NULL:
+                                         * unknown (the rules before 6.17) */
 } ApplyRequest;
 
 typedef struct ApplyOutcome {
@@ -47,6 +51,13 @@ typedef struct ApplyOutcome {
  * (its record is moot); -EAGAIN when an item hit a transient error and the
  * pass should run again later; -ENOMEM. */
 int apply_device(const ApplyRequest *req, Plan *plan, ApplyOutcome *out);
+
+/* What a queue-limits update (a revalidation) leaves tunable at on dev
+ * now: kernel-default.h, from the queue's limits as sysfs shows them.
+ * Returns 1 and fills buf; 0 when no limits update resets tunable; a
+ * negative errno when the limits cannot be read. */
+int kernel_default_read(const Roots *r, const char *dev, unsigned tunable, const unsigned *kernel_version,
+                        char *buf, size_t size);
 
 /* The value blkpolicyd compares for an attribute: the bracketed name for
  * "scheduler", the whole text otherwise. */

@@ -174,7 +174,8 @@ static int device_note_outcome(Device *d, const Plan *plan, const ApplyOutcome *
 /* A paused or overridden device, or a dry run: only looked at, on the loop
  * (reads only, microseconds). */
 static int device_plan_only(DeviceContext *c, Device *d, Plan *plan) {
-        ApplyRequest req = { .roots = c->roots, .dev = d->name, .record = &d->record };
+        ApplyRequest req = { .roots = c->roots, .dev = d->name, .record = &d->record,
+                             .kernel_version = c->caps->version };
         ApplyOutcome out;
         int r = apply_device(&req, plan, &out);
 
@@ -195,6 +196,7 @@ static int device_submit(DeviceContext *c, Device *d, const Plan *plan, bool tak
         j->queue_id = d->record.id.queue_id;
         j->take_over = take_over;
         j->probe_dispatch_direct = c->caps->dispatch_direct != TRISTATE_YES;   /* a yes is for good */
+        memcpy(j->kernel_version, c->caps->version, sizeof(j->kernel_version));
         j->new_media = d->new_media;
         if (d->new_media) {
                 const MediaSnapshot *s = device_media_find(c, device_devnum(d));
@@ -406,6 +408,7 @@ int device_apply_done(DeviceContext *c, ApplyJob *j) {
         c->writes.scheduler_writes += j->stats.scheduler_writes;
         c->writes.other_writes += j->stats.other_writes;
         c->writes.write_errors += j->stats.write_errors;
+        c->writes.kernel_resets += j->stats.kernel_resets;
         device_learn_caps(c, j);
         if (!d || !d->job || d->record.id.queue_id != j->queue_id) {
                 applier_job_free(c->applier, j);    /* its device was forgotten meanwhile */

@@ -145,6 +145,19 @@ static bool drift_reapplies(const DeviceContext *c, unsigned tunable, ConflictSo
         return c->config->drift_reapply;
 }
 
+/* Whether live is what a queue-limits update leaves the setting at: the
+ * kernel's default for the queue's limits now (a revalidation: a SCSI
+ * rescan, an NVMe rescan, a dm table load, a resize). The kernel sends no
+ * event for most (a rescan that keeps the size sends none: block/genhd.c
+ * set_capacity_and_notify() sends RESIZE=1 only on a new size), so the
+ * sweep is where blkpolicyd learns it. */
+static bool drift_is_kernel_default(const DeviceContext *c, const Device *d, const DeviceDrift *it) {
+        char def[VALUE_MAX];
+
+        return kernel_default_read(c->roots, device_name(d), it->tunable, c->caps->version, def, sizeof(def)) > 0 &&
+               streq(def, it->current);
+}
+
 /* Returns 0, or -ENOMEM. May forget d (a reapply of a vanished disk). */
 static int device_check_drift(DeviceContext *c, Device *d) {
         _cleanup_free_ char *who = NULL;
@@ -161,6 +174,15 @@ static int device_check_drift(DeviceContext *c, Device *d) {
         if (!device_first_drift(c, d, &it))
                 return 0;
         attr = tunables[it.tunable].attr;
+        /* the kernel's doing, not someone else's: a pass (no take-over)
+         * whose reconcile() tells it again, from a read of its own, and
+         * writes the policy's value once; a write that fails is reported
+         * there, never a drift again, so nothing loops */
+        if (drift_is_kernel_default(c, d, &it)) {
+                log_info("%s: %s is at the kernel's default %s (a queue-limits update: a revalidation), "
+                         "not someone else's change", name, attr, it.current);
+                return device_process(c, d);
+        }
         /* name the likely writer: the admin fixes that, not blkpolicyd */
         who = conflicts_report_drift_note(c, d, it.tunable, it.current, &source);
         if (drift_reapplies(c, it.tunable, source)) {

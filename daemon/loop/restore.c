@@ -36,7 +36,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
         char name[64], recorded_name[STATE_NAME_MAX] = "?";
         ApplyOutcome out;
         ApplyRequest req = { .roots = &m->roots, .dev = name, .record = &rec,
-                             .state = m->options->dry_run ? NULL : &m->state };
+                             .state = m->options->dry_run ? NULL : &m->state, .kernel_version = m->caps.version };
         int r, torn;
 
         r = state_load(&m->state, major, minor, &rec, recorded_name);

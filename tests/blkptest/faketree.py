@@ -65,6 +65,36 @@ def live(root, dev, attr):
     return text
 
 
+def read_ahead_default(root, dev, version=(6, 18)):
+    """The read_ahead_kb a queue-limits update leaves at most, as
+    blk_apply_bdi_limits() (block/blk-settings.c) computes it: twice
+    optimal_io_size in whole pages, never below VM_READAHEAD_PAGES (128 KiB);
+    since 6.17 (459779d04ae8) twice max_sectors_kb on a rotational queue
+    without one. 4 KiB pages."""
+    io_opt = int(live(root, dev, "optimal_io_size") or 0)
+    if io_opt == 0 and live(root, dev, "rotational") == "1" and version >= (6, 17):
+        io_opt = int(live(root, dev, "max_sectors_kb")) * 1024
+    return max(io_opt * 2 // 4096 * 4, 128)
+
+
+def revalidate(root, dev, io_opt=None, max_sectors_kb=None, rotational=None, version=(6, 18)):
+    """A revalidation of dev, as the kernel's (sd_revalidate_disk() on a
+    SCSI rescan, an NVMe rescan, a dm table load, a virtio-blk resize):
+    the driver's new limits, if any, then queue_limits_commit_update() ->
+    blk_apply_bdi_limits(). Since 6.15 (7b720c720253, and 6.12.26) it never
+    lowers read_ahead_kb: ra = max3(ra, default); before, ra = default.
+    max_sectors_kb (max_user_sectors since 6.9), nr_requests, the scheduler
+    and its tunables, wbt_lat_usec: kept. Returns read_ahead_kb as left."""
+    for attr, value in (("optimal_io_size", io_opt), ("max_sectors_kb", max_sectors_kb),
+                        ("rotational", rotational)):
+        if value is not None:
+            write(qfile(root, dev, attr), str(value))
+    default = read_ahead_default(root, dev, version)
+    ra = default if version < (6, 15) else max(int(live(root, dev, "read_ahead_kb")), default)
+    write(qfile(root, dev, "read_ahead_kb"), str(ra))
+    return ra
+
+
 class Workspace:
     """One test's work directory on the fake kernel: the tree (root/), the
     daemon's state/ and policies/, its control socket, and the arguments
@@ -136,6 +166,12 @@ class Uevents:
         self.outstanding += 1
         if wait:
             self.settled(timeout)
+
+    def change(self, dev, major, minor, diskseq, wait=True, timeout=30):
+        """The change event a revalidation sends when it sends one: a new
+        size (set_capacity_and_notify(), RESIZE=1) or a dm resume
+        (dm_kobject_uevent()); a SCSI rescan at the same size sends none."""
+        self.send("change", dev, major, minor, diskseq, wait, timeout)
 
     def send(self, action, dev, major, minor, diskseq, wait=True, timeout=30):
         self.seqnum += 1

@@ -19,6 +19,7 @@ typedef struct Case {
         bool take_over;
         bool new_media;
         const LiveValue *media_live;
+        const char *kernel_default[TUNABLES_MAX];
 } Case;
 
 static void live(Case *c, const char *attr, const char *value) {
@@ -37,7 +38,8 @@ static void intended(Case *c, const char *attr, const char *intent) {
 
 static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
-                              .new_media = c->new_media, .media_live = c->media_live };
+                              .new_media = c->new_media, .media_live = c->media_live,
+                              .kernel_default = c->kernel_default };
 
         ASSERT_EQ_INT(reconcile(&in, out), 0);
 }
@@ -522,5 +524,95 @@ TEST(put_back_is_dropped_unless_a_switch_resets_it) {
         live(&c, "wbt_lat_usec", "5555");                      /* the admin's, after */
         run(&c, &r);
         ASSERT_TRUE(found_of(&r, "wbt_lat_usec") == NULL && r.n_steps == 0);
+        done(&c, &r);
+}
+
+/* read_ahead_kb recorded (found, written), wanted (NULL: not), live now,
+ * and what a queue-limits update leaves it at now; the scheduler none. */
+static void read_ahead(Case *c, const char *found, const char *written, const char *want, const char *now,
+                       const char *kernel_default) {
+        recorded(c, "read_ahead_kb", found, written);
+        c->wanted[T("read_ahead_kb")] = want;
+        live(c, "scheduler", "none");
+        live(c, "read_ahead_kb", now);
+        c->kernel_default[T("read_ahead_kb")] = kernel_default;
+}
+
+/* A revalidation's limits update put read_ahead_kb back to the kernel's
+ * default, which is also the found value: the kernel's doing, not the
+ * admin putting the found value back by hand. Written again, no override,
+ * the found value kept. */
+TEST(kernel_default_after_a_revalidation_is_written_again) {
+        Case c = {};
+        Reconciled r;
+
+        read_ahead(&c, "8192", "128", "128", "8192", "8192");
+        run(&c, &r);
+        ASSERT_TRUE(r.kernel_reset[T("read_ahead_kb")] && !r.overridden[T("read_ahead_kb")]);
+        ASSERT_EQ_INT(r.n_steps, 1);
+        ASSERT_EQ_INT(r.steps[0].tunable, T("read_ahead_kb"));
+        ASSERT_EQ_INT(r.steps[0].kind, STEP_SET);
+        ASSERT_STREQ(r.steps[0].value, "128");
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "8192");
+        ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), "128");
+        done(&c, &r);
+}
+
+/* The limits changed (a dm table load with a larger io_opt): the default
+ * is now another value than the one found. Written again; the found value
+ * stays what was found, and is what a stop puts back. */
+TEST(kernel_default_of_new_limits_keeps_the_found_value) {
+        Case c = {};
+        Reconciled r;
+
+        read_ahead(&c, "128", "64", "64", "2048", "2048");
+        run(&c, &r);
+        ASSERT_TRUE(r.kernel_reset[T("read_ahead_kb")]);
+        ASSERT_TRUE(r.n_steps == 1 && streq(r.steps[0].value, "64"));
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "128");
+        take(&c, &r);
+
+        /* a stop after another revalidation: the found value goes back,
+         * not the kernel's new default left as the admin's */
+        c.wanted[T("read_ahead_kb")] = NULL;
+        run(&c, &r);
+        ASSERT_TRUE(r.kernel_reset[T("read_ahead_kb")]);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].kind == STEP_RESTORE && streq(r.steps[0].value, "128"));
+        done(&c, &r);
+}
+
+/* What is not the kernel's default is an admin's write: today's rule
+ * (overridden, left alone; not wanted, the claim dropped). */
+TEST(a_value_that_is_not_the_kernel_default_is_the_admins) {
+        Case c = {};
+        Reconciled r;
+
+        read_ahead(&c, "8192", "128", "128", "512", "8192");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 0 && r.overridden[T("read_ahead_kb")] && !r.kernel_reset[T("read_ahead_kb")]);
+        done(&c, &r);
+
+        read_ahead(&c, "8192", "128", NULL, "512", "8192");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 0 && !found_of(&r, "read_ahead_kb"));
+        done(&c, &r);
+}
+
+/* blkpolicyd's own value equal to the default is no reset (nothing
+ * changed), and without a kernel default nothing is taken for one. */
+TEST(kernel_default_needs_a_value_of_blkpolicyds_under_it) {
+        Case c = {};
+        Reconciled r;
+
+        read_ahead(&c, "128", "8192", "8192", "8192", "8192");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 0 && !r.kernel_reset[T("read_ahead_kb")]);
+        take(&c, &r);
+
+        /* found put back by hand, no kernel default known: the admin's */
+        live(&c, "read_ahead_kb", "128");
+        c.kernel_default[T("read_ahead_kb")] = NULL;
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 0 && r.overridden[T("read_ahead_kb")]);
         done(&c, &r);
 }

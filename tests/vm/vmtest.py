@@ -85,6 +85,7 @@ def start_daemon(policy_dir):
     its socket at /run/blkpolicyd.sock, its pid in $pid."""
     return r"""echo "[Daemon]" > /etc/blkpolicyd/vm.conf
 echo "tick_interval_ms = 200" >> /etc/blkpolicyd/vm.conf
+echo "drift_sweep_seconds = 4" >> /etc/blkpolicyd/vm.conf
 /bin/blkpolicyd --config /etc/blkpolicyd/vm.conf --policy-dir /etc/blkpolicyd/policies \
         --policy-dir /etc/blkpolicyd/""" + policy_dir + r""" --state-dir /run/blkpolicyd --socket /run/blkpolicyd.sock 2>/dev/null &
 pid=$!
@@ -109,6 +110,9 @@ echo 16M > /sys/block/zram0/disksize
 """ + UBLK + r"""# the SCSI scan is asynchronous: wait (bounded) for the three SCSI disks
 for i in $(seq 50); do [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge 3 ] && break; sleep 0.1; done
 SCHEDULERS_BEFORE=$(cat /sys/block/vda/queue/scheduler)
+# the virtio-scsi disk, and its read-ahead as the kernel gave it
+for d in /sys/block/sd*; do grep -q "QEMU HARDDISK" $d/device/model && vs=${d##*/}; done
+RA_BEFORE=$(cat /sys/block/$vs/queue/read_ahead_kb)
 """ + ONCE_REPORT + r"""
 # the daemon: follows hotplug from raw kernel uevents (no udevd here)
 """ + start_daemon("vm-policies") + r"""nullb nullb4 queue_mode=2 submit_queues=1 poll_queues=0 size=64
@@ -147,6 +151,18 @@ echo "===DEVICES==="
 /bin/blkpolicyctl --socket /run/blkpolicyd.sock --json devices
 echo "===DEVICES-END==="
 
+# a SCSI rescan after the daemon set the virtio-scsi disk's read_ahead_kb
+# (tests/vm/policies/91-vm-revalidate.policy): the kernel's limits update
+# puts its default back (6.12, 7.3; 6.1's sd keeps it), the daemon sets 64
+# again, within its drift sweep (no uevent comes), and marks no override
+ra() { cat /sys/block/$vs/queue/read_ahead_kb; }
+set=fail; for i in $(seq 250); do [ "$(ra)" = 64 ] && set=ok && break; sleep 0.02; done
+echo 1 > /sys/block/$vs/device/rescan
+after=$(ra)
+back=fail; for i in $(seq 300); do [ "$(ra)" = 64 ] && back=ok && break; sleep 0.1; done
+ov=$(/bin/blkpolicyctl --socket /run/blkpolicyd.sock --json device $vs | grep -c '"overridden": *true')
+echo "===REVALIDATE $vs set=$set before=$RA_BEFORE after_rescan=$after back=$back now=$(ra) overridden=$ov limits=$(cat /sys/block/$vs/queue/optimal_io_size)/$(cat /sys/block/$vs/queue/max_sectors_kb)/$(cat /sys/block/$vs/queue/rotational)==="
+
 # the dynamic policy: a slow, shallow null_blk under a fio write flood
 nullb nullb5 queue_mode=2 submit_queues=1 poll_queues=0 irqmode=2 completion_nsec=50000 hw_queue_depth=4 size=64
 for i in $(seq 100); do grep -q '\[none\]' /sys/block/nullb5/queue/scheduler && break; sleep 0.02; done
@@ -162,6 +178,7 @@ echo "===DYNAMIC busy=$busy base=$base==="
 kill -TERM $pid
 wait $pid
 echo "===RESTORED vda: $(cat /sys/block/vda/queue/scheduler) (before: $SCHEDULERS_BEFORE)==="
+echo "===REVALIDATE-RESTORED $vs $(ra) (before: $RA_BEFORE)==="
 poweroff -f
 """
 
@@ -469,9 +486,35 @@ def check_daemon(res, which, serial):
     res.check(f"{which}: a slow, shallow null_blk flips to busy under a fio write flood", m and m.group(1) == "ok",
               m and m.groups())
     res.check(f"{which}: ... and back to base when it stops", m and m.group(2) == "ok", m and m.groups())
+    check_revalidate(res, which, serial)
     m = re.search(r"===RESTORED vda: ([^(]*)\(before: ([^)]*)\)===", serial)
     res.check(f"{which}: SIGTERM restores what the kernel had",
               m and m.group(1).strip() == m.group(2).strip(), m and m.groups())
+
+
+def check_revalidate(res, which, serial):
+    """A SCSI rescan resets read_ahead_kb to the kernel's default (6.12, 7.3:
+    blk_apply_bdi_limits() from sd_revalidate_disk(); 6.1's sd kept it):
+    blkpolicyd sets it again, no override, and puts back the found value at
+    SIGTERM."""
+    m = re.search(r"===REVALIDATE (\S+) set=(\w+) before=(\d+) after_rescan=(\d+) back=(\w+) now=(\d+) "
+                  r"overridden=(\d+) limits=(\S+)===", serial)
+    if m:
+        print(f"# {which}: {m.group(1)} (io_opt/max_sectors_kb/rotational {m.group(8)}): read_ahead_kb "
+              f"{m.group(3)} found, 64 set, {m.group(4)} after the rescan, {m.group(6)} after the sweep", flush=True)
+    res.check(f"{which}: the virtio-scsi disk's read_ahead_kb is set to 64 by the daemon", m and m.group(2) == "ok",
+              m and m.groups())
+    if which != "6.1":
+        res.check(f"{which}: a SCSI rescan puts read_ahead_kb back to the kernel's default (here: the found value)",
+                  m and m.group(4) == m.group(3), m and m.groups())
+    else:
+        res.check(f"{which}: a SCSI rescan keeps read_ahead_kb (6.1's sd sets io_opt without blk_queue_io_opt())",
+                  m and m.group(4) == "64", m and m.groups())
+    res.check(f"{which}: ... and blkpolicyd sets 64 again, no override",
+              m and m.group(5) == "ok" and m.group(6) == "64" and m.group(7) == "0", m and m.groups())
+    m = re.search(r"===REVALIDATE-RESTORED (\S+) (\d+) \(before: (\d+)\)===", serial)
+    res.check(f"{which}: SIGTERM puts the found read_ahead_kb back after the rescan",
+              m and m.group(2) == m.group(3), m and m.groups())
 
 
 def check_dd(res, serial):
