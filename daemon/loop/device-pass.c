@@ -11,6 +11,7 @@
 #include "classify.h"
 #include "decide.h"
 #include "device-internal.h"
+#include "device-trial.h"
 #include "device.h"
 #include "log.h"
 #include "shared.h"
@@ -25,8 +26,11 @@ static bool device_excluded(const DeviceContext *c, const Device *d) {
 }
 
 DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view) {
-        return (DecideInput) { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
-                               .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+        DecideInput in = { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
+                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+
+        device_trial_input(d, &in);
+        return in;
 }
 
 static void classes_format(ClassSet classes, char *buf, size_t size) {
@@ -291,6 +295,14 @@ static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool
                 return 0;
         }
         decide(&in, plan);
+        /* a trial that may not run any more puts its incumbent back: decided again */
+        k = device_trial_after_decide(c, d, plan);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                device_trial_input(d, &in);
+                decide(&in, plan);
+        }
         if (!plan->managed || !plan->dynamic)
                 device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))
