@@ -102,6 +102,7 @@ def done(t):
 def test_ends_on_the_faster_scheduler(host):
     with host.feeder({"none": 6, "mq-deadline": 3, FOUND: 6}) as load:
         host.start()
+        assert host.call("status")["trials"] == 2, "both disks' trials run or wait"
         t = host.wait_trial(done, "the trial's verdict")
         assert load.steps.get("mq-deadline", 0) > 0 and load.steps.get("none", 0) > 0, load.steps
     o = t["outcomes"][0]
@@ -190,8 +191,8 @@ def test_sigterm_mid_trial_puts_back_the_found_value(host):
 def test_observe_mode_and_once_run_no_trial(host):
     with host.feeder({"none": 6, "mq-deadline": 3, FOUND: 6}) as load:
         d = host.start("tick_interval_ms = 50\nmode = observe\n")
-        host.ticks_after(60)    # 3 s: time for a whole trial's first look
-        assert host.trial() is None and host.trial("loop1") is None
+        st = host.ticks_after(60)       # 3 s: time for a whole trial's first look
+        assert st["trials"] == 0 and host.trial() is None and host.trial("loop1") is None, st
         assert host.live("loop0", "scheduler") == FOUND and "mq-deadline" not in load.steps
         r = control_call(host.sock_path, dict(command="trial", device="loop0", candidates=["mq-deadline"]))
         assert not r["ok"] and r["error"]["code"] == "trial-refused" and "observe" in r["error"]["message"], r

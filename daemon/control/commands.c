@@ -100,9 +100,12 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
                                const cJSON *req _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         const SamplerStats *ticks = sampler_stats(m->sampler);
-        unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
+        unsigned managed = 0, paused = 0, overridden = 0, busy = 0, trials = 0;
 
         DEVICE_FOREACH(x, &m->ctx) {
+                const DeviceTrial *trial = device_trial(x);
+
+                trials += trial && (trial->phase == TRIAL_PHASE_WAITING || trial->phase == TRIAL_PHASE_RUNNING);
                 managed += device_plan(x)->managed;
                 paused += device_is_paused(&m->ctx, x);
                 overridden += device_overridden(x);
@@ -140,6 +143,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddNumberToObject(o, "devices", (double) m->ctx.devices.n_devices);
         cJSON_AddNumberToObject(o, "managed", managed);
         cJSON_AddNumberToObject(o, "busy", busy);
+        cJSON_AddNumberToObject(o, "trials", trials);
         cJSON_AddNumberToObject(o, "paused", paused);
         cJSON_AddNumberToObject(o, "overridden", overridden);
         cJSON_AddBoolToObject(o, "paused_all", m->ctx.paused_all);
@@ -471,7 +475,7 @@ static ControlReply cmd_trial(Manager *m, ControlClient *client _unused_, Device
         if (cJSON_IsTrue(stop)) {
                 if (n > 0)
                         return reply_error("invalid-argument", "\"stop\" takes no candidates");
-                r = device_trial_end(&m->ctx, d);
+                r = device_trial_end(d);
                 if (r == -ENOENT)
                         return reply_error("no-trial", "no trial runs on this device");
         } else {
@@ -479,6 +483,9 @@ static ControlReply cmd_trial(Manager *m, ControlClient *client _unused_, Device
                 if (r == -EPERM || r == -EINVAL)
                         return reply_error("trial-refused", why);
         }
+        /* the arm in force changed: written as any pass writes */
+        if (r > 0)
+                r = device_process(&m->ctx, d);
         if (r < 0)
                 return REPLY_NOMEM;
         /* its pass may have forgotten it (gone) */

@@ -5,7 +5,9 @@
  * over the policies' scheduler (device_trial_input()), so every switch is
  * a pass like any other, through reconcile and the records. The trial's
  * state is d's (its DeviceExtra); the tick and the commands ask through
- * these functions. Only -ENOMEM is returned as an error. */
+ * these functions, and make the passes that write a switch themselves
+ * (device_process(): this file is below device-pass.c, which asks it
+ * after each decide()). Only -ENOMEM is returned as an error. */
 #include <time.h>
 
 #include "decide.h"
@@ -145,10 +147,10 @@ static void trial_incumbent(const Device *d, const DeviceTrial *t, char *buf, si
 }
 
 /* Whether d takes candidate: decided with it in force, the scheduler is
- * not unsupported. */
+ * not unsupported. (Not excluded, not busy: d runs a trial.) */
 static bool trial_usable(const DeviceContext *c, const Device *d, const SchedChoice *candidate) {
         DeviceFacts view;
-        DecideInput in = device_decide_input(c, d, &view);
+        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
         PlanBuffer buf;
         Plan *plan = plan_buffer_init(&buf);
         const PlanItem *s;
@@ -189,6 +191,26 @@ static void log_outcome(const Device *d, const TrialOutcome *o) {
                    o->result.ratio_hi, o->result.pairs, o->result.reason);
 }
 
+/* Why the arm the trial runs is not what the device's last pass left in
+ * force (the write failed, the kernel kept another): the windows would
+ * measure the wrong arm. NULL when it is in force. */
+static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) {
+        const PlanItem *s = plan_find(device_plan(d), TUNABLE_SCHEDULER);
+
+        if (!s)         /* the kernel's own, where no policy sets one, is the incumbent */
+                return device_trial_arm(t) ? "its scheduler is not set" : NULL;
+        switch (s->result) {
+        case RESULT_FAILED:
+        case RESULT_RETRY:
+        case RESULT_UNSUPPORTED:
+                return "its scheduler could not be written";
+        case RESULT_NOT_KEPT:
+                return "the kernel did not keep its scheduler";
+        default:
+                return NULL;
+        }
+}
+
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms) {
         DeviceTrial *t = trial_of(d);
         const char *why;
@@ -202,6 +224,8 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
         if (d->job)
                 return 0;
         why = trial_why_not(c, d, device_plan(d));
+        if (!why && t->phase == TRIAL_PHASE_RUNNING)
+                why = trial_arm_not_written(d, t);
         if (why) {
                 log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
                 return device_trial_stop(t, why);
@@ -239,17 +263,15 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
         if (r < 0)
                 return r;
         log_info("%s: a trial of %u candidate(s) asked for, begins at the next tick", d->name, config.n_candidates);
-        /* the arm of the trial stopped may differ from what it kept */
-        return device_process(c, d);
+        /* the arm of the trial stopped may differ from what it kept: the caller's pass writes it */
+        return 1;
 }
 
-int device_trial_end(DeviceContext *c, Device *d) {
+int device_trial_end(Device *d) {
         DeviceTrial *t = trial_of(d);
 
         if (!trial_live(t))
                 return -ENOENT;
         log_info("%s: trial stopped by hand, the incumbent is back", d->name);
-        if (device_trial_stop(t, "blkpolicyctl trial --stop") > 0)
-                return device_process(c, d);
-        return 0;
+        return device_trial_stop(t, "blkpolicyctl trial --stop");
 }

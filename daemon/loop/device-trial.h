@@ -20,9 +20,10 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan);
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms);
 /* blkpolicyctl trial DEV [CANDIDATE...]: a trial of candidates (none:
  * its policy's [Trial]'s) at the next tick, replacing one that runs.
- * -EPERM or -EINVAL with *why_not when d may not; -ENOMEM. May forget d
- * (its pass). */
+ * -EPERM or -EINVAL with *why_not when d may not; -ENOMEM. 1: a pass must
+ * write what is in force now (device_process()). */
 int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candidates, unsigned n,
                          const char **why_not);
-/* blkpolicyctl trial DEV --stop: -ENOENT when none runs. May forget d. */
-int device_trial_end(DeviceContext *c, Device *d);
+/* blkpolicyctl trial DEV --stop: -ENOENT when none runs; 1 when the arm
+ * in force changed (a pass must write it), 0. */
+int device_trial_end(Device *d);
