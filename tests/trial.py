@@ -129,12 +129,21 @@ def test_equal_speeds_keep_the_incumbent_without_flapping(host):
         assert (o["verdict"], o["kept"]) == ("equal", "none"), t
         assert t["kept"] is None and t["in_force"] is None, t
         wait_for(lambda: host.live("loop0", "scheduler") == "none", 30, "the incumbent written")
-        host.ticks_after(2)     # the last switch's pass is back
-        writes = host.call("status")["writes"]["scheduler"]
-        host.ticks_after(30)
+        # the last switch's pass back (its write counted), then nothing more
+        wait_for(lambda: host.call("device", device="loop0")["settings"]["scheduler"]["source"] == "50-loop.policy",
+                 30, "the last switch's pass back")
+        writes = host.ticks_after(5)["writes"]["scheduler"]
+        seen = set()
+        t0 = host.call("status")["tick"]["count"]
+
+        def thirty_ticks():
+            seen.add(host.live("loop0", "scheduler"))
+            return host.call("status")["tick"]["count"] >= t0 + 30
+        wait_for(thirty_ticks, 60, "30 ticks")
         st = host.call("status")
-        assert st["writes"]["scheduler"] == writes, "done is done: no switch after the verdict"
-        assert host.live("loop0", "scheduler") == "none" and host.trial()["outcomes"] == t["outcomes"]
+        assert st["writes"]["scheduler"] == writes and seen == {"none"}, \
+            f"done is done: no switch after the verdict ({writes} -> {st['writes']}, {seen})"
+        assert host.trial()["outcomes"] == t["outcomes"]
 
 
 def test_a_regression_ends_it_at_once(host):
@@ -151,13 +160,17 @@ def candidate_in_force(t):
     return t is not None and t["phase"] == "running" and t["arm"] == "candidate"
 
 
+def kill_with_the_candidate_in_force(host, d):
+    host.wait_trial(candidate_in_force, "the candidate in force")
+    wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the candidate written")
+    d.signal(signal.SIGKILL)
+    d.proc.wait(timeout=10)
+
+
 def test_sigkill_mid_trial_loses_nothing(host):
     with host.feeder({"none": 5, "mq-deadline": 5, FOUND: 5}):
         d = host.start()
-        host.wait_trial(candidate_in_force, "the candidate in force")
-        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the candidate written")
-        d.signal(signal.SIGKILL)
-        d.proc.wait(timeout=10)
+        kill_with_the_candidate_in_force(host, d)
     r = subprocess.run([host.blkpolicyd, *host.args("", "--restore")], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -168,10 +181,7 @@ def test_sigkill_mid_trial_loses_nothing(host):
 def test_restart_in_observe_after_sigkill_puts_back(host):
     with host.feeder({"none": 5, "mq-deadline": 5, FOUND: 5}):
         d = host.start()
-        host.wait_trial(candidate_in_force, "the candidate in force")
-        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the candidate written")
-        d.signal(signal.SIGKILL)
-        d.proc.wait(timeout=10)
+        kill_with_the_candidate_in_force(host, d)
         host.start("tick_interval_ms = 50\nmode = observe\n", append_log=True)
         wait_for(lambda: host.live("loop0", "scheduler") == FOUND, 30, "the found value back")
         host.ticks_after(20)

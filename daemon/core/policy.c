@@ -478,21 +478,21 @@ static int parse_trial_key(TrialPolicy *t, const char *key, const char *value, c
         if (streq(key, "candidates"))
                 return parse_trial_candidates(t, value, error);
         if (streq(key, "window")) {
-                if (parse_seconds_ms(value, 10, 3600 * 1000, &t->window_ms) < 0) {
+                if (parse_seconds_ms(value, 10, 3600ULL * 1000, &t->window_ms) < 0) {
                         *error = "expected seconds from 0.01 to 3600, e.g. 10 or 0.5";
                         return -EINVAL;
                 }
                 return 0;
         }
         if (streq(key, "settle")) {
-                if (parse_seconds_ms(value, 0, 3600 * 1000, &t->settle_ms) < 0) {
+                if (parse_seconds_ms(value, 0, 3600ULL * 1000, &t->settle_ms) < 0) {
                         *error = "expected seconds from 0 to 3600, e.g. 2 or 0.2";
                         return -EINVAL;
                 }
                 return 0;
         }
         if (streq(key, "max_duration")) {
-                if (parse_seconds_ms(value, 1000, 7 * 24 * 3600 * 1000ULL, &t->max_duration_ms) < 0) {
+                if (parse_seconds_ms(value, 1000, 7ULL * 24 * 3600 * 1000, &t->max_duration_ms) < 0) {
                         *error = "expected seconds from 1 to 604800 (a week)";
                         return -EINVAL;
                 }

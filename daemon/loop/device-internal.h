@@ -61,6 +61,10 @@ struct Device {
         char name[];
 };
 
+/* Why a planned change is not written to d (dry run, observe, paused,
+ * overridden, its record unreadable); NULL when it would be. */
+const char *device_write_why_not(const DeviceContext *c, const Device *d);
+
 /* What decide() takes for d now; view: storage for its facts. */
 DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view);
 

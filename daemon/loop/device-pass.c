@@ -222,19 +222,6 @@ static int device_submit(DeviceContext *c, Device *d, const Plan *plan, bool tak
         return 0;
 }
 
-/* Why a planned change was not made, for the log; NULL when it would be. */
-static const char *device_why_not(const DeviceContext *c, const Device *d) {
-        if (c->dry_run)
-                return "dry run";
-        if (!device_context_writes(c))
-                return "mode=observe";
-        if (device_is_paused(c, d))
-                return "paused";
-        if (device_overridden(d))
-                return "overridden";
-        return d->record_unreadable ? "state record unreadable" : NULL;
-}
-
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
 static int device_finish(DeviceContext *c, Device *d, const Plan *plan, int r) {
@@ -244,7 +231,7 @@ static int device_finish(DeviceContext *c, Device *d, const Plan *plan, int r) {
                 log_info("%s: gone while being set up", d->name);
                 return device_forget(c, d, true);
         }
-        log_plan(d, device_why_not(c, d));
+        log_plan(d, device_write_why_not(c, d));
         if (r == -EAGAIN)
                 return device_schedule_retry(c, d);
         device_reset_retries(d);

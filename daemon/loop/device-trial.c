@@ -41,20 +41,15 @@ void device_trial_input(const Device *d, DecideInput *in) {
  * blkpolicyd writes, and not where a state machine flips the scheduler
  * too. */
 static const char *trial_why_not(const DeviceContext *c, const Device *d, const Plan *plan) {
+        const char *why;
+
         if (c->once)
                 return "--once";
         if (c->stopping)
                 return "stopping";
-        if (c->dry_run)
-                return "dry run";
-        if (!device_context_writes(c))
-                return "mode=observe";
-        if (device_is_paused(c, d))
-                return "paused";
-        if (device_overridden(d))
-                return "overridden";
-        if (d->record_unreadable)
-                return "state record unreadable";
+        why = device_write_why_not(c, d);
+        if (why)
+                return why;
         if (!plan->managed || !plan->policy)
                 return "no policy manages it";
         if (plan->dynamic)

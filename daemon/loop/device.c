@@ -454,6 +454,18 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         return view;
 }
 
+const char *device_write_why_not(const DeviceContext *c, const Device *d) {
+        if (c->dry_run)
+                return "dry run";
+        if (!device_context_writes(c))
+                return "mode=observe";
+        if (device_is_paused(c, d))
+                return "paused";
+        if (device_overridden(d))
+                return "overridden";
+        return d->record_unreadable ? "state record unreadable" : NULL;
+}
+
 bool device_is_held(const DeviceContext *c, const Device *d) {
         return device_is_paused(c, d) || device_overridden(d);
 }
