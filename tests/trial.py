@@ -116,6 +116,11 @@ def test_ends_on_the_faster_scheduler(host):
     # the idle disk never decides: no window of it counts
     t1 = host.trial("loop1")
     assert t1["phase"] == "running" and t1["outcomes"][0]["pairs"] == 0 and t1["outcomes"][0]["windows"] > 0, t1
+    # a fleet's tabulation: the verdicts by model, the trials that run (loop1's)
+    model = dev["facts"].get("model") or ""       # a loop disk has none
+    text = host.call("metrics")["text"]
+    assert f'blkpolicyd_trial_verdicts{{model="{model}",candidate="mq-deadline",incumbent="none",' \
+           f'verdict="candidate-wins"}} 1\n' in text and "blkpolicyd_trials 1\n" in text, text
     out = ctl(host.ctl, host.sock_path, "explain", "loop0")
     assert "trial (policy): done" in out.stdout and "mq-deadline against none: candidate-wins" in out.stdout, \
         out.stdout + out.stderr
