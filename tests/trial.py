@@ -111,8 +111,10 @@ def test_ends_on_the_faster_scheduler(host):
     assert o["pairs"] >= 4 and 1.9 < o["estimate"] < 2.1 and o["interval"][0] > 1.05, o
     assert t["kept"] == t["in_force"] == "mq-deadline" and t["started_by"] == "policy", t
     wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the winner written")
+    # the winner's pass back: the setting names the trial as its source
+    wait_for(lambda: host.call("device", device="loop0")["settings"]["scheduler"]["source"] == "trial", 30,
+             "the winner's pass back")
     dev = host.call("device", device="loop0")
-    assert dev["settings"]["scheduler"]["source"] == "trial", dev["settings"]
     # the idle disk never decides: no window of it counts
     t1 = host.trial("loop1")
     assert t1["phase"] == "running" and t1["outcomes"][0]["pairs"] == 0 and t1["outcomes"][0]["windows"] > 0, t1
@@ -266,3 +268,16 @@ def test_by_hand_start_and_stop(host):
         assert t["phase"] == "stopped" and t["outcomes"][0]["verdict"] == "stopped", t
         out = ctl(host.ctl, host.sock_path, "trial", "loop0", "--stop")
         assert out.returncode == 1 and "no-trial" in out.stderr, out.stdout + out.stderr
+
+
+def test_a_candidate_the_device_lacks_is_skipped(host):
+    """One the queue does not list (nor a module could load) is not run:
+    skipped, with why, and nothing written; the next candidate still runs."""
+    with host.feeder({"none": 6, "mq-deadline": 3, FOUND: 6}):
+        host.start()
+        host.call("trial", device="loop0", candidates=["deadline-x", "none"])
+        t = host.wait_trial(done, "both candidates tried")
+        assert [o["verdict"] for o in t["outcomes"]] == ["skipped", "skipped"], t
+        assert "does not have it" in t["outcomes"][0]["reason"] and \
+            "in force already" in t["outcomes"][1]["reason"], t
+        assert host.live("loop0", "scheduler") == "none" and t["in_force"] is None, t
