@@ -45,6 +45,9 @@ typedef struct Ctl {
         unsigned iterations;    /* top: 0 = until interrupted */
         const char *policy_path;        /* verify --policy */
         cJSON *policy;          /* its {"name", "text"}, read before connecting */
+        char **candidates;      /* trial DEV CANDIDATE...: argv's */
+        unsigned n_candidates;
+        bool stop;              /* trial DEV --stop */
 } Ctl;
 
 static int ctl_connect(Ctl *c) {
@@ -113,6 +116,12 @@ static char *request_line(const Ctl *c, ProtocolCommandId command, const char *d
                 cJSON_AddStringToObject(req, PROTOCOL_KEY_DEVICE, device);
         if (c->policy && command == PROTOCOL_VERIFY)
                 cJSON_AddItemReferenceToObject(req, PROTOCOL_KEY_POLICY, c->policy);
+        if (command == PROTOCOL_TRIAL && c->stop)
+                cJSON_AddBoolToObject(req, PROTOCOL_KEY_STOP, true);
+        if (command == PROTOCOL_TRIAL && c->n_candidates > 0)
+                cJSON_AddItemToObject(req, PROTOCOL_KEY_CANDIDATES,
+                                      cJSON_CreateStringArray((const char *const *) c->candidates,
+                                                              (int) c->n_candidates));
         text = cJSON_PrintUnformatted(req);
         cJSON_Delete(req);
         return text;
@@ -316,6 +325,28 @@ static void print_devices(const cJSON *r) {
         }
 }
 
+/* A trial's state, as device and explain show it (the trial command's reply too). */
+static void print_trial(const cJSON *t) {
+        const cJSON *o, *i;
+
+        if (!cJSON_IsObject(t))
+                return;
+        printf("  trial (%s): %s", str(t, "started_by"), str(t, "phase"));
+        if (cJSON_IsString(get(t, "arm")))
+                printf(", the %s in force (%s)", str(t, "arm"), str(t, "window"));
+        printf("; kept so far: %s\n", cJSON_IsString(get(t, "kept")) ? str(t, "kept") : "the policies' choice");
+        cJSON_ArrayForEach(o, get(t, "outcomes")) {
+                i = get(o, "interval");
+                printf("    %s against %s: %s, %.0f windows, %.0f pairs, %.2fx", str(o, "candidate"),
+                       str(o, "incumbent"), str(o, "verdict"), num(o, "windows"), num(o, "pairs"), num(o, "estimate"));
+                if (cJSON_IsNumber(cJSON_GetArrayItem(i, 1)))
+                        printf(" [%.2f, %.2f]", cJSON_GetArrayItem(i, 0)->valuedouble,
+                               cJSON_GetArrayItem(i, 1)->valuedouble);
+                printf("%s%s: %s\n", cJSON_IsString(get(o, "kept")) ? ", kept " : "",
+                       cJSON_IsString(get(o, "kept")) ? str(o, "kept") : "", str(o, "reason"));
+        }
+}
+
 static void print_device(const cJSON *d) {
         const cJSON *s, *p, *h;
         char classes[256];
@@ -360,6 +391,7 @@ static void print_device(const cJSON *d) {
                         printf("    at %.1f s -> %s: %s (%.2f ms)\n", num(h, "uptime_s"), str(h, "to"),
                                str(h, "condition"), num(h, "cost_ms"));
         }
+        print_trial(get(d, "trial"));
         if (cJSON_IsObject(get(d, "signals"))) {
                 const cJSON *g = get(d, "signals");
                 char w[32], rkb[32], wkb[32], m[32];
@@ -556,6 +588,10 @@ static void help(void) {
                "  resume [DEV]      Manage again; ends overrides (root)\n"
                "  restore [DEV]     Put back what blkpolicyd changed, then leave it paused (root)\n"
                "  handover          The next stop leaves every device to the next daemon (root; upgrades)\n"
+               "  trial DEV [SCHEDULER...]\n"
+               "                    Try schedulers against the one in force on DEV's own traffic and\n"
+               "                    keep what wins (none: its policy's [Trial] candidates) (root)\n"
+               "  trial DEV --stop  End DEV's trial, the incumbent back (root)\n"
                "  metrics           Prometheus text format\n"
                "  doctor            Other writers of the same settings (udev rules, tuned, the GCE\n"
                "                    guest agent, elevator=) and what to do about them\n"
@@ -612,6 +648,10 @@ static void print_result(const Ctl *c, ProtocolCommandId cmd, const char *arg, c
                         print_verify(result);
                 break;
         case PROTOCOL_DOCTOR: print_doctor(result); break;
+        case PROTOCOL_TRIAL:
+                printf("trial %s: %s\n", arg, c->stop ? "stopped, the incumbent is back" : "begins at the next tick");
+                print_trial(get(result, "trial"));
+                break;
         case PROTOCOL_METRICS: fputs(str(result, "text"), stdout); break;
         default:
                 printf("%s%s%s: done\n", protocol_commands[cmd].name, arg ? " " : "", arg ? arg : "");
@@ -726,7 +766,7 @@ static int parse_count(const char *s, unsigned *ret) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100 };
+        enum { ARG_VERSION = 0x100, ARG_STOP };
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
@@ -734,6 +774,7 @@ int main(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "iterations", required_argument, NULL, 'n' },
                 { "policy", required_argument, NULL, 'p' },
+                { "stop", no_argument, NULL, ARG_STOP },
                 {}
         };
         Ctl c = { .socket_path = CONTROL_SOCKET_PATH, .fd = -1 };
@@ -750,6 +791,7 @@ int main(int argc, char *argv[]) {
                                 return EXIT_USAGE;
                         break;
                 case 'p': c.policy_path = optarg; break;
+                case ARG_STOP: c.stop = true; break;
                 case 'h': help(); return 0;
                 case ARG_VERSION: printf("blkpolicyctl %s\n", PACKAGE_VERSION); return 0;
                 default: return EXIT_USAGE;     /* getopt said what was wrong */
@@ -766,6 +808,12 @@ int main(int argc, char *argv[]) {
         n_args = (unsigned) (argc - optind - 1);
         min_args = command_device_arg(cmd) == DEVICE_ARG_REQUIRED;
         max_args = command_device_arg(cmd) != DEVICE_ARG_NONE;
+        if (cmd == PROTOCOL_TRIAL && n_args > 1 && !c.stop) {
+                /* trial DEV CANDIDATE...: the rest are the candidates */
+                c.candidates = argv + optind + 2;
+                c.n_candidates = n_args - 1;
+                max_args = n_args;
+        }
         if (n_args < min_args) {
                 fprintf(stderr, "'%s' needs a device name.\n", argv[optind]);
                 return EXIT_USAGE;
@@ -776,6 +824,10 @@ int main(int argc, char *argv[]) {
                 for (int i = optind + 1 + (int) max_args; i < argc; i++)
                         fprintf(stderr, " %s", argv[i]);
                 fputc('\n', stderr);
+                return EXIT_USAGE;
+        }
+        if (c.stop && cmd != PROTOCOL_TRIAL) {
+                fprintf(stderr, "--stop is for trial: 'blkpolicyctl trial DEV --stop'.\n");
                 return EXIT_USAGE;
         }
         if (c.policy_path && cmd != PROTOCOL_VERIFY) {

@@ -16,6 +16,11 @@ typedef struct DecideInput {
         bool excluded;                  /* by the daemon config's exclude= */
         bool busy;                      /* the dynamic state: apply [Busy] over the base */
         bool canaries;                  /* mode=observe policies count as the others (the preview) */
+        /* a trial's arm in force (docs/trials.md): this scheduler over the
+         * policies' own choice, the top layer; NULL: theirs. The plan
+         * keeps no pointer to it. */
+        const SchedChoice *trial_arm;
+        const char *trial_source;       /* what the plan names as its source: a policy's name */
 } DecideInput;
 
 /* ret->items and ret->matched must have room for TUNABLES_MAX and

@@ -54,6 +54,8 @@ typedef struct Plan {
         const SchedChoice *choices;
         const DynamicPolicy *dynamic;   /* of the last matching policy that has one */
         const char *dynamic_source;
+        const TrialPolicy *trial;       /* [Trial] of the last matching policy that has one */
+        const char *trial_source;
         /* the set decided from, NULL when no policy matched: a kept copy
          * (shared.c, an applier job) holds a reference on it */
         const PolicySet *set;

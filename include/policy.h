@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "facts.h"
 #include "policy-error.h"
@@ -91,6 +92,28 @@ int condition_parse(const char *s, Condition *ret);
 int condition_format(const Condition *c, char *buf, size_t size);
 bool dynamic_uses_signal(const DynamicPolicy *p, SignalId s);
 
+/* [Trial]: candidate schedulers tried against the policy's own choice on
+ * the device's live traffic (docs/trials.md). Plain data: two sections
+ * are the same trial when trial_policy_equal() says so. */
+typedef struct TrialPolicy {
+        bool enabled;
+        SchedChoice candidates[SCHED_CHOICES_MAX];     /* each one a trial of its own, in order */
+        unsigned n_candidates;
+        uint64_t window_ms;                     /* each counted window */
+        uint64_t settle_ms;                     /* after a switch, not counted */
+        uint64_t max_duration_ms;               /* of each candidate's trial */
+        double min_gain;                        /* the margin a candidate must win by */
+        unsigned max_switches_per_hour;
+} TrialPolicy;
+
+/* What a [Trial] section leaves unset: trial_run_config_default() and
+ * trial_config_default()'s margin (docs/trials.md). */
+#define TRIAL_POLICY_DEFAULTS                                                                   \
+        ((TrialPolicy) { .window_ms = 10000, .settle_ms = 2000, .max_duration_ms = 3600000,     \
+                         .min_gain = 0.05, .max_switches_per_hour = 30 })
+
+bool trial_policy_equal(const TrialPolicy *a, const TrialPolicy *b);
+
 typedef struct Policy {
         char *name;             /* file name, e.g. "50-ublk.policy": what reports show */
         char *path;
@@ -99,6 +122,7 @@ typedef struct Policy {
         unsigned n_sched;       /* 0: the policy does not choose a scheduler */
         char *values[TUNABLES_MAX]; /* normalised, NULL when unset; [0] unused */
         DynamicPolicy dynamic;
+        TrialPolicy trial;
         /* [Policy] mode=observe: a canary. decide() leaves it out of what
          * is written; decide_canaries() says what it would change. */
         bool observe;

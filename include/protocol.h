@@ -38,6 +38,12 @@
 #define PROTOCOL_POLICY_TEXT_MAX ((size_t) 32 * 1024)
 #define PROTOCOL_ERROR_POLICY_INVALID "policy-invalid"
 
+/* trial: {"command": "trial", "device": DEV, "candidates": ["mq-deadline", ...]}
+ * starts a trial at the next tick (no candidates: its policy's [Trial]'s);
+ * {"command": "trial", "device": DEV, "stop": true} ends the one that runs. */
+#define PROTOCOL_KEY_CANDIDATES "candidates"
+#define PROTOCOL_KEY_STOP "stop"
+
 typedef enum ProtocolCommandId {
         PROTOCOL_STATUS,
         PROTOCOL_DEVICES,
@@ -52,6 +58,7 @@ typedef enum ProtocolCommandId {
         PROTOCOL_RESUME,
         PROTOCOL_RESTORE,
         PROTOCOL_HANDOVER,
+        PROTOCOL_TRIAL,
         _PROTOCOL_COMMAND_MAX,
 } ProtocolCommandId;
 

@@ -3,8 +3,9 @@
 
 /* trial: the statistics core of trying a candidate setting on a device's
  * own traffic (issue #28). Pure: two diskstats samples → a window, windows
- * → a verdict; no I/O, no clock, no allocation. The daemon does not run
- * trials yet. docs/trials.md has the design and the formulas. */
+ * → a verdict; no I/O, no clock, no allocation. trial-run.c puts it in
+ * time, trial-device.c runs a device's candidates, loop/device-trial.c in
+ * the tick. docs/trials.md has the design and the formulas. */
 
 #include <stdbool.h>
 #include <stdint.h>

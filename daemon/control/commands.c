@@ -4,6 +4,7 @@
 #include "applier.h"
 #include "commands.h"
 #include "conflicts-report.h"
+#include "device-trial.h"
 #include "device.h"
 #include "explain.h"
 #include "listings.h"
@@ -99,9 +100,12 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
                                const cJSON *req _unused_) {
         cJSON *o = cJSON_CreateObject(), *t, *e;
         const SamplerStats *ticks = sampler_stats(m->sampler);
-        unsigned managed = 0, paused = 0, overridden = 0, busy = 0;
+        unsigned managed = 0, paused = 0, overridden = 0, busy = 0, trials = 0;
 
         DEVICE_FOREACH(x, &m->ctx) {
+                const DeviceTrial *trial = device_trial(x);
+
+                trials += trial && (trial->phase == TRIAL_PHASE_WAITING || trial->phase == TRIAL_PHASE_RUNNING);
                 managed += device_plan(x)->managed;
                 paused += device_is_paused(&m->ctx, x);
                 overridden += device_overridden(x);
@@ -139,6 +143,7 @@ static ControlReply cmd_status(Manager *m, ControlClient *client _unused_, Devic
         cJSON_AddNumberToObject(o, "devices", (double) m->ctx.devices.n_devices);
         cJSON_AddNumberToObject(o, "managed", managed);
         cJSON_AddNumberToObject(o, "busy", busy);
+        cJSON_AddNumberToObject(o, "trials", trials);
         cJSON_AddNumberToObject(o, "paused", paused);
         cJSON_AddNumberToObject(o, "overridden", overridden);
         cJSON_AddBoolToObject(o, "paused_all", m->ctx.paused_all);
@@ -426,6 +431,68 @@ static ControlReply cmd_restore(Manager *m, ControlClient *client, Device *d, co
         return CONTROL_REPLY_LATER;
 }
 
+/* The candidates of a trial request, as scheduler= takes them; NULL when
+ * they are all good, else what is wrong. */
+static const char *trial_candidates_parse(const cJSON *a, SchedChoice *ret, unsigned *n) {
+        const cJSON *x;
+        const char *error;
+
+        *n = 0;
+        if (!a)
+                return NULL;
+        if (!cJSON_IsArray(a))
+                return "\"candidates\" must be an array of scheduler names";
+        cJSON_ArrayForEach(x, a) {
+                SchedChoice c[SCHED_CHOICES_MAX];
+                unsigned k = 0;
+
+                if (!cJSON_IsString(x) || strchr(x->valuestring, ' ') || strchr(x->valuestring, '\t'))
+                        return "\"candidates\" must be an array of scheduler names";
+                if (*n >= SCHED_CHOICES_MAX)
+                        return "at most " STRINGIFY(SCHED_CHOICES_MAX) " candidates";
+                if (sched_choices_parse(x->valuestring, c, &k, &error) < 0)
+                        return error;
+                ret[(*n)++] = c[0];
+        }
+        return NULL;
+}
+
+/* trial DEV [CANDIDATE...] starts one at the next tick; trial DEV --stop
+ * ends it, the incumbent back. The reply is the device's trial, as
+ * device shows it. */
+static ControlReply cmd_trial(Manager *m, ControlClient *client _unused_, Device *d, const cJSON *req) {
+        const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_STOP);
+        SchedChoice candidates[SCHED_CHOICES_MAX];
+        const char *why = NULL;
+        unsigned n;
+        int r;
+
+        if (stop && !cJSON_IsBool(stop))
+                return reply_error("invalid-argument", "\"stop\" must be true or false");
+        why = trial_candidates_parse(cJSON_GetObjectItemCaseSensitive(req, PROTOCOL_KEY_CANDIDATES), candidates, &n);
+        if (why)
+                return reply_error("invalid-argument", why);
+        if (cJSON_IsTrue(stop)) {
+                if (n > 0)
+                        return reply_error("invalid-argument", "\"stop\" takes no candidates");
+                r = device_trial_end(d);
+                if (r == -ENOENT)
+                        return reply_error("no-trial", "no trial runs on this device");
+        } else {
+                r = device_trial_request(&m->ctx, d, candidates, n, &why);
+                if (r == -EPERM || r == -EINVAL)
+                        return reply_error("trial-refused", why);
+        }
+        /* the arm in force changed: written as any pass writes */
+        if (r > 0)
+                r = device_process(&m->ctx, d);
+        if (r < 0)
+                return REPLY_NOMEM;
+        /* its pass may have forgotten it (gone) */
+        d = device_get(&m->ctx, device_devnum(d));
+        return reply_ok(d ? explain_device_report(m, d) : NULL);
+}
+
 static ControlReply cmd_metrics(Manager *m, ControlClient *client _unused_, Device *d _unused_,
                                 const cJSON *req _unused_) {
         return (ControlReply) { .stream = listing_metrics(m) };
@@ -447,6 +514,7 @@ static const CommandRun command_runs[] = {
         [PROTOCOL_RESUME] = cmd_resume,
         [PROTOCOL_RESTORE] = cmd_restore,
         [PROTOCOL_HANDOVER] = cmd_handover,
+        [PROTOCOL_TRIAL] = cmd_trial,
 };
 _Static_assert(ELEMENTSOF(command_runs) == _PROTOCOL_COMMAND_MAX, "every protocol command runs something");
 

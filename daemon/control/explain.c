@@ -2,6 +2,8 @@
 /* What a device looks like to the control socket: the report of --once,
  * plus what only a running daemon knows (pause, override, flip history),
  * and "explain": every policy considered and why it matched or not. */
+#include <math.h>
+
 #include "conflicts-report.h"
 #include "decide.h"
 #include "device.h"
@@ -9,6 +11,85 @@
 #include "manager.h"
 #include "report.h"
 #include "util.h"
+
+static cJSON *sched_choice_json(const SchedChoice *c) {
+        char buf[SCHED_NAME_MAX + 16];
+
+        if (!c)
+                return cJSON_CreateNull();
+        (void) sched_choice_format(c, buf, sizeof(buf));
+        return cJSON_CreateString(buf);
+}
+
+/* A bound that is not known yet (+inf before a look) is null. */
+static cJSON *finite_or_null(double v) {
+        return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+/* One candidate's trial: the evidence and the verdict. */
+static cJSON *trial_outcome_json(const TrialOutcome *o) {
+        cJSON *j = cJSON_CreateObject(), *i;
+        char name[SCHED_NAME_MAX + 16];
+
+        (void) sched_choice_format(&o->candidate, name, sizeof(name));
+        cJSON_AddStringToObject(j, "candidate", name);
+        cJSON_AddStringToObject(j, "incumbent", o->incumbent);
+        cJSON_AddStringToObject(j, "verdict", o->skipped ? "skipped" : o->stopped ? "stopped" :
+                                trial_verdict_to_string(o->result.verdict));
+        if (o->result.verdict == TRIAL_UNDECIDED && !o->stopped)
+                cJSON_AddNullToObject(j, "kept");
+        else
+                cJSON_AddStringToObject(j, "kept", o->result.keep_candidate ? name : o->incumbent);
+        cJSON_AddNumberToObject(j, "windows", o->result.windows);
+        cJSON_AddNumberToObject(j, "pairs", o->result.pairs);
+        /* the incumbent's busy time per byte over the candidate's: above 1, the candidate is faster */
+        cJSON_AddNumberToObject(j, "estimate", o->result.ratio);
+        i = cJSON_AddArrayToObject(j, "interval");
+        cJSON_AddItemToArray(i, cJSON_CreateNumber(o->result.ratio_lo));
+        cJSON_AddItemToArray(i, finite_or_null(o->result.ratio_hi));
+        cJSON_AddStringToObject(j, "reason", o->result.reason);
+        return j;
+}
+
+static const char *const run_phase_names[] = {
+        [TRIAL_RUN_SETTLING] = "settling",
+        [TRIAL_RUN_COUNTING] = "counting",
+        [TRIAL_RUN_HELD] = "held",
+        [TRIAL_RUN_DONE] = "done",
+};
+
+/* d's trial, null without one: its phase, the arm in force, and each
+ * candidate's evidence, the running one's so far. */
+static cJSON *trial_json(const Device *d) {
+        const DeviceTrial *t = device_trial(d);
+        cJSON *o, *a;
+
+        if (!t)
+                return cJSON_CreateNull();
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "phase", trial_phase_to_string(t->phase));
+        cJSON_AddStringToObject(o, "started_by", t->by_hand ? "blkpolicyctl" : "policy");
+        if (t->phase == TRIAL_PHASE_RUNNING) {
+                cJSON_AddStringToObject(o, "arm", t->arm == TRIAL_ARM_CANDIDATE ? "candidate" : "incumbent");
+                cJSON_AddStringToObject(o, "window", run_phase_names[t->run.phase]);
+        } else {
+                cJSON_AddNullToObject(o, "arm");
+                cJSON_AddNullToObject(o, "window");
+        }
+        /* null: the policies' own choice */
+        cJSON_AddItemToObject(o, "in_force", sched_choice_json(device_trial_arm(t)));
+        cJSON_AddItemToObject(o, "kept", sched_choice_json(t->has_kept ? &t->kept : NULL));
+        cJSON_AddNumberToObject(o, "window_s", (double) t->config.window_ms / 1000);
+        cJSON_AddNumberToObject(o, "settle_s", (double) t->config.settle_ms / 1000);
+        cJSON_AddNumberToObject(o, "min_gain", t->config.min_gain);
+        a = cJSON_AddArrayToObject(o, "candidates");
+        for (unsigned i = 0; i < t->config.n_candidates; i++)
+                cJSON_AddItemToArray(a, sched_choice_json(&t->config.candidates[i]));
+        a = cJSON_AddArrayToObject(o, "outcomes");
+        for (unsigned i = 0; i < t->n_outcomes; i++)
+                cJSON_AddItemToArray(a, trial_outcome_json(&t->outcomes[i]));
+        return o;
+}
 
 cJSON *explain_device_report(Manager *m, Device *d) {
         DeviceFacts facts;
@@ -20,6 +101,7 @@ cJSON *explain_device_report(Manager *m, Device *d) {
         cJSON_AddBoolToObject(o, "overridden", device_overridden(d));
         if (device_overridden(d))
                 cJSON_AddStringToObject(o, "override", device_override_note(d));
+        cJSON_AddItemToObject(o, "trial", trial_json(d));
         return o;
 }
 

@@ -261,6 +261,77 @@ static void write_host_states(Buf *b, Device **devs, const DeviceSeen *seen, int
         write_by_label(b, "blkpolicyd_settings", "result", setting_state_names, settings, _SETTING_STATE_MAX);
 }
 
+/* A verdict as a fleet tabulates it: the disk's model, the two arms and
+ * what the trial said. */
+typedef struct VerdictCount {
+        const char *incumbent, *verdict;    /* the device's trial's: valid while the text is written */
+        char model[sizeof(((DeviceFacts *) NULL)->model)];
+        char candidate[SCHED_NAME_MAX + 16];
+        unsigned n;
+} VerdictCount;
+
+static bool outcome_decided(const TrialOutcome *o) {
+        return !o->skipped && !o->stopped && o->result.verdict != TRIAL_UNDECIDED;
+}
+
+/* The slot of o's labels in v (n of them, room for one more). */
+static VerdictCount *verdict_slot(VerdictCount *v, size_t *n, const char *model, const TrialOutcome *o) {
+        char candidate[SCHED_NAME_MAX + 16];
+
+        (void) sched_choice_format(&o->candidate, candidate, sizeof(candidate));
+        for (size_t i = 0; i < *n; i++)
+                if (streq(v[i].model, model) && streq(v[i].candidate, candidate) &&
+                    streq(v[i].incumbent, o->incumbent) && streq(v[i].verdict, trial_verdict_to_string(o->result.verdict)))
+                        return &v[i];
+        v[*n] = (VerdictCount) { .incumbent = o->incumbent, .verdict = trial_verdict_to_string(o->result.verdict) };
+        (void) strscpy(v[*n].model, sizeof(v[*n].model), model);
+        (void) strscpy(v[*n].candidate, sizeof(v[*n].candidate), candidate);
+        return &v[(*n)++];
+}
+
+/* The trials that run, and the verdicts reached, summed by the disks'
+ * model: a fleet adds them up across hosts (docs/trials.md), a few series
+ * a host whatever its number of disks. */
+static int write_trials(Buf *b, Device **devs, int n) {
+        _cleanup_free_ VerdictCount *v = NULL;
+        size_t n_v = 0, max = 0;
+        unsigned running = 0;
+
+        for (int i = 0; i < n; i++) {
+                const DeviceTrial *t = device_trial(devs[i]);
+
+                if (!t)
+                        continue;
+                running += t->phase == TRIAL_PHASE_WAITING || t->phase == TRIAL_PHASE_RUNNING;
+                max += t->n_outcomes;
+        }
+        if (max && !(v = calloc(max, sizeof(VerdictCount))))
+                return -ENOMEM;
+        for (int i = 0; max && i < n; i++) {
+                const DeviceTrial *t = device_trial(devs[i]);
+                DeviceFacts view;
+                const char *model = t ? device_facts(devs[i], &view)->model : NULL;
+
+                for (unsigned k = 0; t && k < t->n_outcomes; k++)
+                        if (outcome_decided(&t->outcomes[k]))
+                                verdict_slot(v, &n_v, model, &t->outcomes[k])->n++;
+        }
+        help(b, "blkpolicyd_trials", "gauge", "Disks whose trial of candidate settings runs or waits for its next candidate");
+        fprintf(b->f, "blkpolicyd_trials %u\n", running);
+        help(b, "blkpolicyd_trial_verdicts", "gauge",
+             "Trials of a candidate against an incumbent that reached a verdict, by the disks' model");
+        for (size_t i = 0; i < n_v; i++) {
+                fputs("blkpolicyd_trial_verdicts{model=\"", b->f);
+                label(b, v[i].model);
+                fputs("\",candidate=\"", b->f);
+                label(b, v[i].candidate);
+                fputs("\",incumbent=\"", b->f);
+                label(b, v[i].incumbent);
+                fprintf(b->f, "\",verdict=\"%s\"} %u\n", v[i].verdict, v[i].n);
+        }
+        return 0;
+}
+
 MetricsBuild *metrics_build_free(MetricsBuild *b) {
         if (!b)
                 return NULL;
@@ -449,6 +520,8 @@ int metrics_build_write(MetricsBuild *mb, Manager *m, FILE *f) {
         write_counters(&b, m, ticks);
         write_config_state(&b, m, ticks);
         write_host_states(&b, devs, mb->seen, n);
+        if (write_trials(&b, devs, n) < 0)
+                return -ENOMEM;
         if (m->config.metrics_per_device)
                 write_device_metrics(&b, devs, mb->seen, n);
         return conflicts_report_metrics(&m->ctx, b.f, m->config.metrics_per_device);

@@ -183,6 +183,7 @@ typedef struct Layers {
         unsigned n_sched;
         const char *sched_source;
         const Policy *dynamic_from;
+        const Policy *trial_from;
 } Layers;
 
 /* Later files override earlier ones setting by setting, as sysctl.d does.
@@ -215,6 +216,8 @@ static void layer_policies(const DecideInput *in, Plan *plan, Layers *l) {
                         }
                 if (p->dynamic.enabled && !p->observe)
                         l->dynamic_from = p;
+                if (p->trial.enabled && !p->observe)
+                        l->trial_from = p;
         }
 }
 
@@ -314,6 +317,10 @@ void decide(const DecideInput *in, Plan *plan) {
                 plan->dynamic = &l.dynamic_from->dynamic;
                 plan->dynamic_source = l.dynamic_from->name;
         }
+        if (l.trial_from) {
+                plan->trial = &l.trial_from->trial;
+                plan->trial_source = l.trial_from->name;
+        }
         /* a canary's name points into the set too: the plan holds it */
         if (plan->policy || plan->canary)
                 plan->set = in->policies;
@@ -332,7 +339,16 @@ void decide(const DecideInput *in, Plan *plan) {
         }
         if (in->busy && plan->dynamic)
                 layer_busy(plan, &l);
+        if (in->trial_arm && !bio_based) {
+                /* the arm in force, over every file's choice: one choice,
+                 * no fallback, nothing the plan points to */
+                l.sched = in->trial_arm;
+                l.n_sched = 1;
+                l.sched_source = in->trial_source;
+        }
         plan_items(in, &l, plan);
+        if (in->trial_arm && !bio_based)
+                plan->choices = NULL;
 }
 
 /* The same setting to a reader: the same value, taken or not. */

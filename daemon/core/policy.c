@@ -8,6 +8,7 @@
 
 #include "ini-reader.h"
 #include "policy.h"
+#include "trial-run.h"
 #include "util.h"
 
 typedef struct ParseState {
@@ -16,6 +17,7 @@ typedef struct ParseState {
         PolicyErrors *errors;
         Policy *policy;
         int n_errors;
+        unsigned trial_line;    /* [Trial]'s first key: where the section's own errors point */
         bool oom;
 } ParseState;
 
@@ -410,6 +412,135 @@ static int parse_dynamic_key(DynamicPolicy *d, const char *key, const char *valu
         return -EINVAL;
 }
 
+/* Seconds, a decimal number ("0.5"), to ms within [min_ms, max_ms]. */
+static int parse_seconds_ms(const char *value, uint64_t min_ms, uint64_t max_ms, uint64_t *ret) {
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(value, &end);
+        if (end == value || *end || errno || !(v * 1000 >= (double) min_ms && v * 1000 <= (double) max_ms))
+                return -EINVAL;
+        *ret = (uint64_t) (v * 1000 + 0.5);
+        return 0;
+}
+
+/* "5%" or "0.05": a margin above 0, at most 100%. */
+static int parse_gain(const char *value, double *ret) {
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(value, &end);
+        if (end != value && streq(end, "%"))
+                v /= 100;
+        else if (end == value || *end)
+                return -EINVAL;
+        if (errno || !(v > 0 && v <= 1))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_trial_candidates(TrialPolicy *t, const char *value, const char **error) {
+        SchedChoice c[SCHED_CHOICES_MAX];
+        unsigned n = 0;
+        int r = sched_choices_parse(value, c, &n, error);
+
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < n; i++)
+                for (unsigned j = 0; j < t->n_candidates; j++)
+                        if (streq(c[i].name, t->candidates[j].name) &&
+                            c[i].dispatch_direct == t->candidates[j].dispatch_direct) {
+                                *error = "a candidate named twice";
+                                return -EINVAL;
+                        }
+        if (t->n_candidates + n > SCHED_CHOICES_MAX) {
+                *error = "at most " STRINGIFY(SCHED_CHOICES_MAX) " candidates";
+                return -EINVAL;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                for (unsigned j = 0; j < i; j++)
+                        if (streq(c[i].name, c[j].name) && c[i].dispatch_direct == c[j].dispatch_direct) {
+                                *error = "a candidate named twice";
+                                return -EINVAL;
+                        }
+                t->candidates[t->n_candidates++] = c[i];
+        }
+        return 0;
+}
+
+static int parse_trial_key(TrialPolicy *t, const char *key, const char *value, const char **error) {
+        long long v;
+
+        t->enabled = true;
+        if (streq(key, "candidates"))
+                return parse_trial_candidates(t, value, error);
+        if (streq(key, "window")) {
+                if (parse_seconds_ms(value, 10, 3600ULL * 1000, &t->window_ms) < 0) {
+                        *error = "expected seconds from 0.01 to 3600, e.g. 10 or 0.5";
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (streq(key, "settle")) {
+                if (parse_seconds_ms(value, 0, 3600ULL * 1000, &t->settle_ms) < 0) {
+                        *error = "expected seconds from 0 to 3600, e.g. 2 or 0.2";
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (streq(key, "max_duration")) {
+                if (parse_seconds_ms(value, 1000, 7ULL * 24 * 3600 * 1000, &t->max_duration_ms) < 0) {
+                        *error = "expected seconds from 1 to 604800 (a week)";
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (streq(key, "min_gain")) {
+                if (parse_gain(value, &t->min_gain) < 0) {
+                        *error = "expected a margin above 0 and at most 1, e.g. 0.05 or 5%";
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (streq(key, "max_switches_per_hour")) {
+                if (parse_ll(value, 1, TRIAL_SWITCHES_MAX, &v) < 0) {
+                        *error = "expected a number from 1 to " STRINGIFY(TRIAL_SWITCHES_MAX);
+                        return -EINVAL;
+                }
+                t->max_switches_per_hour = (unsigned) v;
+                return 0;
+        }
+        *error = "unknown key in [Trial]";
+        return -EINVAL;
+}
+
+bool trial_policy_equal(const TrialPolicy *a, const TrialPolicy *b) {
+        if (a->enabled != b->enabled || a->n_candidates != b->n_candidates || a->window_ms != b->window_ms ||
+            a->settle_ms != b->settle_ms || a->max_duration_ms != b->max_duration_ms || a->min_gain != b->min_gain ||
+            a->max_switches_per_hour != b->max_switches_per_hour)
+                return false;
+        for (unsigned i = 0; i < a->n_candidates; i++)
+                if (!streq(a->candidates[i].name, b->candidates[i].name) ||
+                    a->candidates[i].dispatch_direct != b->candidates[i].dispatch_direct)
+                        return false;
+        return true;
+}
+
+/* What [Trial] says as a whole: candidates, and a settle time shorter
+ * than a window (trial_run_config_check()'s rule). NULL when it holds. */
+static const char *trial_policy_problem(const TrialPolicy *t) {
+        if (!t->enabled)
+                return NULL;
+        if (t->n_candidates == 0)
+                return "[Trial] needs candidates=";
+        if (t->settle_ms >= t->window_ms)
+                return "[Trial] settle= must be shorter than window=";
+        return NULL;
+}
+
 /* [Policy]: how the file itself is taken. */
 static int parse_policy_key(Policy *p, const char *key, const char *value, const char **error) {
         if (!streq(key, "mode")) {
@@ -426,7 +557,7 @@ static int parse_policy_key(Policy *p, const char *key, const char *value, const
 
 static bool section_known(const char *section) {
         if (streq(section, "Policy") || streq(section, "Match") || streq(section, "Dynamic") ||
-            streq(section, "Busy"))
+            streq(section, "Busy") || streq(section, "Trial"))
                 return true;
         if (startswith(section, "Busy "))
                 section += 5;
@@ -453,7 +584,11 @@ static int policy_ini_handler(void *user, const char *section, const char *key, 
                 r = parse_match_key(&s->policy->match, key, value, &error);
         else if (streq(section, "Dynamic"))
                 r = parse_dynamic_key(&s->policy->dynamic, key, value, &error);
-        else
+        else if (streq(section, "Trial")) {
+                if (!s->trial_line)
+                        s->trial_line = s->reader.line;
+                r = parse_trial_key(&s->policy->trial, key, value, &error);
+        } else
                 r = parse_setting(s->policy, section, key, value, &error);
 
         if (!error && r == -ENOMEM)
@@ -479,6 +614,7 @@ static int policy_parse(IniReader *reader, const char *path, const char *name, P
         p->match.rotational = p->match.hidden = -1;
         p->match.hwq_max = UINT_MAX;
         p->dynamic = DYNAMIC_POLICY_DEFAULTS;
+        p->trial = TRIAL_POLICY_DEFAULTS;
         p->name = strdup(name);
         p->path = strdup(path);
         s.policy = p;
@@ -507,6 +643,11 @@ static int policy_parse(IniReader *reader, const char *path, const char *name, P
             (p->dynamic.n_enter == 0 || p->dynamic.n_leave == 0 || !p->dynamic.has_busy)) {
                 s.n_errors++;
                 if (policy_error_add(errors, path, 0, "[Dynamic] needs enter=, leave= and a [Busy] section with settings") < 0)
+                        return policy_free(p), -ENOMEM;
+        }
+        if (s.n_errors == 0 && trial_policy_problem(&p->trial)) {
+                s.n_errors++;
+                if (policy_error_add(errors, path, s.trial_line, "%s", trial_policy_problem(&p->trial)) < 0)
                         return policy_free(p), -ENOMEM;
         }
         if (s.n_errors > 0) {

@@ -20,6 +20,7 @@ const ProtocolCommand protocol_commands[_PROTOCOL_COMMAND_MAX] = {
         [PROTOCOL_RESUME] = { "resume", DEVICE_ARG_OPTIONAL, true },
         [PROTOCOL_RESTORE] = { "restore", DEVICE_ARG_OPTIONAL, true },
         [PROTOCOL_HANDOVER] = { "handover", DEVICE_ARG_NONE, true },
+        [PROTOCOL_TRIAL] = { "trial", DEVICE_ARG_REQUIRED, true },
 };
 
 int protocol_command_from_string(const char *name) {

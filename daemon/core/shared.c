@@ -88,6 +88,7 @@ static uint64_t plan_hash(const void *value) {
         h = hash_ptr(h, p->policy);
         h = hash_ptr(h, p->canary);
         h = hash_ptr(h, p->dynamic);
+        h = hash_ptr(h, p->trial);
         for (unsigned i = 0; i < p->n_matched; i++)
                 h = hash_ptr(h, p->matched[i]);
         for (unsigned i = 0; i < p->n_items; i++) {
@@ -110,6 +111,7 @@ static bool plan_equal(const void *va, const void *vb) {
         if (a->set != b->set || a->reason != b->reason || a->policy != b->policy || a->canary != b->canary ||
             a->choices != b->choices ||
             a->dynamic != b->dynamic || a->dynamic_source != b->dynamic_source ||
+            a->trial != b->trial || a->trial_source != b->trial_source ||
             a->n_matched != b->n_matched || a->n_items != b->n_items ||
             a->fallback_mask != b->fallback_mask || a->managed != b->managed || a->busy != b->busy)
                 return false;

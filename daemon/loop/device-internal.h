@@ -8,6 +8,7 @@
 #include "device-types.h"
 #include "shared.h"
 #include "state.h"
+#include "trial-device.h"
 
 /* What few devices have: an error, an override, a retry, the udev
  * properties some policy names, the names of its stack, what flips left. Apart, allocated at the first need and
@@ -23,6 +24,7 @@ typedef struct DeviceExtra {
         char *override_note;    /* what someone else changed; set while overridden (left alone) */
         sd_event_source *retry_source;
         DeviceFlips *flips;     /* from the first flip, while d->dynamic */
+        DeviceTrial *trial;     /* a [Trial]'s or blkpolicyctl's, running or what it kept */
         uint8_t retries;        /* at most RETRY_MAX + 1 */
 } DeviceExtra;
 
@@ -58,6 +60,10 @@ struct Device {
          * a refresh replaces the facts of the same name only */
         char name[];
 };
+
+/* Why a planned change is not written to d (dry run, observe, paused,
+ * overridden, its record unreadable); NULL when it would be. */
+const char *device_write_why_not(const DeviceContext *c, const Device *d);
 
 /* What decide() takes for d now; view: storage for its facts. */
 DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view);

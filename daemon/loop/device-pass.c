@@ -11,6 +11,7 @@
 #include "classify.h"
 #include "decide.h"
 #include "device-internal.h"
+#include "device-trial.h"
 #include "device.h"
 #include "log.h"
 #include "shared.h"
@@ -25,8 +26,11 @@ static bool device_excluded(const DeviceContext *c, const Device *d) {
 }
 
 DecideInput device_decide_input(const DeviceContext *c, const Device *d, DeviceFacts *view) {
-        return (DecideInput) { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
-                               .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+        DecideInput in = { .facts = device_facts(d, view), .caps = c->caps, .policies = *c->policies,
+                           .excluded = device_excluded(c, d), .busy = d->dynamic && d->dynamic->state.busy };
+
+        device_trial_input(d, &in);
+        return in;
 }
 
 static void classes_format(ClassSet classes, char *buf, size_t size) {
@@ -220,19 +224,6 @@ static int device_submit(DeviceContext *c, Device *d, const Plan *plan, bool tak
         return 0;
 }
 
-/* Why a planned change was not made, for the log; NULL when it would be. */
-static const char *device_why_not(const DeviceContext *c, const Device *d) {
-        if (c->dry_run)
-                return "dry run";
-        if (!device_context_writes(c))
-                return "mode=observe";
-        if (device_is_paused(c, d))
-                return "paused";
-        if (device_overridden(d))
-                return "overridden";
-        return d->record_unreadable ? "state record unreadable" : NULL;
-}
-
 /* The end of a pass, on the loop: keep the plan, then what its result
  * asks for. May forget d. */
 static int device_finish(DeviceContext *c, Device *d, const Plan *plan, int r) {
@@ -242,7 +233,7 @@ static int device_finish(DeviceContext *c, Device *d, const Plan *plan, int r) {
                 log_info("%s: gone while being set up", d->name);
                 return device_forget(c, d, true);
         }
-        log_plan(d, device_why_not(c, d));
+        log_plan(d, device_write_why_not(c, d));
         if (r == -EAGAIN)
                 return device_schedule_retry(c, d);
         device_reset_retries(d);
@@ -293,6 +284,14 @@ static int device_process_full(DeviceContext *c, Device *d, bool take_over, bool
                 return 0;
         }
         decide(&in, plan);
+        /* a trial that may not run any more puts its incumbent back: decided again */
+        k = device_trial_after_decide(c, d, plan);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                device_trial_input(d, &in);
+                decide(&in, plan);
+        }
         if (!plan->managed || !plan->dynamic)
                 device_dynamic_drop(d);         /* no state machine: back to base */
         else if (!d->dynamic && !(d->dynamic = calloc(1, sizeof(DeviceDynamic))))

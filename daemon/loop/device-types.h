@@ -22,6 +22,7 @@
 #include "roots.h"
 #include "sample.h"
 #include "state-file.h"
+#include "trial-device.h"
 #include "util.h"
 
 typedef struct Device Device;

@@ -117,6 +117,10 @@ const DeviceDynamic *device_dynamic(const Device *d) {
         return d->dynamic;
 }
 
+const DeviceTrial *device_trial(const Device *d) {
+        return d->extra ? d->extra->trial : NULL;
+}
+
 const DeviceFlips *device_flips(const Device *d) {
         return d->extra ? d->extra->flips : NULL;
 }
@@ -159,6 +163,7 @@ void device_extra_trim(Device *d) {
         const DeviceExtra *x = d->extra;
 
         if (x && !x->properties && !x->stack && !x->error && !x->override_note && !x->retry_source && !x->flips &&
+            !x->trial &&
             x->retries == 0)
                 d->extra = mfree(d->extra);
 }
@@ -467,6 +472,18 @@ const DeviceFacts *device_facts(const Device *d, DeviceFacts *view) {
         return view;
 }
 
+const char *device_write_why_not(const DeviceContext *c, const Device *d) {
+        if (c->dry_run)
+                return "dry run";
+        if (!device_context_writes(c))
+                return "mode=observe";
+        if (device_is_paused(c, d))
+                return "paused";
+        if (device_overridden(d))
+                return "overridden";
+        return d->record_unreadable ? "state record unreadable" : NULL;
+}
+
 bool device_is_held(const DeviceContext *c, const Device *d) {
         return device_is_paused(c, d) || device_overridden(d);
 }
@@ -482,6 +499,7 @@ static DeviceExtra *device_extra_free(DeviceExtra *x) {
                 return NULL;
         sd_event_source_disable_unref(x->retry_source);
         device_flips_free(x->flips);
+        free(x->trial);
         strv_free(x->properties);
         device_stack_free(x->stack);
         free(x->override_note);

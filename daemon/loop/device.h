@@ -57,6 +57,9 @@ const Plan *device_plan(const Device *d);
 const DeviceRecord *device_record(const Device *d);
 /* NULL unless the policy has [Dynamic]. */
 const DeviceDynamic *device_dynamic(const Device *d);
+/* NULL unless a trial ran or runs on d (trial-device.h): its state, for
+ * the views. */
+const DeviceTrial *device_trial(const Device *d);
 /* NULL until the first flip, and without a DeviceDynamic. */
 const DeviceFlips *device_flips(const Device *d);
 /* The sampler's: d's signals from its counters st, over the time since d

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "device-trial.h"
 #include "device.h"
 #include "drift.h"
 #include "log.h"
@@ -55,6 +56,9 @@ struct Sampler {
         char *diskstats_path;           /* <proc>/diskstats */
         FlipList pending;               /* decided during this slice, applied at its end */
         FlipList running;               /* applied, their passes not back yet */
+        /* devices whose trial switched arm in this slice: a pass each at its end */
+        dev_t *trial_switches;
+        size_t n_trial_switches, trial_switches_size;
         SamplerStats stats;
         Recorder *record;               /* --record */
 };
@@ -181,6 +185,36 @@ static int flips_apply(Sampler *s) {
         return r;
 }
 
+static int trial_switch_push(Sampler *s, dev_t devnum) {
+        if (s->n_trial_switches == s->trial_switches_size) {
+                size_t n = s->trial_switches_size ? s->trial_switches_size * 2 : 4;
+                dev_t *v = reallocarray(s->trial_switches, n, sizeof(dev_t));
+
+                if (!v)
+                        return -ENOMEM;
+                s->trial_switches = v;
+                s->trial_switches_size = n;
+        }
+        s->trial_switches[s->n_trial_switches++] = devnum;
+        return 0;
+}
+
+/* The trials' switches of a slice, at its end as the flips are: a pass
+ * each, which decides with the arm now in force and writes it through the
+ * records. */
+static int trial_switches_apply(Sampler *s) {
+        int r = 0;
+
+        for (size_t i = 0; i < s->n_trial_switches && r >= 0; i++) {
+                Device *d = device_get(s->devices, s->trial_switches[i]);
+
+                if (d)
+                        r = device_process(s->devices, d);
+        }
+        s->n_trial_switches = 0;
+        return r;
+}
+
 void sampler_pass_back(Sampler *s, dev_t devnum, bool pass, double ms) {
         SamplerFlip *f = s->running.n ? flips_find(&s->running, devnum) : NULL;
         Device *d;
@@ -213,6 +247,10 @@ static int device_sample(Sampler *s, Device *d, const DiskStat *st, const TickRe
                 return -ENOMEM;
         if (s->record)
                 record_write_sample(s->record, device_name(d), st, busy);
+        /* a trial's window is measured from the same sample */
+        if (device_trial(d) && device_trial_step(s->devices, d, st, t->now / 1000) > 0 &&
+            trial_switch_push(s, device_devnum(d)) < 0)
+                return -ENOMEM;
         if (!dynamic || device_is_held(s->devices, d))
                 return 0;       /* paused or overridden: no flips */
         capped = dyn_state_capped(&device_dynamic(d)->state);
@@ -406,6 +444,8 @@ static int tick_slice(Sampler *s, TickRead *t, uint64_t until) {
         if (!t->drifting) {
                 k = t->fd >= 0 ? tick_read_slice(s, t, until) : 1;
                 r = k < 0 ? k : flips_apply(s);
+                if (r >= 0)
+                        r = trial_switches_apply(s);
                 if (r < 0)
                         return r;
                 if (k == 0)
@@ -500,6 +540,7 @@ Sampler *sampler_free(Sampler *s) {
         free(s->diskstats);
         free(s->pending.v);
         free(s->running.v);
+        free(s->trial_switches);
         free(s);
         return NULL;
 }

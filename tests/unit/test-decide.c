@@ -634,3 +634,40 @@ TEST(canary_brings_and_drops) {
         ASSERT_STREQ(out[0].source, "90-new.policy");
         policy_set_unref(s);
 }
+
+/* A trial's arm is the top layer: its scheduler over every file's, the
+ * dispatch_direct it brings, its source; the incumbent (no arm) is the
+ * files' own choice. The plan points at no arm, and names the [Trial]. */
+TEST(trial_arm_layers_over_the_files) {
+        DeviceFacts f = sq_virtio();
+        KernelCaps k = kernel(6, 18, TRISTATE_YES);
+        Policy *p = policy("20-fast.policy", "none");
+        PolicySet *s = set_of(p, NULL);
+        SchedChoice arm = { .name = "mq-deadline", .dispatch_direct = true };
+        PlanBuffer pb;
+        Plan plan = *plan_buffer_init(&pb);
+        DecideInput in = { .facts = &f, .caps = &k, .policies = s };
+
+        p->trial = TRIAL_POLICY_DEFAULTS;
+        p->trial.enabled = true;
+        p->trial.candidates[p->trial.n_candidates++] = arm;
+        decide(&in, &plan);
+        ASSERT_TRUE(plan.trial == &p->trial && plan.trial_source == p->name);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_TRUE(item(&plan, "mq-deadline", "dispatch_direct") == NULL);
+
+        in.trial_arm = &arm;
+        in.trial_source = p->name;
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        ASSERT_TRUE(item(&plan, "Queue", "scheduler")->source == p->name);
+        ASSERT_STREQ(item(&plan, "mq-deadline", "dispatch_direct")->target, "1");
+        ASSERT_TRUE(plan.choices == NULL && plan.fallback_mask == 0);
+
+        /* a canary's [Trial] is never run */
+        p->observe = true;
+        in.trial_arm = NULL;
+        decide(&in, &plan);
+        ASSERT_TRUE(plan.trial == NULL);
+        policy_set_unref(s);
+}

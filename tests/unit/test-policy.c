@@ -465,6 +465,65 @@ TEST(error_unknown_busy_section) {
         check_bad("[Busy cfq]\nslice_idle = 0\n", 2, "unknown section");
 }
 
+/* [Trial]: every key, a list of candidates over two lines, short
+ * windows (the suites' are under a second), the defaults of what is not
+ * said. */
+TEST(trial_sections) {
+        char d[PATH_MAX];
+        PolicySet *s;
+        const Policy *p;
+        const TrialPolicy *t, def = TRIAL_POLICY_DEFAULTS;
+
+        setup();
+        make_dir("a", d);
+        put(d, "30-trial.policy",
+            "[Match]\nclass = loop\n[Queue]\nscheduler = none\n"
+            "[Trial]\ncandidates = mq-deadline+dispatch_direct\ncandidates = kyber\nwindow = 0.5\nsettle = 0.1\n"
+            "max_duration = 120\nmin_gain = 10%\nmax_switches_per_hour = 64\n");
+        put(d, "40-short.policy", "[Match]\nname = vd*\n[Trial]\ncandidates = none\n");
+        s = load(d, NULL);
+        ASSERT_TRUE(s->errors.n_items == 0 && s->n_policies == 2);
+        p = find(s, "30-trial.policy");
+        ASSERT_TRUE(p != NULL);
+        t = &p->trial;
+        ASSERT_TRUE(t->enabled && t->n_candidates == 2);
+        ASSERT_STREQ(t->candidates[0].name, "mq-deadline");
+        ASSERT_TRUE(t->candidates[0].dispatch_direct && !t->candidates[1].dispatch_direct);
+        ASSERT_STREQ(t->candidates[1].name, "kyber");
+        ASSERT_TRUE(t->window_ms == 500 && t->settle_ms == 100 && t->max_duration_ms == 120000);
+        ASSERT_TRUE(t->min_gain > 0.0999 && t->min_gain < 0.1001 && t->max_switches_per_hour == 64);
+        ASSERT_TRUE(!p->dynamic.enabled);
+        p = find(s, "40-short.policy");
+        ASSERT_TRUE(p != NULL && p->trial.enabled && p->trial.n_candidates == 1);
+        ASSERT_TRUE(p->trial.window_ms == def.window_ms && p->trial.settle_ms == def.settle_ms &&
+                    p->trial.max_duration_ms == def.max_duration_ms && p->trial.min_gain == def.min_gain &&
+                    p->trial.max_switches_per_hour == def.max_switches_per_hour);
+        ASSERT_TRUE(!trial_policy_equal(&p->trial, &find(s, "30-trial.policy")->trial));
+        ASSERT_TRUE(trial_policy_equal(&p->trial, &p->trial));
+        policy_set_unref(s);
+        teardown();
+}
+
+TEST(error_bad_trial_keys) {
+        check_bad("[Trial]\ncandidates = mq-deadline+fast\n", 2, "mq-deadline+dispatch_direct");
+        check_bad("[Trial]\ncandidates = none none\n", 2, "twice");
+        check_bad("[Trial]\ncandidates = none\ncandidates = none\n", 3, "twice");
+        check_bad("[Trial]\ncandidates = none\nwindow = 0\n", 3, "seconds");
+        check_bad("[Trial]\ncandidates = none\nwindow = 10s\n", 3, "seconds");
+        check_bad("[Trial]\ncandidates = none\nsettle = -1\n", 3, "seconds");
+        check_bad("[Trial]\ncandidates = none\nmax_duration = 0.5\n", 3, "seconds");
+        check_bad("[Trial]\ncandidates = none\nmin_gain = 0\n", 3, "margin");
+        check_bad("[Trial]\ncandidates = none\nmin_gain = 150%\n", 3, "margin");
+        check_bad("[Trial]\ncandidates = none\nmax_switches_per_hour = 65\n", 3, "1 to 64");
+        check_bad("[Trial]\ncandidates = none\nwindows = 10\n", 3, "unknown key in [Trial]");
+}
+
+/* What the section says as a whole points at its first line. */
+TEST(error_trial_as_a_whole) {
+        check_bad("[Match]\nname = sd*\n[Trial]\nwindow = 5\n", 4, "needs candidates=");
+        check_bad("[Trial]\ncandidates = none\nwindow = 1\nsettle = 1\n", 2, "shorter than window=");
+}
+
 /* '#' after white space starts a comment, as ';' does (inih); inside a
  * value it does not; the line numbers of errors stay right. */
 TEST(inline_comments) {

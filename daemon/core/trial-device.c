@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+
+#include "trial-device.h"
+#include "util.h"
+
+static const char *const trial_phase_names[_TRIAL_PHASE_MAX] = {
+        [TRIAL_PHASE_WAITING] = "waiting",
+        [TRIAL_PHASE_RUNNING] = "running",
+        [TRIAL_PHASE_DONE] = "done",
+        [TRIAL_PHASE_STOPPED] = "stopped",
+};
+
+const char *trial_phase_to_string(TrialPhase p) {
+        return p < _TRIAL_PHASE_MAX ? trial_phase_names[p] : NULL;
+}
+
+static void run_configs(const TrialPolicy *p, TrialRunConfig *rc, TrialConfig *tc) {
+        trial_run_config_default(rc);
+        rc->window_ms = p->window_ms;
+        rc->settle_ms = p->settle_ms;
+        rc->max_duration_ms = p->max_duration_ms;
+        rc->max_switches_per_hour = p->max_switches_per_hour;
+        trial_config_default(tc);
+        tc->min_gain = p->min_gain;
+}
+
+int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, uint64_t seed) {
+        TrialRunConfig rc;
+        TrialConfig tc;
+
+        run_configs(config, &rc, &tc);
+        if (config->n_candidates == 0 || config->n_candidates > SCHED_CHOICES_MAX ||
+            trial_run_config_check(&rc) < 0 || trial_config_check(&tc) < 0)
+                return -EINVAL;
+        *t = (DeviceTrial) { .config = *config, .by_hand = by_hand, .seed = seed };
+        t->config.enabled = true;
+        return 0;
+}
+
+/* The same arm to a pass: both the policies', or the same scheduler. */
+static bool arm_same(const SchedChoice *a, const SchedChoice *b) {
+        if (!a || !b)
+                return a == b;
+        return streq(a->name, b->name) && a->dispatch_direct == b->dispatch_direct;
+}
+
+static const SchedChoice *kept_arm(const DeviceTrial *t) {
+        return t->has_kept ? &t->kept : NULL;
+}
+
+const SchedChoice *device_trial_arm(const DeviceTrial *t) {
+        if (t->phase == TRIAL_PHASE_RUNNING && t->arm == TRIAL_ARM_CANDIDATE)
+                return &t->config.candidates[t->next];
+        return kept_arm(t);
+}
+
+/* The arm in force now, copied: what t points to changes. */
+static const SchedChoice *arm_copy(const DeviceTrial *t, SchedChoice *buf) {
+        const SchedChoice *a = device_trial_arm(t);
+
+        if (!a)
+                return NULL;
+        *buf = *a;
+        return buf;
+}
+
+const SchedChoice *device_trial_pending(const DeviceTrial *t) {
+        return t->phase == TRIAL_PHASE_WAITING ? &t->config.candidates[t->next] : NULL;
+}
+
+static TrialOutcome *outcome_new(DeviceTrial *t, const char *incumbent) {
+        TrialOutcome *o = &t->outcomes[t->n_outcomes++];       /* one a candidate: never more */
+
+        *o = (TrialOutcome) { .candidate = t->config.candidates[t->next] };
+        (void) strscpy(o->incumbent, sizeof(o->incumbent), incumbent);
+        return o;
+}
+
+static void next_candidate(DeviceTrial *t) {
+        t->next++;
+        t->phase = t->next < t->config.n_candidates ? TRIAL_PHASE_WAITING : TRIAL_PHASE_DONE;
+}
+
+void device_trial_skip(DeviceTrial *t, const char *incumbent, const char *why) {
+        TrialOutcome *o;
+
+        if (t->phase != TRIAL_PHASE_WAITING)
+                return;
+        o = outcome_new(t, incumbent);
+        o->skipped = true;
+        o->result = (TrialResult) { .verdict = TRIAL_INCONCLUSIVE, .ratio = 1 };
+        (void) strscpy(o->result.reason, sizeof(o->result.reason), why);
+        next_candidate(t);
+}
+
+/* The running candidate's outcome, the last one. */
+static TrialOutcome *running_outcome(DeviceTrial *t) {
+        return &t->outcomes[t->n_outcomes - 1];
+}
+
+/* A simpler scheduler costs less (CPU a request, a lock): kept when equal. */
+static bool cheaper_than(const SchedChoice *candidate, const char *incumbent) {
+        return streq(candidate->name, "none") && !streq(incumbent, "none");
+}
+
+int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, const DiskStat *sample) {
+        SchedChoice before_copy;
+        const SchedChoice *before = arm_copy(t, &before_copy);
+        TrialRunConfig rc;
+        TrialConfig tc;
+        TrialStep step;
+        int r;
+
+        if (t->phase != TRIAL_PHASE_WAITING)
+                return 0;
+        run_configs(&t->config, &rc, &tc);
+        r = trial_run_start(&t->run, &rc, &tc, t->seed + t->next,
+                            cheaper_than(&t->config.candidates[t->next], incumbent), now_ms, sample, &step);
+        if (r < 0)
+                return r;
+        (void) outcome_new(t, incumbent);
+        running_outcome(t)->result = trial_run_result(&t->run);
+        t->phase = TRIAL_PHASE_RUNNING;
+        t->arm = step.arm;
+        t->started_ms = now_ms;
+        return !arm_same(device_trial_arm(t), before);
+}
+
+int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
+        SchedChoice before_copy;
+        const SchedChoice *before = arm_copy(t, &before_copy);
+        TrialStep step;
+
+        if (t->phase != TRIAL_PHASE_RUNNING)
+                return 0;
+        step = trial_run_tick(&t->run, now_ms, sample);
+        t->arm = step.arm;
+        running_outcome(t)->result = trial_run_result(&t->run);
+        if (step.done) {
+                if (step.arm == TRIAL_ARM_CANDIDATE) {
+                        t->kept = t->config.candidates[t->next];
+                        t->has_kept = true;
+                }
+                next_candidate(t);
+        }
+        return !arm_same(device_trial_arm(t), before);
+}
+
+int device_trial_stop(DeviceTrial *t, const char *why) {
+        SchedChoice before_copy;
+        const SchedChoice *before = arm_copy(t, &before_copy);
+
+        if (t->phase == TRIAL_PHASE_RUNNING) {
+                TrialOutcome *o = running_outcome(t);
+
+                o->result = trial_run_result(&t->run);
+                o->stopped = true;
+                o->result.keep_candidate = false;
+                (void) snprintf(o->result.reason, sizeof(o->result.reason),
+                                "stopped after %u pairs (%s): the incumbent is back", o->result.pairs, why);
+        }
+        if (t->phase == TRIAL_PHASE_RUNNING || t->phase == TRIAL_PHASE_WAITING)
+                t->phase = TRIAL_PHASE_STOPPED;
+        return !arm_same(device_trial_arm(t), before);
+}
+
+const TrialOutcome *device_trial_last(const DeviceTrial *t) {
+        return t->n_outcomes ? &t->outcomes[t->n_outcomes - 1] : NULL;
+}

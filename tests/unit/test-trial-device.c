@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* trial-device.c: a [Trial]'s candidates in order over a simulated device
+ * whose busy time per byte depends on the scheduler in force (the arm
+ * device_trial_arm() says, or the policies' own when it says none). */
+#include <errno.h>
+#include <string.h>
+
+#include "tests.h"
+#include "trial-device.h"
+#include "util.h"
+
+#define TICK_MS 1000
+
+typedef struct Sim {
+        DiskStat stat;
+        const char *names[4];
+        double busy[4];         /* ms per MiB under names[i] */
+        const char *own;        /* the policies' scheduler */
+        unsigned switches;
+} Sim;
+
+static double busy_of(const Sim *s, const char *sched) {
+        for (unsigned i = 0; i < 4 && s->names[i]; i++)
+                if (streq(s->names[i], sched))
+                        return s->busy[i];
+        ASSERT_TRUE(false);
+        return 0;
+}
+
+/* a second of 64 MiB of reads under what is in force */
+static void run_second(Sim *s, const DeviceTrial *t) {
+        const SchedChoice *arm = device_trial_arm(t);
+        double busy = 64 * busy_of(s, arm ? arm->name : s->own);
+
+        s->stat.c.rd_ios += 16384;
+        s->stat.c.rd_sectors += 64 * 2048;
+        s->stat.c.io_ticks += (uint64_t) busy;
+        s->stat.c.time_in_queue += (uint64_t) busy;
+}
+
+/* Ticks until t is done or stopped, or limit ticks. */
+static unsigned drive(DeviceTrial *t, Sim *s, uint64_t *now, unsigned limit) {
+        unsigned ticks = 0;
+
+        for (; ticks < limit && t->phase != TRIAL_PHASE_DONE && t->phase != TRIAL_PHASE_STOPPED; ticks++) {
+                const SchedChoice *pending = device_trial_pending(t);
+                int r;
+
+                if (pending) {
+                        char incumbent[32];
+                        const SchedChoice *arm = device_trial_arm(t);
+
+                        (void) strscpy(incumbent, sizeof(incumbent), arm ? arm->name : s->own);
+                        if (streq(pending->name, incumbent)) {
+                                device_trial_skip(t, incumbent, "the candidate is what is in force already");
+                                continue;
+                        }
+                        r = device_trial_start(t, incumbent, *now, &s->stat);
+                } else
+                        r = device_trial_tick(t, *now, &s->stat);
+                ASSERT_TRUE(r >= 0);
+                s->switches += r > 0;
+                run_second(s, t);
+                *now += TICK_MS;
+        }
+        return ticks;
+}
+
+static TrialPolicy config(const char *candidates) {
+        TrialPolicy p = TRIAL_POLICY_DEFAULTS;
+        const char *error;
+
+        p.enabled = true;
+        ASSERT_EQ_INT(sched_choices_parse(candidates, p.candidates, &p.n_candidates, &error), 0);
+        return p;
+}
+
+static Sim sim(void) {
+        return (Sim) { .stat = { .major = 8, .minor = 0 }, .names = { "none", "mq-deadline", "kyber" },
+                       .busy = { 10, 5, 12 }, .own = "none" };
+}
+
+/* mq-deadline wins against none and is kept; kyber then runs against
+ * mq-deadline, not none, and loses: mq-deadline stays in force. */
+TEST(a_winner_is_the_incumbent_of_the_next) {
+        TrialPolicy p = config("mq-deadline kyber");
+        DeviceTrial t;
+        Sim s = sim();
+        uint64_t now = 0;
+
+        ASSERT_EQ_INT(device_trial_init(&t, &p, false, 42), 0);
+        ASSERT_TRUE(device_trial_arm(&t) == NULL && t.phase == TRIAL_PHASE_WAITING);
+        drive(&t, &s, &now, 20000);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE && t.n_outcomes == 2);
+        ASSERT_STREQ(t.outcomes[0].incumbent, "none");
+        ASSERT_TRUE(t.outcomes[0].result.verdict == TRIAL_CANDIDATE_WINS && t.outcomes[0].result.keep_candidate);
+        ASSERT_STREQ(t.outcomes[1].incumbent, "mq-deadline");
+        ASSERT_TRUE(!t.outcomes[1].result.keep_candidate);
+        ASSERT_TRUE(t.has_kept && streq(device_trial_arm(&t)->name, "mq-deadline"));
+        /* done is done: ticks after it change nothing */
+        ASSERT_EQ_INT(device_trial_tick(&t, now + 1000, &s.stat), 0);
+        ASSERT_STREQ(device_trial_arm(&t)->name, "mq-deadline");
+}
+
+/* A candidate that is what the policies chose already is skipped, with
+ * why; an equal one leaves the policies' own in force (no arm). */
+TEST(the_incumbent_itself_is_skipped_and_equal_keeps_it) {
+        TrialPolicy p = config("none kyber");
+        DeviceTrial t;
+        Sim s = sim();
+        uint64_t now = 0;
+
+        s.busy[2] = 10;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, true, 1), 0);
+        drive(&t, &s, &now, 20000);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE && t.n_outcomes == 2);
+        ASSERT_TRUE(t.outcomes[0].skipped && strstr(t.outcomes[0].result.reason, "in force already"));
+        ASSERT_TRUE(t.outcomes[1].result.verdict == TRIAL_EQUAL && !t.outcomes[1].result.keep_candidate);
+        ASSERT_TRUE(device_trial_arm(&t) == NULL && !t.has_kept);
+}
+
+/* A stop while the candidate is in force puts the incumbent back (the arm
+ * changes: a pass is due), says why, and nothing runs after it. */
+TEST(stop_puts_the_incumbent_back) {
+        TrialPolicy p = config("mq-deadline");
+        DeviceTrial t;
+        Sim s = sim();
+        uint64_t now = 0;
+        unsigned ticks = 0;
+
+        ASSERT_EQ_INT(device_trial_init(&t, &p, false, 3), 0);
+        while (!(t.phase == TRIAL_PHASE_RUNNING && t.arm == TRIAL_ARM_CANDIDATE)) {
+                ASSERT_TRUE(ticks++ < 100);
+                drive(&t, &s, &now, 1);
+        }
+        ASSERT_STREQ(device_trial_arm(&t)->name, "mq-deadline");
+        ASSERT_EQ_INT(device_trial_stop(&t, "paused"), 1);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_STOPPED && device_trial_arm(&t) == NULL);
+        ASSERT_TRUE(t.outcomes[0].stopped && strstr(t.outcomes[0].result.reason, "paused"));
+        ASSERT_EQ_INT(device_trial_stop(&t, "again"), 0);
+        ASSERT_EQ_INT(device_trial_tick(&t, now + 1000, &s.stat), 0);
+        ASSERT_TRUE(device_trial_pending(&t) == NULL);
+}
+
+/* A regressing candidate ends its trial at once; the next candidate still
+ * runs, against the incumbent. */
+TEST(a_regression_ends_only_its_candidate) {
+        TrialPolicy p = config("kyber mq-deadline");
+        DeviceTrial t;
+        Sim s = sim();
+        uint64_t now = 0;
+
+        s.busy[2] = 30;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, false, 9), 0);
+        drive(&t, &s, &now, 20000);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE && t.n_outcomes == 2);
+        ASSERT_TRUE(t.outcomes[0].result.verdict == TRIAL_ABORTED && t.outcomes[0].result.pairs <= 1);
+        ASSERT_STREQ(t.outcomes[1].incumbent, "none");
+        ASSERT_TRUE(t.outcomes[1].result.verdict == TRIAL_CANDIDATE_WINS);
+        ASSERT_STREQ(device_trial_arm(&t)->name, "mq-deadline");
+}
+
+TEST(bad_configs_are_refused) {
+        TrialPolicy p = config("none");
+        DeviceTrial t;
+
+        p.settle_ms = p.window_ms;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, true, 0), -EINVAL);
+        p = config("none");
+        p.n_candidates = 0;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, true, 0), -EINVAL);
+        p = config("none");
+        p.max_switches_per_hour = 0;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, true, 0), -EINVAL);
+        ASSERT_STREQ(trial_phase_to_string(TRIAL_PHASE_STOPPED), "stopped");
+}
