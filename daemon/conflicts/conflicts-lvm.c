@@ -156,10 +156,13 @@ static const char *lvm_advice(const char *value) {
 
 /* line 0: the default, set nowhere. */
 static int lvm_add(ConflictSet *s, const char *path, unsigned line, const char *value) {
-        /* LVM's logical volumes: dm devices whose udev DM_UUID starts with LVM- */
+        /* LVM's logical volumes: dm devices whose uuid starts with LVM-. From
+         * sysfs' dm/uuid, which udev's DM_UUID copies: without udevd (a
+         * container, an initramfs) the database has none, and every map,
+         * a plain linear or a multipath one, read as a maybe. */
         static const RuleToken lv[] = {
                 { .key = (char *) "KERNEL", .value = (char *) "dm-*", .op = RULE_OP_MATCH },
-                { .key = (char *) "ENV", .attr = (char *) "DM_UUID", .value = (char *) "LVM-*", .op = RULE_OP_MATCH },
+                { .key = (char *) "ATTR", .attr = (char *) "dm/uuid", .value = (char *) "LVM-*", .op = RULE_OP_MATCH },
         };
         bool none = strcasecmp(value, "none") == 0;
 
