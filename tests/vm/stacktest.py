@@ -130,8 +130,10 @@ records RENAMED
 # a table reload (change event; 6.10 on, the queue limits' commit resets read-ahead)
 run dmsetup reload linear1 --table "0 $(cat /sys/block/vda/size) linear $(cat /sys/block/vda/dev) 0"
 run dmsetup resume linear1
-# (2 s: the daemon hears the change event at once)
-kept=fail; for i in $(seq 100); do ra_is $lin 2048 && kept=ok && break; sleep 0.02; done
+# (polled up to 10 s, for the value and the pass that wrote it: the daemon
+# hears the change event at once, TCG may be slow)
+reload_done() { ra_is $1 2048 && ctl --json device $1 | tr -d ' \t\n' | grep -Eq '"read_ahead_kb":\{[^}]*"result":"(applied|unchanged)"'; }
+kept=fail; for i in $(seq 500); do reload_done $lin && kept=ok && break; sleep 0.02; done
 echo "===RELOAD $lin kept=$kept $(st $lin) $(ctl --json device $lin | tr -d ' \t\n' | sed 's/.*"read_ahead_kb":{\([^}]*\)}.*/\1/')==="
 
 # tear-down: the map goes; an error map without slaves takes its dm-N; an admin
@@ -452,11 +454,13 @@ def check(res, which, serial, regen):
               lin and rr.get(lin["facts"]["dev"]) == recs.get(lin["facts"]["dev"]),
               lin and (recs.get(lin["facts"]["dev"]), rr.get(lin["facts"]["dev"])))
     m = re.search(r"===RELOAD (\S+) kept=(\w+) (\S+) (\S+) (\S+) ?(.*?)===", serial)
-    # a change event after which the kernel may have reset the setting; keeping
-    # it is the revalidation work's (daemon/loop), not checked here yet
-    print(f"# {w}: after dmsetup reload+resume of linear1: read_ahead_kb {m and m.group(5)} "
-          f"({'kept or put back' if m and m.group(2) == 'ok' else 'NOT 2048 within 2 s'}); "
-          f"blkpolicyd: {m and m.group(6)}")
+    # the resume's limits update resets read-ahead to the kernel's default on
+    # 6.1 and 7.3 (6.12.26 on keeps a larger one): the change event's pass
+    # takes that for the kernel's, not an admin's, and writes 2048 again
+    res.check(f"{w}: dmsetup reload + resume of linear1: read_ahead_kb is 2048 again (or kept), blkpolicyd's "
+              "setting, not taken for somebody else's",
+              m and m.group(2) == "ok" and re.search(r'"result":"(applied|unchanged)"', m.group(6)) is not None,
+              m and m.groups())
     m = re.search(r"===TEARDOWN (\S+) gone=(\w+) err0=(\S+) known=(\w+) (\S+) (\S+) (\S+)===", serial)
     res.check(f"{w}: dmsetup remove: the map is forgotten", m and m.group(2) == "ok", m and m.groups())
     after_text = section(serial, "DEVICES-AFTER")
