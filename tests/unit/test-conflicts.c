@@ -728,8 +728,9 @@ TEST(tmpfiles_fixture_masking) {
 }
 
 TEST(lvm_config) {
-        FakeDisk lv = { .env = (const char *const[]) { "DM_UUID=LVM-abcdef", NULL } };
-        FakeDisk crypt = { .env = (const char *const[]) { "DM_UUID=CRYPT-LUKS2-abcdef", NULL } };
+        /* sysfs' dm/uuid, with no udev database: a container, an initramfs */
+        FakeDisk lv = { .attrs = (const char *const[]) { "dm/uuid=LVM-abcdef", NULL } };
+        FakeDisk crypt = { .attrs = (const char *const[]) { "dm/uuid=CRYPT-LUKS2-abcdef", NULL } };
         ConflictDevice dm0 = disk("dm-0", false, &lv), dm1 = disk("dm-1", false, &crypt), vda = disk("vda", true, NULL);
         char dir[] = "/tmp/test-conflicts-XXXXXX";
         ConflictSet s = {};
