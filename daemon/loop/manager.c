@@ -162,7 +162,8 @@ int manager_scan(Manager *m) {
 
 /* The uevent monitor is readable: its events, a batch per wakeup, each
  * handled here and below (the loop's source is the manager's, so a
- * uevent calls only down). Lost events: everything is scanned again. */
+ * uevent calls only down). Lost events, or an NVMe controller's (its
+ * hidden paths send none): everything is scanned again. */
 static int on_uevents(sd_event_source *s _unused_, int fd _unused_, uint32_t revents _unused_, void *userdata) {
         Manager *m = ASSERT_PTR(userdata);
 
@@ -174,7 +175,7 @@ static int on_uevents(sd_event_source *s _unused_, int fd _unused_, uint32_t rev
                         break;
                 if (r == DISCOVER_EVENT)
                         r = manager_device_event(m, ev.name, ev.devnum, ev.action);
-                else if (r == DISCOVER_LOST && manager_scan(m) == -ENOMEM)
+                else if ((r == DISCOVER_LOST || r == DISCOVER_RESCAN) && manager_scan(m) == -ENOMEM)
                         r = -ENOMEM;
                 if (r < 0)
                         return manager_fatal(m, r);
