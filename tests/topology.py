@@ -13,6 +13,7 @@ stack."""
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -305,3 +306,30 @@ def test_a_map_renamed_keeps_its_records_and_settings(stacks):
     assert "new media" not in d.text() and "new medium" not in d.text()
     assert d.stop() == 0
     assert stacks.live("dm-0", "read_ahead_kb") == "128" and record_of(stacks, "253:0") is None
+
+
+def test_restore_finds_a_path_by_its_name_and_diskstats_number(stacks):
+    # a path has no /sys/dev/block link: --restore takes its record's name,
+    # and the path only if diskstats still gives that name the recorded number
+    os.makedirs(stacks.policies, exist_ok=True)
+    os.makedirs(stacks.state, exist_ok=True)
+    with open(os.path.join(stacks.policies, "60-path.policy"), "w") as f:
+        f.write(PATH_POLICY)
+    args = [stacks.blkpolicyd, "--config", "/dev/null", "--policy-dir", stacks.policies, *fixture_roots(stacks.root),
+            "--state-dir", stacks.state]
+    env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1")
+    r = subprocess.run(args + ["--once"], capture_output=True, text=True, env=env, timeout=60)
+    records = sorted(os.listdir(os.path.join(stacks.state, "devices")))
+    assert r.returncode == 0 and stacks.live("nvme0c0n1", "scheduler") == "mq-deadline" \
+        and stacks.live("nvme0c1n1", "scheduler") == "mq-deadline" and {"259:1", "259:2"} <= set(records), \
+        f"--once set both paths and kept their records under their diskstats numbers: {records} {r.stderr[-800:]}"
+    # nvme0c1n1 is another disk now: its controller went, came back, and
+    # the kernel gave the new path another number; its admin set kyber
+    diskstats_lines(stacks, drop="nvme0c1n1", add=" 259       7 nvme0c1n1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    with open(os.path.join(stacks.disk_dir("nvme0c1n1"), "queue", "scheduler"), "w") as f:
+        f.write("none mq-deadline [kyber] bfq ")
+    r = subprocess.run(args + ["--restore"], capture_output=True, text=True, env=env, timeout=60)
+    left = [n for n in os.listdir(os.path.join(stacks.state, "devices")) if n in ("259:1", "259:2")]
+    assert r.returncode == 0 and stacks.live("nvme0c0n1", "scheduler") == "none" and not left, \
+        f"--restore put the path it found back and dropped both records: {left} {r.stderr[-800:]}"
+    assert stacks.live("nvme0c1n1", "scheduler") == "kyber", "the other disk at that name is not written"
