@@ -35,5 +35,10 @@ UeventAction uevent_action_from_string(const char *s);
 
 /* Is this a whole-disk block device event blkpolicyd cares about? */
 bool uevent_is_disk(const Uevent *u);
+/* An NVMe controller came, changed (connected, reset) or went. Its
+ * multipath paths (nvmeXcYnZ) come and go with it and send no uevent of
+ * their own (block/genhd.c keeps a hidden disk's suppressed), nor does
+ * the head they serve: this is what the daemon hears of them. */
+bool uevent_is_nvme_controller(const Uevent *u);
 /* The kernel name (as in /sys/block): the last component of DEVPATH. */
 const char *uevent_sysname(const Uevent *u);

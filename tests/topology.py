@@ -13,6 +13,7 @@ stack."""
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -147,16 +148,63 @@ def test_disks_next_to_a_map_stay_out_of_device_globs(stacks):
         f"vdb is not the daemon's: not refreshed, not written: {r}"
 
 
-def test_an_nvme_path_removed_leaves_its_head(stacks):
+PATH_POLICY = "[Match]\nnvme_multipath = path\n\n[Queue]\nscheduler = mq-deadline\n"
+
+
+def diskstats_lines(stacks, drop=None, add=None):
+    """/proc/diskstats, the only place a hidden path's number shows."""
+    path = os.path.join(stacks.root, "proc", "diskstats")
+    with open(path) as f:
+        lines = [line for line in f if not drop or line.split()[2] != drop]
+    with open(path, "w") as f:
+        f.writelines(lines + ([add] if add else []))
+
+
+def test_an_nvme_controller_takes_its_path_and_brings_it_back(stacks):
+    # what the kernel does (6.1, 6.12, 7.3 in QEMU, docs/vm.md): a path has
+    # no dev attribute and no uevent of its own, nor does its head when the
+    # path comes or goes; only the controller's nvme events come
+    os.makedirs(stacks.policies, exist_ok=True)
+    with open(os.path.join(stacks.policies, "60-path.policy"), "w") as f:
+        f.write(PATH_POLICY)
+    path_dir = stacks.disk_dir("nvme0c1n1")
+    assert not os.path.exists(os.path.join(path_dir, "dev")), "the fixture's path has no dev, as on a real kernel"
     stacks.start()
-    assert stacks.topology("nvme0n1")["nvme_paths"] == ["nvme0c0n1", "nvme0c1n1"]
+    for p in ("nvme0c0n1", "nvme0c1n1"):
+        d = stacks.device(p)
+        assert stacks.live(p, "scheduler") == "mq-deadline" and d["topology"]["nvme_multipath"] == "path", \
+            f"{p}: found without a dev attribute, its policy applied: {d}"
+    assert stacks.device("nvme0c1n1")["facts"]["dev"] == "259:2", "the number diskstats gives it"
+    ctrl = "/devices/pci0000:00/0000:00:07.0/nvme/nvme1"
+    saved = os.path.join(stacks.work, "saved-path")
+    shutil.copytree(path_dir, saved, symlinks=True)
     head = stacks.disk_dir("nvme0n1")
+
+    # the controller goes: the path, its multipath/ link and its diskstats line with it
     os.unlink(os.path.join(head, "multipath", "nvme0c1n1"))
     stacks.remove_disk("nvme0c1n1")
-    stacks.uevents.send("remove", "nvme0c1n1", 259, 2, 1)
+    diskstats_lines(stacks, drop="nvme0c1n1")
+    stacks.uevents.nvme_controller("remove", ctrl)
+    r = control_call(stacks.sock_path, {"command": "device", "device": "nvme0c1n1"})
+    assert not r.get("ok"), f"the controller's event forgot the path: {r}"
     t = stacks.topology("nvme0n1")
     assert t["nvme_multipath"] == "head" and t["nvme_paths"] == ["nvme0c0n1"], \
-        f"the path's removal classified its head again: {t}"
+        f"and classified its head again: {t}"
+
+    # it comes back: a new disk (new diskseq and queue), the kernel's none on it
+    shutil.copytree(saved, path_dir, symlinks=True)
+    link(os.path.join(stacks.root, "sys", "block", "nvme0c1n1"), path_dir)
+    link(os.path.join(head, "multipath", "nvme0c1n1"), path_dir)
+    with open(os.path.join(path_dir, "diskseq"), "w") as f:
+        f.write("99")
+    with open(os.path.join(path_dir, "queue", "scheduler"), "w") as f:
+        f.write("[none] mq-deadline kyber bfq ")
+    diskstats_lines(stacks, add=" 259       2 nvme0c1n1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    stacks.uevents.nvme_controller("add", ctrl)
+    d = stacks.device("nvme0c1n1")
+    assert d["facts"]["diskseq"] == 99 and stacks.live("nvme0c1n1", "scheduler") == "mq-deadline", \
+        f"the controller's add found the new path and applied its policy: {d}"
+    assert stacks.topology("nvme0n1")["nvme_paths"] == ["nvme0c0n1", "nvme0c1n1"]
 
 
 def test_a_table_on_a_partition_makes_its_disk_a_member(stacks):
@@ -258,3 +306,30 @@ def test_a_map_renamed_keeps_its_records_and_settings(stacks):
     assert "new media" not in d.text() and "new medium" not in d.text()
     assert d.stop() == 0
     assert stacks.live("dm-0", "read_ahead_kb") == "128" and record_of(stacks, "253:0") is None
+
+
+def test_restore_finds_a_path_by_its_name_and_diskstats_number(stacks):
+    # a path has no /sys/dev/block link: --restore takes its record's name,
+    # and the path only if diskstats still gives that name the recorded number
+    os.makedirs(stacks.policies, exist_ok=True)
+    os.makedirs(stacks.state, exist_ok=True)
+    with open(os.path.join(stacks.policies, "60-path.policy"), "w") as f:
+        f.write(PATH_POLICY)
+    args = [stacks.blkpolicyd, "--config", "/dev/null", "--policy-dir", stacks.policies, *fixture_roots(stacks.root),
+            "--state-dir", stacks.state]
+    env = dict(os.environ, BLKPOLICYD_FAKE_KERNEL="1")
+    r = subprocess.run(args + ["--once"], capture_output=True, text=True, env=env, timeout=60)
+    records = sorted(os.listdir(os.path.join(stacks.state, "devices")))
+    assert r.returncode == 0 and stacks.live("nvme0c0n1", "scheduler") == "mq-deadline" \
+        and stacks.live("nvme0c1n1", "scheduler") == "mq-deadline" and {"259:1", "259:2"} <= set(records), \
+        f"--once set both paths and kept their records under their diskstats numbers: {records} {r.stderr[-800:]}"
+    # nvme0c1n1 is another disk now: its controller went, came back, and
+    # the kernel gave the new path another number; its admin set kyber
+    diskstats_lines(stacks, drop="nvme0c1n1", add=" 259       7 nvme0c1n1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    with open(os.path.join(stacks.disk_dir("nvme0c1n1"), "queue", "scheduler"), "w") as f:
+        f.write("none mq-deadline [kyber] bfq ")
+    r = subprocess.run(args + ["--restore"], capture_output=True, text=True, env=env, timeout=60)
+    left = [n for n in os.listdir(os.path.join(stacks.state, "devices")) if n in ("259:1", "259:2")]
+    assert r.returncode == 0 and stacks.live("nvme0c0n1", "scheduler") == "none" and not left, \
+        f"--restore put the path it found back and dropped both records: {left} {r.stderr[-800:]}"
+    assert stacks.live("nvme0c1n1", "scheduler") == "kyber", "the other disk at that name is not written"

@@ -103,6 +103,10 @@ bool uevent_is_disk(const Uevent *u) {
                *uevent_sysname(u);
 }
 
+bool uevent_is_nvme_controller(const Uevent *u) {
+        return streq(u->subsystem, "nvme") && u->action != UEVENT_OTHER && *uevent_sysname(u);
+}
+
 const char *uevent_sysname(const Uevent *u) {
         const char *slash = strrchr(u->devpath, '/');
         return slash ? slash + 1 : u->devpath;

@@ -76,10 +76,12 @@ int kernel_default_read(const Roots *r, const char *dev, unsigned tunable, const
         return kernel_default_of(NULL, r, dev, tunable, kernel_version, buf, size);
 }
 
+/* dev, or hidden for a disk that has no dev (an NVMe multipath path) */
 static bool device_present(const Roots *r, const char *dev) {
         char path[PATH_MAX];
 
-        return block_path(path, sizeof(path), r, dev, "dev") == 0 && sysfs_exists(path);
+        return (block_path(path, sizeof(path), r, dev, "dev") == 0 && sysfs_exists(path)) ||
+               (block_path(path, sizeof(path), r, dev, "hidden") == 0 && sysfs_exists(path));
 }
 
 static bool is_transient(int error) {

@@ -324,6 +324,20 @@ static int classify_stack(const SysfsDir *dir, DeviceFacts *f) {
         return 0;
 }
 
+/* The disk's number: its dev attribute; a hidden disk (an NVMe multipath
+ * path: block/genhd.c gives it no devt, so no dev) has the one diskstats
+ * lists (sysfs.h, diskstats_number()), which the kernel holds for it. */
+static int classify_number(const Roots *r, const SysfsDir *dir, const char *name, DeviceFacts *f) {
+        char buf[64];
+        int k = sysfs_dir_read(dir, "dev", buf, sizeof(buf));
+
+        if (k == -ENOENT && f->hidden)
+                return diskstats_number(r, name, &f->major, &f->minor);
+        if (k < 0)
+                return k == -ENOENT ? -ENODEV : k;
+        return sscanf(buf, "%u:%u", &f->major, &f->minor) == 2 ? 0 : -EBADMSG;
+}
+
 /* Every file is read relative to the disk's own directory, opened once:
  * the facts are all of one disk even if the name is taken by another
  * meanwhile, and each read walks one or two path components (sysfs.h). */
@@ -337,19 +351,18 @@ int classify_device(const Roots *r, MajorCache *majors, const char *name, Device
         if (k < 0)
                 return k;
         k = block_dir_open(&dir, r, name);
-        if (k >= 0)
-                k = sysfs_dir_read(&dir, "dev", buf, sizeof(buf));
         if (k < 0)
                 return k == -ENOENT ? -ENODEV : k;
-        if (sscanf(buf, "%u:%u", &f->major, &f->minor) != 2)
-                return -EBADMSG;
+        if (sysfs_dir_read(&dir, "hidden", buf, sizeof(buf)) == 0)
+                f->hidden = streq(buf, "1");
+        k = classify_number(r, &dir, name, f);
+        if (k < 0)
+                return k;
         if (sysfs_dir_exists(&dir, "partition"))
                 return -ENOTBLK;
         (void) sysfs_dir_queue_inode(&dir, &f->queue_id);
         if (sysfs_dir_read(&dir, "diskseq", buf, sizeof(buf)) == 0)
                 (void) sscanf(buf, "%" SCNu64, &f->diskseq);
-        if (sysfs_dir_read(&dir, "hidden", buf, sizeof(buf)) == 0)
-                f->hidden = streq(buf, "1");
 
         k = classify_driver(r, majors, &dir, name, f);
         if (k < 0)

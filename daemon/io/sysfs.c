@@ -397,6 +397,25 @@ int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
         return k < 0 ? k : sysfs_write_at(q->dir.fd, attr, path, value);
 }
 
+int diskstats_number(const Roots *r, const char *name, unsigned *ret_major, unsigned *ret_minor) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[PATH_MAX], line[1024], listed[NAME_MAX + 1];
+        unsigned major, minor;
+
+        snprintf(path, sizeof(path), "%s/diskstats", r->proc);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        /* a line is some 150 characters; a longer one's rest names no disk */
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%u %u %255s", &major, &minor, listed) == 3 && streq(listed, name)) {
+                        *ret_major = major;
+                        *ret_minor = minor;
+                        return 0;
+                }
+        return ferror(f) ? -EIO : -ENODEV;
+}
+
 int sysfs_list_disks(const Roots *r, char ***ret) {
         char path[PATH_MAX];
 

@@ -104,5 +104,12 @@ int queue_dir_write(const QueueDir *q, const char *attr, const char *value);
  * it has not seen yet, or no root), -ENOMEM. */
 int udev_db_properties(const Roots *r, unsigned major, unsigned minor, char *const *keys, char ***ret);
 
+/* The number <proc>/diskstats gives the disk of that name. A hidden disk
+ * (an NVMe multipath path) has no dev attribute, but block/genhd.c
+ * device_add_disk() still takes it a minor of the extended major, held
+ * until the disk is released, and diskstats prints it: no other disk has
+ * that number while this one lives. -ENODEV when the name is not listed. */
+int diskstats_number(const Roots *r, const char *name, unsigned *ret_major, unsigned *ret_minor);
+
 /* Names of whole disks below <sysfs>/block, sorted. */
 int sysfs_list_disks(const Roots *r, char ***ret);

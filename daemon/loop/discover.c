@@ -154,6 +154,8 @@ static int receive_udev(Discover *d, DiscoverEvent *ret) {
                 drain(d->fd);
                 return DISCOVER_LOST;
         }
+        if (streq_ptr(udev_device_get_subsystem(dev), "nvme"))
+                return DISCOVER_RESCAN;
         name = udev_device_get_sysname(dev);
         if (!name || !discover_name_wanted(d, name) || strscpy(ret->name, sizeof(ret->name), name) < 0)
                 return DISCOVER_SKIPPED;
@@ -166,7 +168,11 @@ static int receive_udev(Discover *d, DiscoverEvent *ret) {
 static int uevent_event(Discover *d, char *buf, size_t len, DiscoverEvent *ret) {
         Uevent u;
 
-        if (uevent_parse(buf, len, &u) < 0 || !uevent_is_disk(&u) || !u.has_devnum ||
+        if (uevent_parse(buf, len, &u) < 0)
+                return DISCOVER_SKIPPED;
+        if (uevent_is_nvme_controller(&u))
+                return DISCOVER_RESCAN;
+        if (!uevent_is_disk(&u) || !u.has_devnum ||
             !discover_name_wanted(d, uevent_sysname(&u)) ||
             strscpy(ret->name, sizeof(ret->name), uevent_sysname(&u)) < 0)
                 return DISCOVER_SKIPPED;
@@ -212,6 +218,8 @@ static int start_udev_monitor(Discover *d, unsigned rcvbuf) {
         if (!d->udev_monitor)
                 return -errno ?: -ENOMEM;
         r = udev_monitor_filter_add_match_subsystem_devtype(d->udev_monitor, "block", "disk");
+        if (r >= 0)     /* the controllers, for their hidden paths (uevent.h) */
+                r = udev_monitor_filter_add_match_subsystem_devtype(d->udev_monitor, "nvme", NULL);
         if (r >= 0)
                 r = udev_monitor_set_receive_buffer_size(d->udev_monitor, (int) rcvbuf);
         if (r < 0)

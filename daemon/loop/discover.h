@@ -22,6 +22,8 @@ typedef enum DiscoverReceived {
         DISCOVER_EVENT,         /* *ret is an event of a wanted whole disk */
         DISCOVER_SKIPPED,       /* a message that is no such event */
         DISCOVER_LOST,          /* events were lost (ENOBUFS): everything must be rescanned */
+        DISCOVER_RESCAN,        /* an NVMe controller came, changed or went: its hidden multipath
+                                 * paths, which send no event, are found by a rescan (uevent.h) */
 } DiscoverReceived;
 
 typedef struct DiscoverEvent {

@@ -86,6 +86,8 @@ struct Manager {
         KernelCaps caps;
         Discover *discover;
         sd_event_source *uevent_source; /* the monitor's fd (discover.c's), watched here */
+        sd_event_source *nvme_watch;    /* the names listed again after an NVMe controller's event */
+        unsigned nvme_watch_round;
         DeviceContext ctx;              /* the device table and what the devices' files work in */
         StateDir state;                 /* opened once at start: its fd outlives fd exhaustion */
         struct Applier *applier;        /* apply passes off the loop */

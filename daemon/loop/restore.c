@@ -12,8 +12,24 @@
 #include "restore.h"
 #include "util.h"
 
+/* A hidden disk (an NVMe multipath path) has no <sysfs>/dev/block link:
+ * the recorded name, if diskstats still gives it the recorded number
+ * (sysfs.h, diskstats_number()). */
+static int hidden_record_name(const Roots *roots, const DeviceIdentity *id, const char *recorded_name, char *name,
+                              size_t size) {
+        unsigned major, minor;
+        int r = diskstats_number(roots, recorded_name, &major, &minor);
+
+        if (r < 0)
+                return r == -ENOENT ? -ENODEV : r;
+        if (major != id->major || minor != id->minor)
+                return -ENODEV;
+        return strscpy(name, size, recorded_name);
+}
+
 /* The disk's name now, and whether its queue is the recorded one. */
-static int record_device(const Roots *roots, const DeviceIdentity *id, char *name, size_t size) {
+static int record_device(const Roots *roots, const DeviceIdentity *id, const char *recorded_name, char *name,
+                         size_t size) {
         char path[PATH_MAX];
         DeviceIdentity now;
         uint64_t queue_id;
@@ -21,6 +37,8 @@ static int record_device(const Roots *roots, const DeviceIdentity *id, char *nam
 
         snprintf(path, sizeof(path), "%s/dev/block/%u:%u", roots->sysfs, id->major, id->minor);
         r = sysfs_read_link_name(path, name, size);
+        if (r == -ENOENT)
+                r = hidden_record_name(roots, id, recorded_name, name, size);
         if (r < 0)
                 return r == -ENOENT ? -ENODEV : r;
         r = queue_inode(roots, name, &queue_id);
@@ -55,7 +73,7 @@ static int restore_one(Manager *m, unsigned major, unsigned minor) {
                         log_warning("%u:%u: cannot keep the readable part as its record; the torn record stays "
                                     "as it is", major, minor);
         }
-        r = record_device(&m->roots, &rec.id, name, sizeof(name));
+        r = record_device(&m->roots, &rec.id, recorded_name, name, sizeof(name));
         if (r == -ENODEV) {
                 log_info("%u:%u (%s): the disk is gone, dropping its record", major, minor, recorded_name);
                 if (!m->options->dry_run)

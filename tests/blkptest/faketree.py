@@ -181,6 +181,16 @@ class Uevents:
                   f"SEQNUM={self.seqnum}"]
         self._send("\0".join(fields).encode() + b"\0", wait, timeout)
 
+    def nvme_controller(self, action, devpath, wait=True, timeout=30):
+        """An NVMe controller's event (SUBSYSTEM=nvme): all the kernel sends
+        when a controller, and with it its multipath paths, comes or goes;
+        the hidden paths' own events stay suppressed (block/genhd.c)."""
+        self.seqnum += 1
+        ctrl = devpath.rsplit("/", 1)[1]
+        fields = [f"{action}@{devpath}", f"ACTION={action}", f"DEVPATH={devpath}", "SUBSYSTEM=nvme",
+                  f"DEVNAME={ctrl}", "MAJOR=245", f"MINOR={ctrl[4:]}", f"SEQNUM={self.seqnum}"]
+        self._send("\0".join(fields).encode() + b"\0", wait, timeout)
+
     def settle(self, timeout=30):
         """Returns once no pass runs or waits in the daemon."""
         self._send(b"settle", True, timeout)

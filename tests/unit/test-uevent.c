@@ -83,3 +83,32 @@ TEST(unterminated_buffer_is_safe) {
         ASSERT_EQ_INT(uevent_parse(buf, sizeof(buf), &u), 0);
         ASSERT_TRUE(!uevent_is_disk(&u));
 }
+
+/* what came when QEMU's second controller of a shared namespace was
+ * removed and rescanned on 6.12: the controller's events, none of its
+ * path's (nvme0c1n1), none of the head's */
+TEST(nvme_controller_events_stand_for_their_hidden_paths) {
+        const char *add[] = { "add@/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "ACTION=add",
+                              "DEVPATH=/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "SUBSYSTEM=nvme",
+                              "MAJOR=245", "MINOR=1", "DEVNAME=nvme1", "SEQNUM=911", NULL };
+        const char *connected[] = { "change@/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "ACTION=change",
+                                    "DEVPATH=/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "SUBSYSTEM=nvme",
+                                    "NVME_EVENT=connected", "MAJOR=245", "MINOR=1", "DEVNAME=nvme1", NULL };
+        const char *rm[] = { "remove@/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "ACTION=remove",
+                             "DEVPATH=/devices/pci0000:00/0000:00:07.0/nvme/nvme1", "SUBSYSTEM=nvme",
+                             "MAJOR=245", "MINOR=1", "DEVNAME=nvme1", NULL };
+        const char *unbind[] = { "unbind@/devices/pci0000:00/0000:00:07.0", "ACTION=unbind",
+                                 "DEVPATH=/devices/pci0000:00/0000:00:07.0", "SUBSYSTEM=pci", NULL };
+        const char *hwmon[] = { "remove@/devices/pci0000:00/0000:00:07.0/nvme/nvme1/hwmon0", "ACTION=remove",
+                                "DEVPATH=/devices/pci0000:00/0000:00:07.0/nvme/nvme1/hwmon0", "SUBSYSTEM=hwmon",
+                                NULL };
+        char buf[512];
+        Uevent u;
+
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), add), &u) == 0 && uevent_is_nvme_controller(&u));
+        ASSERT_TRUE(!uevent_is_disk(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), connected), &u) == 0 && uevent_is_nvme_controller(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), rm), &u) == 0 && uevent_is_nvme_controller(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), unbind), &u) == 0 && !uevent_is_nvme_controller(&u));
+        ASSERT_TRUE(uevent_parse(buf, msg(buf, sizeof(buf), hwmon), &u) == 0 && !uevent_is_nvme_controller(&u));
+}

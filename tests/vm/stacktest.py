@@ -15,7 +15,9 @@ installed on the host) and the kernel package's modules:
 
 blkpolicyd runs as a daemon with the shipped policies and
 tests/vm/stack-policies, and the host checks, per layer, the settings it
-ends with, its records and what `explain` says of its stack; then a rename,
+ends with, its records and what `explain` says of its stack; then an NVMe
+controller's PCI remove and rescan (its hidden path forgotten and found
+again, with no uevent of its own); then a rename,
 a table reload, a tear-down and a re-creation (nothing stale applied or
 recorded); then SIGTERM (every layer back to what it had before the daemon
 started). The shipped and test policies' choice per layer is compared with
@@ -121,6 +123,19 @@ for d in /sys/block/*; do
         n=${d##*/}; echo "===EXPLAIN $n==="; ctl explain $n | grep '^  stack:'; echo "===EXPLAIN-END==="
 done
 echo "===T explained $(cut -d' ' -f1 /proc/uptime)==="
+
+# an NVMe controller goes and comes back (PCI remove, rescan): its path goes
+# and comes with it; the kernel sends only the controller's nvme events
+one_path() { p=$(ls -d /sys/class/nvme/$1/nvme*c*n* 2>/dev/null | head -1); echo ${p##*/}; }
+pkeep=$(one_path nvme0); pgone=$(one_path nvme1)
+echo 1 > $(readlink -f /sys/class/nvme/nvme1/device)/remove
+echo "===PATH-GONE $pgone forgotten=$(until_ok gone $pgone)==="
+echo 1 > /sys/bus/pci/rescan
+new_path() { for p in /sys/block/nvme*c*n*; do [ "${p##*/}" != "$pkeep" ] && echo ${p##*/}; done; }
+has_new_path() { [ -n "$(new_path)" ]; }
+until_ok has_new_path >/dev/null; pnew=$(new_path)
+path_set() { known $1 && [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$1/queue/scheduler)" = mq-deadline ]; }
+echo "===PATH-BACK ${pnew:-none} set=$(until_ok path_set $pnew) $(st $pnew) diskseq=$(cat /sys/block/$pnew/diskseq)==="
 
 # a map renamed in /dev/mapper keeps its dm-N and what was set on it
 lin=$(dmdev linear0)
@@ -396,12 +411,23 @@ def check(res, which, serial, regen):
     layer("nvme head", "the NVMe multipath head", ["nvme", "bio-based"], "alone", ra=512,
           extra=head is not None and head["topology"]["nvme_multipath"] == "head"
           and head["topology"]["nvme_paths"] == want_paths)
-    # a hidden disk has no dev_t (no dev attribute): blkpolicyd, which knows a
-    # disk by its number, cannot see it, and 50-multipath-path.policy never
-    # applies on a real kernel (tests/fixtures/stacks-6.18 gives them one)
-    res.check(f"{w}: two hidden NVMe paths, with no dev attribute, and not among blkpolicyd's devices",
-              len(paths) == 2 and all(not lay[p].get("dev") for p in paths) and not set(paths) & set(devs),
-              (paths, [lay[p] for p in paths]))
+    # a hidden disk has no dev_t (no dev attribute): blkpolicyd knows it by
+    # the number /proc/diskstats gives it (daemon/io/sysfs.h)
+    res.check(f"{w}: two hidden NVMe paths, with no dev attribute, both among blkpolicyd's devices",
+              len(paths) == 2 and all(not lay[p].get("dev") for p in paths) and set(paths) <= set(devs)
+              and all(devs[p]["facts"]["hidden"] for p in paths), (paths, [lay[p] for p in paths]))
+    layer("nvme path", "the NVMe multipath paths (95-stack-nvme-paths over 50-multipath-path)",
+          ["nvme", "multi-queue"], "alone", sched="mq-deadline",
+          extra=len(by_role.get("nvme path", [])) == 2 and all(
+              d["settings"]["scheduler"]["source"].endswith("95-stack-nvme-paths.policy")
+              for d in by_role.get("nvme path", [])))
+    # its controller goes and comes back: only the controller's events come
+    pg = re.search(r"===PATH-GONE (\S+) forgotten=(\w+)===", serial)
+    res.check(f"{w}: a controller removed (PCI remove): its path is forgotten on the controller's event",
+              pg and pg.group(2) == "ok" and pg.group(1) in paths, pg and pg.groups())
+    pb = re.search(r"===PATH-BACK (\S+) set=(\w+) (\S+) (\S+) (\S+) diskseq=(\d+)===", serial)
+    res.check(f"{w}: ... and rescanned: the new path (a new diskseq) is found and runs mq-deadline",
+              pb and pb.group(2) == "ok" and pb.group(4) == "mq-deadline", pb and pb.groups())
 
     # explain's stack line, as the fixture tests expect it
     def explained(dev):
@@ -432,7 +458,8 @@ def check(res, which, serial, regen):
     recs = records(serial, "SETTLED")
     for role, attr in (("dm linear0", "read_ahead_kb"), ("dm secret_crypt", "read_ahead_kb"),
                        ("dm vg1-root", "read_ahead_kb"), ("dm mpatha1", "read_ahead_kb"), ("nvme head", "read_ahead_kb"),
-                       ("dm mpatha", "scheduler"), ("mpath path", "scheduler"), ("vda", "scheduler")):
+                       ("dm mpatha", "scheduler"), ("mpath path", "scheduler"), ("vda", "scheduler"),
+                       ("nvme path", "scheduler")):
         for d in by_role.get(role, []):
             rec = record_of(recs.get(d["facts"]["dev"]))
             found = before.get(d["name"], ("?", "?"))[0 if attr == "scheduler" else 1]
@@ -492,8 +519,9 @@ def check(res, which, serial, regen):
     m = re.search(r"===EXIT (\d+)===", serial)
     res.check(f"{w}: SIGTERM: the daemon exits 0", m and m.group(1) == "0", m and m.group(0))
     restored = snap(serial, "RESTORED")
-    # the dm-Ns of the removed map, of the error map and of the new linear0
-    moved = {lin and lin["name"], z and z["name"], m2 and m2.group(1)}
+    # the dm-Ns of the removed map, of the error map and of the new linear0;
+    # the NVMe path that went and came back (6.1 names it anew)
+    moved = {lin and lin["name"], z and z["name"], m2 and m2.group(1), pg and pg.group(1), pb and pb.group(1)}
     wrong = {dev: (before[dev], restored.get(dev)) for dev in before
              if dev not in moved and before[dev] != restored.get(dev)}
     res.check(f"{w}: SIGTERM: every layer that stayed is back to what it had before the daemon "
@@ -503,6 +531,9 @@ def check(res, which, serial, regen):
                   restored.get(m2.group(1), ("", ""))[1] == before.get(lin["name"], ("", "?"))[1]
                   and restored.get(z["name"] if z else "", ("", ""))[1] == "3000",
                   (restored.get(m2.group(1)), z and restored.get(z["name"])))
+    if pb:
+        res.check(f"{w}: ... the NVMe path that came back is back to the kernel's none",
+                  restored.get(pb.group(1), ("",))[0] == "none", restored.get(pb.group(1)))
     res.check(f"{w}: ... and no record is left", not records(serial, "RESTORED"), records(serial, "RESTORED"))
 
     # what the kernel gave each layer, for the report
