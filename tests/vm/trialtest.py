@@ -59,11 +59,15 @@ now() { cut -d' ' -f1 /proc/uptime; }
 sched() { sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$1/queue/scheduler; }
 vals() { echo "$(sched $1) $(cat /sys/block/$1/queue/read_ahead_kb) $(cat /sys/block/$1/queue/nr_requests)"; }
 flat() { ctl --json device $1 | tr -d ' \n\t'; }
-# until_trial DEV PATTERN TENTHS: until the device's JSON (no blanks) has PATTERN
+# until_trial DEV PATTERN N STEP: until the device's JSON (no blanks) has
+# PATTERN, asked at most N times, STEP s apart (each ask costs the guest's
+# CPU under TCG, which the load shares)
 until_trial() {
-        for i in $(seq $3); do flat $1 | grep -q "$2" && echo ok && return; sleep 0.1; done
+        for i in $(seq $3); do flat $1 | grep -q "$2" && echo ok && return; sleep $4; done
         echo fail
 }
+# sectors DEV: sectors read and written so far
+sectors() { set -- $(grep " $1 " /proc/diskstats); echo $(($6 + ${10})); }
 device_json() { echo "===DEVICE $1==="; ctl --json device $1; echo "===DEVICE-END==="; }
 # trial DEV FIO-ARGS...: the load in the background, then the verdict
 trial() {
@@ -71,11 +75,18 @@ trial() {
         /bin/fio --name=load --filename=/dev/$dev --ioengine=libaio --direct=1 --bs=4k --time_based --runtime=600 \
                 "$@" --output-format=terse >/dev/null 2>&1 &
         fio=$!
-        t0=$(now)
-        r=$(until_trial $dev '"phase":"done"' """ + str(VERDICT_WAIT_S * 10) + r""")
-        t1=$(now)
+        t0=$(now); s0=$(sectors $dev)
+        r=$(until_trial $dev '"phase":"done"' """ + str(VERDICT_WAIT_S * 2) + r""" 0.5)
+        t1=$(now); s1=$(sectors $dev)
+        # the same load on what the trial kept, for its cost: a second to
+        # let the last switch land, then 8 s measured (a measure, not a wait)
+        sleep 1
+        t2=$(now); s2=$(sectors $dev)
+        sleep 8
+        t3=$(now); s3=$(sectors $dev)
         kill $fio; wait $fio
         echo "===VERDICT $dev $r load=$t0 verdict=$t1 now=$(sched $dev)==="
+        echo "===RATES $dev trial=$t0/$s0/$t1/$s1 kept=$t2/$s2/$t3/$s3==="
         device_json $dev
 }
 
@@ -113,7 +124,7 @@ trial nullb0 --rw=randread --iodepth=16
         --time_based --runtime=600 --output-format=terse >/dev/null 2>&1 &
 fio=$!
 ctl trial nullb1 mq-deadline >/dev/null
-arm=$(until_trial nullb1 '"arm":"candidate"' 600)
+arm=$(until_trial nullb1 '"arm":"candidate"' 300 0.2)
 written=fail
 for i in $(seq 300); do [ "$(sched nullb1)" = mq-deadline ] && written=ok && break; sleep 0.1; done
 device_json nullb1
@@ -186,6 +197,13 @@ def verdict(res, which, serial, label, name, ends_on, verdicts):
               f"{o.get('interval')}, {o['pairs']} pairs, {o['windows']} windows, "
               f"{float(m.group(3)) - float(m.group(2)):.1f} s from the load's start to the verdict", flush=True)
         print(f"#   reason: {o.get('reason')}", flush=True)
+    r = re.search(r"===RATES " + re.escape(name) + r" trial=([\d.]+)/(\d+)/([\d.]+)/(\d+) "
+                  r"kept=([\d.]+)/(\d+)/([\d.]+)/(\d+)===", serial)
+    if r:
+        t0, s0, t1, s1, t2, s2, t3, s3 = (float(x) for x in r.groups())
+        during, after = (s1 - s0) * 512 / (t1 - t0) / 1e6, (s3 - s2) * 512 / (t3 - t2) / 1e6
+        print(f"#   {during:.1f} MB/s from the load's start to the verdict, {after:.1f} MB/s on what it kept "
+              f"after: the trial ran at {during / after:.2f}x", flush=True)
     res.check(f"{which}: {label}: the trial reaches its end within {VERDICT_WAIT_S} s",
               m and m.group(1) == "ok" and d and d["trial"]["phase"] == "done", (m and m.groups(), d and d.get("trial")))
     res.check(f"{which}: {label}: mq-deadline tried against none, verdict {' or '.join(verdicts)}",
