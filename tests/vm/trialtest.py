@@ -106,17 +106,21 @@ insmod /lib/modules/scsi_debug.ko dev_size_mb=64 ndelay=2000000 max_queue=8 || e
 sd=""
 for i in $(seq 300); do
         for d in /sys/block/sd*; do grep -qs scsi_debug $d/device/model && sd=${d##*/}; done
-        [ -n "$sd" ] && [ "$(sched $sd)" = none ] && break
+        [ -n "$sd" ] && break
         sleep 0.1
 done
-echo "===ADDED scsi_debug ${sd:-none} at=$t set=$(now)==="
+# taken by the daemon: its trial runs (its arm may be either: an idle
+# window does not count, and the arm in force stays until one does)
+r=fail
+[ -n "$sd" ] && r=$(until_trial $sd '"phase":"running"' 300 0.2)
+echo "===ADDED scsi_debug ${sd:-none} $r at=$t set=$(now)==="
 [ -n "$sd" ] && trial $sd --rw=write --iodepth=32
 
 # a fast single-queue null_blk, hotplugged, under random reads
 t=$(now)
 nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=256
-for i in $(seq 300); do [ "$(sched nullb0)" = none ] && break; sleep 0.1; done
-echo "===ADDED nullb0 at=$t set=$(now)==="
+r=$(until_trial nullb0 '"phase":"running"' 300 0.2)
+echo "===ADDED nullb0 $r at=$t set=$(now)==="
 trial nullb0 --rw=randread --iodepth=16
 
 # SIGTERM mid-trial: the candidate in force on nullb1, under light reads
@@ -217,12 +221,21 @@ def check(res, which, serial):
     m = re.search(r"===SET nullb1 (\w+) before=\[([^]]*)\] now=\[([^]]*)\]===", serial)
     res.check(f"{which}: nullb1, kyber 512 32 by hand, is set to none 64 16 by its policy",
               m and m.group(1) == "ok" and m.group(2) == "kyber 512 32", m and m.groups())
-    m = re.search(r"===ADDED scsi_debug (\S+) at=", serial)
+    m = re.search(r"===ADDED scsi_debug (\S+) (\w+) at=([\d.]+) set=([\d.]+)===", serial)
     sd = m and m.group(1)
-    res.check(f"{which}: a hotplugged scsi_debug (2 ms, 8 tags) is set to none", sd and sd != "none",
-              m and m.group(0))
+    res.check(f"{which}: a hotplugged scsi_debug (2 ms, 8 tags) is taken, its trial running",
+              m and sd != "none" and m.group(2) == "ok", m and m.group(0))
+    if m:
+        print(f"# {which}: {sd}'s trial running {float(m.group(4)) - float(m.group(3)):.1f} s after insmod",
+              flush=True)
     if sd and sd != "none":
         verdict(res, which, serial, "scsi_debug under a write flood", sd, "mq-deadline", ["candidate-wins"])
+    m = re.search(r"===ADDED nullb0 (\w+) at=([\d.]+) set=([\d.]+)===", serial)
+    res.check(f"{which}: a hotplugged single-queue null_blk is taken, its trial running",
+              m and m.group(1) == "ok", m and m.group(0))
+    if m:
+        print(f"# {which}: nullb0's trial running {float(m.group(3)) - float(m.group(2)):.1f} s after it was made",
+              flush=True)
     verdict(res, which, serial, "null_blk under random reads", "nullb0", "none", ["incumbent", "aborted"])
     m = re.search(r"===MID-TRIAL arm=(\w+) written=(\w+) record=(\w+) now=\[([^]]*)\]===", serial)
     d = device(serial, "nullb1")
