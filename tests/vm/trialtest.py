@@ -240,7 +240,8 @@ def check(res, which, serial):
     m = re.search(r"===MID-TRIAL arm=(\w+) written=(\w+) record=(\w+) now=\[([^]]*)\]===", serial)
     d = device(serial, "nullb1")
     res.check(f"{which}: blkpolicyctl trial nullb1 mq-deadline: the candidate in force, written, a record kept",
-              m and m.groups()[:3] == ("ok", "ok", "yes") and d and d["trial"]["started_by"] != "policy",
+              m and m.groups()[:3] == ("ok", "ok", "yes") and d and d["trial"]["started_by"] == "blkpolicyctl"
+              and d["trial"]["phase"] == "running",
               (m and m.groups(), d and d.get("trial")))
     m = re.search(r"===STOPPED rc=(\d+)===", serial)
     res.check(f"{which}: SIGTERM mid-trial: the daemon exits 0", m and m.group(1) == "0", m and m.group(0))
