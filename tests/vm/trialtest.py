@@ -4,7 +4,7 @@
 under QEMU (TCG), one boot each, the daemon with the shipped policies and
 tests/vm/trial-policies (2 s windows, 0.5 s settle, a 10% margin).
 
-  - a slow, shallow scsi_debug (ndelay=2000000 max_queue=8: 2 ms a
+  - a slow, shallow scsi_debug (ndelay=10000000 max_queue=8: 10 ms a
     command, 8 tags) under a fio sequential write flood (4k, qd32): the
     incumbent none, the candidate mq-deadline, which merges; it must end
     on mq-deadline;
@@ -102,7 +102,7 @@ echo "===SET nullb1 ${set:-fail} before=[$BEFORE] now=[$(vals nullb1)]==="
 
 # a slow, shallow scsi_debug, hotplugged: none by the policy, then the trial
 t=$(now)
-insmod /lib/modules/scsi_debug.ko dev_size_mb=64 ndelay=2000000 max_queue=8 || echo "===INSMOD-FAILED==="
+insmod /lib/modules/scsi_debug.ko dev_size_mb=64 ndelay=10000000 max_queue=8 || echo "===INSMOD-FAILED==="
 sd=""
 for i in $(seq 300); do
         for d in /sys/block/sd*; do grep -qs scsi_debug $d/device/model && sd=${d##*/}; done
@@ -223,7 +223,7 @@ def check(res, which, serial):
               m and m.group(1) == "ok" and m.group(2) == "kyber 512 32", m and m.groups())
     m = re.search(r"===ADDED scsi_debug (\S+) (\w+) at=([\d.]+) set=([\d.]+)===", serial)
     sd = m and m.group(1)
-    res.check(f"{which}: a hotplugged scsi_debug (2 ms, 8 tags) is taken, its trial running",
+    res.check(f"{which}: a hotplugged scsi_debug (10 ms, 8 tags) is taken, its trial running",
               m and sd != "none" and m.group(2) == "ok", m and m.group(0))
     if m:
         print(f"# {which}: {sd}'s trial running {float(m.group(4)) - float(m.group(3)):.1f} s after insmod",
