@@ -80,6 +80,8 @@ root_suite readahead "apt-get download of the kernels" python3 tests/vm/readahea
 # Storage stacks on the same kernels (#31): dm, LVM, dm-crypt, md, dm-multipath and NVMe
 # multipath, built in the guest with Debian's own tools (apt-get download, not installed).
 root_suite stacks "apt-get download of the kernels and of dmsetup, lvm2, mdadm, cryptsetup" python3 tests/vm/stacktest.py --blkpolicyd build/daemon/blkpolicyd
+# A trial end to end (#28): scsi_debug ends on mq-deadline, null_blk on none, SIGTERM mid-trial puts back.
+root_suite trial "apt-get download of the kernels" python3 tests/vm/trialtest.py --blkpolicyd build/daemon/blkpolicyd
 # The .deb under a real systemd and udevd: Debian 12 (debootstrap) on 6.12.
 root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py --deb build/blkpolicyd.deb
 
@@ -87,7 +89,7 @@ root_suite systemd "debootstrap, chroot dpkg -i" python3 tests/vm/systemdtest.py
 echo "=== lint"
 scripts/lint.sh build | tee build/lint.log || status=1
 
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container rollout vm readahead stacks systemd <<'PY'
+python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json package lint container rollout vm readahead stacks trial systemd <<'PY'
 import json, os, re, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
