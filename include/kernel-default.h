@@ -29,7 +29,9 @@
  *
  * max_sectors_kb is kept: since 6.9 as max_user_sectors
  * (blk_validate_limits() caps max_sectors by it), before that sd_revalidate_disk()
- * set max_sectors only at the first scan. nr_requests, the scheduler, its
+ * set max_sectors only at the first scan; but a write of max_sectors_kb is
+ * a limits update of its own, which resets read_ahead_kb as above
+ * (max_sectors_write_resets_read_ahead()). nr_requests, the scheduler, its
  * iosched/ tunables and wbt_lat_usec are not queue limits: a limits update
  * does not touch them. */
 
@@ -55,6 +57,13 @@ uint64_t read_ahead_kernel_default(const QueueLimitsSeen *l, const unsigned vers
 
 /* Whether a limits update resets tunable: read_ahead_kb only. */
 bool tunable_reset_by_limits(unsigned tunable);
+
+/* Whether a write of queue/max_sectors_kb, itself a limits update
+ * (queue_max_sectors_store() -> queue_limits_commit_update() since 6.9),
+ * resets read_ahead_kb on the kernel of version[3]: 6.9 on. Before, it set
+ * only the bdi's io_pages. NULL (not known): taken as yes, which costs one
+ * record more, never a value. */
+bool max_sectors_write_resets_read_ahead(const unsigned version[3]);
 
 /* The value tunable is left at by a limits update, as its file shows it.
  * Returns 1 and fills buf, 0 for a tunable no limits update resets,

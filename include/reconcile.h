@@ -32,7 +32,9 @@
  *
  * Some writes make the kernel reset others: a scheduler switch resets
  * nr_requests and replaces the iosched files; a write of nr_requests
- * resets mq-deadline's async_depth. Before such a write, what it resets is
+ * resets mq-deadline's async_depth; a write of max_sectors_kb (a limits
+ * update, 6.9 on) resets read_ahead_kb, so max_sectors_kb is written, and
+ * put back, before read_ahead_kb. Before such a write, what it resets is
  * recorded too (found, if not recorded yet) and marked as reset by it
  * (WRITTEN_UNKNOWN). Those are put back once what reset them is back at
  * its found value, and forgotten with it when the admin takes it over. A
@@ -74,6 +76,8 @@ typedef struct ReconcileInput {
         const char *const *kernel_default; /* [n_tunables] or NULL: what a queue-limits update (a
                                          * revalidation) leaves each at now (kernel-default.h);
                                          * NULL entries: nothing */
+        const unsigned *kernel_version; /* [3] or NULL (not known): whether a write of
+                                         * max_sectors_kb resets read_ahead_kb */
 } ReconcileInput;
 
 typedef struct Reconciled {
@@ -92,6 +96,9 @@ typedef struct Reconciled {
 bool tunable_reset_by_switch(unsigned tunable, const char *current);
 /* Which tunables a write of nr_requests resets (mq-deadline's async_depth). */
 bool tunable_reset_by_nr_requests(unsigned tunable);
+/* Which tunables a write of max_sectors_kb resets on the kernel of
+ * version[3] (NULL: not known): read_ahead_kb, 6.9 on. */
+bool tunable_reset_by_max_sectors(unsigned tunable, const unsigned version[3]);
 
 /* Fills *out (out->record is a new copy: device_record_done() it).
  * Returns 0 or -ENOMEM, which leaves out->record empty. */

@@ -25,6 +25,9 @@ typedef struct Tunable {
 #define TUNABLE_SCHEDULER 0
 /* Row 1; a constant, as the applier's worker threads read it with no lock. */
 #define TUNABLE_NR_REQUESTS 1
+/* Rows 2 and 6: a write of max_sectors_kb resets read_ahead_kb (kernel-default.h). */
+#define TUNABLE_READ_AHEAD_KB 2
+#define TUNABLE_MAX_SECTORS_KB 6
 
 extern const Tunable tunables[];
 extern const size_t n_tunables;

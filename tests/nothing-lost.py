@@ -151,6 +151,54 @@ def test_switch_once_then_restore(tree):
         "--restore leaves no record"
 
 
+def max_sectors_case(tree):
+    """loop0 rotational, read_ahead_kb 64 and a policy of max_sectors_kb
+    256 alone: the fake kernel (6.18) raises read-ahead to 2 x 256."""
+    tree.reset()
+    write(tree.qfile("loop0", "rotational"), "1")
+    write(tree.qfile("loop0", "read_ahead_kb"), "64")
+    tree.policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nmax_sectors_kb = 256\n")
+
+
+def test_max_sectors_write_resets_read_ahead(tree):
+    # 18. blkpolicyd's own max_sectors_kb write is a limits update that
+    # raises read_ahead_kb: recorded before it, back after max_sectors_kb
+    max_sectors_case(tree)
+    d = tree.daemon()
+    assert tree.live("loop0", "max_sectors_kb") == "256" and tree.live("loop0", "read_ahead_kb") == "512", \
+        f'max_sectors_kb=256 on a rotational disk: the kernel raised read_ahead_kb to 512 (6.18): {d.text()[-1500:]}'
+    rc = d.stop()
+    now = (tree.live("loop0", "max_sectors_kb"), tree.live("loop0", "read_ahead_kb"))
+    assert rc == 0 and now == ("1280", "64"), \
+        f'... at stop max_sectors_kb=1280, then read_ahead_kb=64 are back (not 2560): {(rc, now)}'
+
+
+@pytest.mark.parametrize("fault", ["write:*/loop0/queue/max_sectors_kb:KILL",
+                                   "read:*/loop0/queue/max_sectors_kb:KILL:1:2"])
+def test_max_sectors_sigkill_then_restore(tree, fault):
+    # the same killed before or after the max_sectors_kb write, then --restore
+    max_sectors_case(tree)
+    r = tree.run("--once", faults=fault)
+    r2 = tree.run("--restore")
+    now = (tree.live("loop0", "max_sectors_kb"), tree.live("loop0", "read_ahead_kb"))
+    assert r.returncode == -signal.SIGKILL and r2.returncode == 0 and now == ("1280", "64"), \
+        f'SIGKILL ({fault}), --restore: max_sectors_kb=1280 and read_ahead_kb=64 back: {(r.returncode, r2.returncode, now, r2.stderr[-800:])}'
+
+
+def test_max_sectors_and_read_ahead_both_wanted(tree):
+    # a policy of both: read_ahead_kb written after max_sectors_kb, so its value holds
+    max_sectors_case(tree)
+    tree.policy("50-switch.policy", "[Match]\nname = loop0\n[Queue]\nmax_sectors_kb = 256\nread_ahead_kb = 32\n")
+    r = tree.run("--once")
+    now = (tree.live("loop0", "max_sectors_kb"), tree.live("loop0", "read_ahead_kb"))
+    assert r.returncode == 0 and now == ("256", "32"), \
+        f'--once: max_sectors_kb=256, then read_ahead_kb=32 over the kernel 512: {(now, r.stderr[-800:])}'
+    r = tree.run("--restore")
+    now = (tree.live("loop0", "max_sectors_kb"), tree.live("loop0", "read_ahead_kb"))
+    assert r.returncode == 0 and now == ("1280", "64"), \
+        f'--restore: max_sectors_kb=1280, then read_ahead_kb=64: {(now, r.stderr[-800:])}'
+
+
 def test_switch_daemon_then_sigterm(tree):
     # the same through the daemon: start, SIGTERM
     tree.reset()

@@ -56,6 +56,12 @@ bool tunable_reset_by_limits(unsigned tunable) {
         return streq(tunables[tunable].attr, "read_ahead_kb");
 }
 
+bool max_sectors_write_resets_read_ahead(const unsigned version[3]) {
+        static const unsigned atomic_limits[3] = { 6, 9, 0 };  /* queue_limits_commit_update() */
+
+        return !version || kernel_version_compare(version, atomic_limits) >= 0;
+}
+
 int kernel_default_value(unsigned tunable, const QueueLimitsSeen *l, const unsigned version[3], char *buf,
                          size_t size) {
         int n;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* reconcile: record + wanted + live → the record to save, then the writes.
  * Pure: no I/O, no clock, no allocation but the record's copy. */
+#include "kernel-default.h"
 #include "reconcile.h"
 #include "util.h"
 
@@ -18,8 +19,40 @@ bool tunable_reset_by_nr_requests(unsigned tunable) {
         return streq(tunables[tunable].attr, "iosched/async_depth");
 }
 
+/* A write of max_sectors_kb is a queue-limits update, which resets
+ * read_ahead_kb (kernel-default.h; measured on 6.18, a rotational loop
+ * device: read-ahead 64, then max_sectors_kb 256 -> 512). */
+bool tunable_reset_by_max_sectors(unsigned tunable, const unsigned version[3]) {
+        return tunable == TUNABLE_READ_AHEAD_KB && max_sectors_write_resets_read_ahead(version);
+}
+
 static const char *live_value(const ReconcileInput *in, unsigned t) {
         return in->live[t].state == LIVE_OK ? in->live[t].value : NULL;
+}
+
+/* The writes that reset others. */
+static const unsigned resetters[] = { TUNABLE_SCHEDULER, TUNABLE_NR_REQUESTS, TUNABLE_MAX_SECTORS_KB };
+
+static bool resets_others(unsigned t) {
+        for (size_t i = 0; i < ELEMENTSOF(resetters); i++)
+                if (t == resetters[i])
+                        return true;
+        return false;
+}
+
+/* Whether writer's write resets t (the scheduler's: a switch away from
+ * the live one). */
+static bool resets(const ReconcileInput *in, unsigned writer, unsigned t) {
+        switch (writer) {
+        case TUNABLE_SCHEDULER:
+                return tunable_reset_by_switch(t, live_value(in, TUNABLE_SCHEDULER));
+        case TUNABLE_NR_REQUESTS:
+                return tunable_reset_by_nr_requests(t);
+        case TUNABLE_MAX_SECTORS_KB:
+                return tunable_reset_by_max_sectors(t, in->kernel_version);
+        default:
+                return false;
+        }
 }
 
 /* Away: blkpolicyd holds it at another value than it found. What it
@@ -38,21 +71,38 @@ static bool resetters_away(const ReconcileInput *in, const DeviceRecord *r, unsi
          * too, and the stop would write over it) */
         if (away(in, r, TUNABLE_SCHEDULER) && (t == TUNABLE_NR_REQUESTS || tunables[t].scheduler))
                 return true;
+        if (tunable_reset_by_max_sectors(t, in->kernel_version) && away(in, r, TUNABLE_MAX_SECTORS_KB))
+                return true;
         return tunable_reset_by_nr_requests(t) && away(in, r, TUNABLE_NR_REQUESTS);
+}
+
+/* Whether a reset ('*') of t in flight landed: with the switch, if one
+ * was in flight (a round with a switch writes nothing else), else with
+ * the write that resets t (nr_requests', max_sectors_kb'). */
+static bool reset_landed(const ReconcileInput *in, unsigned t, const bool pending[], const bool landed[]) {
+        if (pending[0])
+                return landed[0];
+        for (size_t i = 1; i < ELEMENTSOF(resetters); i++)
+                if (resets(in, resetters[i], t))
+                        return landed[i];
+        return false;
 }
 
 /* Writes in flight before this pass (a crash, or the round before): what
  * landed is written now. A reset ('*') landed with the write that caused
- * it: the scheduler's, or nr_requests'. */
+ * it. */
 static int resolve_intents(const ReconcileInput *in, DeviceRecord *r) {
-        const AttrRecord *s = device_record_get(r, TUNABLE_SCHEDULER);
-        const AttrRecord *nr = device_record_get(r, TUNABLE_NR_REQUESTS);
-        const AttrRecord *cause = s && s->intent ? s : nr && nr->intent ? nr : NULL;
-        const char *cause_live = cause ? live_value(in, cause->tunable) : NULL;
-        bool cause_landed = cause && cause_live && streq(cause_live, cause->intent);
+        bool pending[ELEMENTSOF(resetters)], landed[ELEMENTSOF(resetters)];
 
-        if (cause && !cause_live)
-                return 0;       /* cannot tell what landed: leave every intent for later */
+        for (size_t i = 0; i < ELEMENTSOF(resetters); i++) {
+                const AttrRecord *cause = device_record_get(r, resetters[i]);
+                const char *cause_live = live_value(in, resetters[i]);
+
+                pending[i] = cause && cause->intent;
+                if (pending[i] && !cause_live)
+                        return 0;       /* cannot tell what landed: leave every intent for later */
+                landed[i] = pending[i] && streq(cause_live, cause->intent);
+        }
         for (unsigned i = 0; i < device_record_count(r); i++) {
                 AttrRecord *a = &r->attrs->at[i];
                 const char *live = live_value(in, a->tunable);
@@ -61,7 +111,7 @@ static int resolve_intents(const ReconcileInput *in, DeviceRecord *r) {
                 if (!a->intent)
                         continue;
                 if (streq(a->intent, WRITTEN_UNKNOWN)) {
-                        if (cause_landed)
+                        if (reset_landed(in, a->tunable, pending, landed))
                                 k = device_record_written(r, a->tunable, WRITTEN_UNKNOWN);
                 } else if (!live && in->live[a->tunable].state == LIVE_UNKNOWN)
                         continue;
@@ -90,14 +140,10 @@ static int record_found(Reconciled *out, unsigned tunable, const char *value) {
  * yet) and marked as reset by it. Refuses (-EAGAIN) when one of them
  * cannot be read: its value would be lost. */
 static int record_resets(const ReconcileInput *in, Reconciled *out, unsigned writer) {
-        const char *current = live_value(in, TUNABLE_SCHEDULER);
-
         for (unsigned t = 1; t < n_tunables; t++) {
-                bool reset = writer == TUNABLE_SCHEDULER ? tunable_reset_by_switch(t, current)
-                                                         : tunable_reset_by_nr_requests(t);
                 const LiveValue *lv = &in->live[t];
 
-                if (!reset || t == writer)
+                if (!resets(in, writer, t) || t == writer)
                         continue;
                 if (lv->state == LIVE_UNKNOWN)
                         return -EAGAIN;
@@ -127,10 +173,6 @@ static int write_with_resets(const ReconcileInput *in, Reconciled *out, unsigned
         return add_step(out, t, kind, value);
 }
 
-static bool resets_others(unsigned t) {
-        return t == TUNABLE_SCHEDULER || t == TUNABLE_NR_REQUESTS;
-}
-
 static int write_step(const ReconcileInput *in, Reconciled *out, unsigned t, StepKind kind, const char *value) {
         if (in->skip && in->skip[t])
                 return 0;
@@ -141,13 +183,13 @@ static int write_step(const ReconcileInput *in, Reconciled *out, unsigned t, Ste
 
 /* The admin took it over: it and what blkpolicyd's writes to it reset are
  * theirs now. */
-static void drop_admins(Reconciled *out, unsigned t) {
+static void drop_admins(const ReconcileInput *in, Reconciled *out, unsigned t) {
         (void) device_record_drop(&out->record, t);
         if (!resets_others(t))
                 return;
         for (unsigned i = 1; i < n_tunables; i++)
                 if (attr_follows(device_record_get(&out->record, i)) &&
-                    (t == TUNABLE_SCHEDULER || tunable_reset_by_nr_requests(i)))
+                    (t == TUNABLE_SCHEDULER || resets(in, t, i)))
                         (void) device_record_drop(&out->record, i);
 }
 
@@ -182,7 +224,7 @@ static int reconcile_wanted(const ReconcileInput *in, Reconciled *out, unsigned 
                 return device_record_written(&out->record, t, want) < 0 ? -ENOMEM : 0;
         }
         if (setting_owner(a, live) == OWNER_ADMIN && in->new_media && seen_at_the_change(in, t))
-                drop_admins(out, t);    /* theirs, found again below: put back at the end */
+                drop_admins(in, out, t);    /* theirs, found again below: put back at the end */
         else if (setting_owner(a, live) == OWNER_ADMIN && reset_by_kernel(in, a, t, live))
                 out->kernel_reset[t] = true;    /* still blkpolicyd's: written again, found kept */
         else if (setting_owner(a, live) == OWNER_ADMIN && !in->take_over) {
@@ -204,7 +246,7 @@ static int reconcile_unwanted(const ReconcileInput *in, Reconciled *out, unsigne
         if (owner == OWNER_ADMIN && reset_by_kernel(in, a, t, live))
                 out->kernel_reset[t] = true;    /* the kernel's, not the admin's: the found value goes back */
         else if (owner == OWNER_ADMIN) {
-                drop_admins(out, t);
+                drop_admins(in, out, t);
                 return 0;
         }
         if (streq(live, a->found)) {
@@ -238,6 +280,19 @@ static int reconcile_attr(const ReconcileInput *in, Reconciled *out, unsigned t)
         return want ? reconcile_wanted(in, out, t, want) : reconcile_unwanted(in, out, t);
 }
 
+/* The i-th tunable to reconcile: max_sectors_kb before read_ahead_kb, as
+ * its write resets read-ahead, which is then set (or put back) after it;
+ * tunables[]' order otherwise. */
+static unsigned reconcile_order(unsigned i) {
+        _Static_assert(TUNABLE_READ_AHEAD_KB < TUNABLE_MAX_SECTORS_KB, "the order below");
+
+        if (i == TUNABLE_READ_AHEAD_KB)
+                return TUNABLE_MAX_SECTORS_KB;
+        if (i > TUNABLE_READ_AHEAD_KB && i <= TUNABLE_MAX_SECTORS_KB)
+                return i - 1;
+        return i;
+}
+
 static int reconcile_into(const ReconcileInput *in, Reconciled *out) {
         int r;
 
@@ -257,7 +312,7 @@ static int reconcile_into(const ReconcileInput *in, Reconciled *out) {
         if (r < 0 || out->switches)
                 return r;
         for (unsigned t = 1; t < n_tunables; t++) {
-                r = reconcile_attr(in, out, t);
+                r = reconcile_attr(in, out, reconcile_order(t));
                 if (r < 0)
                         return r;
         }

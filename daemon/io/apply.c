@@ -182,12 +182,14 @@ static bool switch_possible(const Pass *p, const char *sched) {
 
 /* Whether t is to be read: wanted or recorded, or reset by a write this
  * round may make (record_resets() records it before that write): a
- * scheduler switch, or one of nr_requests. Not otherwise: after a switch
+ * scheduler switch, one of nr_requests or of max_sectors_kb. Not otherwise: after a switch
  * to mq-deadline that is eight files a disk, a quarter of a storm's CPU. */
 static bool to_read(const Pass *p, unsigned t, const char *sched, bool may_switch) {
         if (wanted_or_recorded(p, t))
                 return true;
         if (may_switch && tunable_reset_by_switch(t, sched))
+                return true;
+        if (tunable_reset_by_max_sectors(t, p->req->kernel_version) && wanted_or_recorded(p, TUNABLE_MAX_SECTORS_KB))
                 return true;
         return tunable_reset_by_nr_requests(t) && wanted_or_recorded(p, TUNABLE_NR_REQUESTS);
 }
@@ -478,7 +480,8 @@ static void log_kernel_resets(const Pass *p, const Reconciled *rec) {
 static int plan_only(Pass *p, ApplyOutcome *out) {
         Reconciled rec;
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live,
-                              .kernel_default = p->kernel_default };
+                              .kernel_default = p->kernel_default,
+                              .kernel_version = p->req->kernel_version };
         int k = reconcile(&in, &rec);
 
         if (k < 0)
@@ -502,7 +505,8 @@ static int run_round(Pass *p, unsigned round, ApplyOutcome *out, bool *settled) 
         ReconcileInput in = { .record = p->req->record, .wanted = p->wanted, .live = p->live, .skip = p->skip,
                               .take_over = p->req->take_over, .new_media = p->req->new_media,
                               .media_live = p->req->media_live ?: round > 0 ? p->before : NULL,
-                              .kernel_default = p->kernel_default };
+                              .kernel_default = p->kernel_default,
+                              .kernel_version = p->req->kernel_version };
         Reconciled rec;
         int k;
 

@@ -2,11 +2,14 @@
 /* The block layer's write semantics over a fixture tree: see fake-kernel.h. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "facts.h"
 #include "fake-kernel.h"
+#include "kernel-default.h"
 #include "util.h"
 
 #if ENABLE_FAULT_INJECTION
@@ -126,6 +129,34 @@ static void reset_async_depth(int q, long long depth) {
         (void) write_file(q, "iosched/async_depth", value);
 }
 
+/* A write of max_sectors_kb is a limits update: blk_apply_bdi_limits()
+ * raises read-ahead to the default of the new limits, as 6.18 does
+ * (kernel-default.h; measured on a rotational loop device: 64, then
+ * max_sectors_kb 256 -> 512). */
+static int write_max_sectors(int q, const char *path, const char *value, FakeKernelRead read_attr) {
+        static const unsigned v6_18[3] = { 6, 18, 0 };
+        char io_opt[32], rot[32], ra[32], def[32];
+        QueueLimitsSeen l;
+        long long cur;
+        int k;
+
+        k = write_file(q, "max_sectors_kb", value);
+        if (k < 0)
+                return k;
+        /* a fixture without optimal_io_size: none, as the kernel shows 0 */
+        if (read_attr(q, "optimal_io_size", path, io_opt, sizeof(io_opt)) < 0)
+                strcpy(io_opt, "0");
+        if (read_attr(q, "rotational", path, rot, sizeof(rot)) < 0 ||
+            read_attr(q, "read_ahead_kb", path, ra, sizeof(ra)) < 0 ||
+            queue_limits_parse(io_opt, value, rot, (unsigned) (sysconf(_SC_PAGESIZE) / 1024), &l) < 0 ||
+            parse_ll(ra, 0, LLONG_MAX, &cur) < 0)
+                return 0;       /* a fixture without them: nothing to model */
+        if ((uint64_t) cur >= read_ahead_kernel_default(&l, v6_18))
+                return 0;       /* never lowered, since 6.15 */
+        snprintf(def, sizeof(def), "%" PRIu64, read_ahead_kernel_default(&l, v6_18));
+        return write_file(q, "read_ahead_kb", def);
+}
+
 /* The fake kernel's HZ, as this project's VM's: 250. */
 #define FAKE_HZ 250
 
@@ -166,6 +197,8 @@ int fake_kernel_write(int q, const char *rel, const char *path, const char *valu
                 return -EINVAL;
         if (streq(rel, "nr_requests"))
                 reset_async_depth(q, v);
+        if (streq(rel, "max_sectors_kb"))
+                return write_max_sectors(q, path, value, read_attr);
         if (in_jiffies(rel))
                 return write_jiffies(q, rel, v);
         return write_file(q, rel, value);
