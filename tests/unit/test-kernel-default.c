@@ -79,3 +79,14 @@ TEST(limits_that_do_not_parse) {
         ASSERT_EQ_INT(queue_limits_parse("-1", "1280", "0", 4, &l), -ERANGE);
         ASSERT_EQ_INT(queue_limits_parse("0", "1280", "0", 0, &l), -EINVAL);
 }
+
+/* A write of max_sectors_kb is a limits update since the atomic limits
+ * API of 6.9; not known, taken as one. */
+TEST(max_sectors_write_resets_read_ahead_since_6_9) {
+        static const unsigned v6_8[3] = { 6, 8, 12 }, v6_9[3] = { 6, 9, 0 }, v6_18[3] = { 6, 18, 0 };
+
+        ASSERT_TRUE(!max_sectors_write_resets_read_ahead(v6_8));
+        ASSERT_TRUE(max_sectors_write_resets_read_ahead(v6_9));
+        ASSERT_TRUE(max_sectors_write_resets_read_ahead(v6_18));
+        ASSERT_TRUE(max_sectors_write_resets_read_ahead(NULL));
+}

@@ -20,6 +20,7 @@ typedef struct Case {
         bool new_media;
         const LiveValue *media_live;
         const char *kernel_default[TUNABLES_MAX];
+        const unsigned *kernel_version;
 } Case;
 
 static void live(Case *c, const char *attr, const char *value) {
@@ -39,7 +40,7 @@ static void intended(Case *c, const char *attr, const char *intent) {
 static void run(Case *c, Reconciled *out) {
         ReconcileInput in = { .record = &c->record, .wanted = c->wanted, .live = c->live, .take_over = c->take_over,
                               .new_media = c->new_media, .media_live = c->media_live,
-                              .kernel_default = c->kernel_default };
+                              .kernel_default = c->kernel_default, .kernel_version = c->kernel_version };
 
         ASSERT_EQ_INT(reconcile(&in, out), 0);
 }
@@ -75,6 +76,8 @@ static void done(Case *c, Reconciled *r) {
 TEST(row_constants_name_their_rows) {
         ASSERT_EQ_INT(T("scheduler"), TUNABLE_SCHEDULER);
         ASSERT_EQ_INT(T("nr_requests"), TUNABLE_NR_REQUESTS);
+        ASSERT_EQ_INT(T("read_ahead_kb"), TUNABLE_READ_AHEAD_KB);
+        ASSERT_EQ_INT(T("max_sectors_kb"), TUNABLE_MAX_SECTORS_KB);
 }
 
 /* Issue: a switch reset nr_requests and the old scheduler's tunables, and
@@ -478,6 +481,89 @@ TEST(nr_requests_write_records_async_depth) {
         run(&c, &r);
         ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("iosched/async_depth"));
         ASSERT_STREQ(r.steps[0].value, "20");
+        done(&c, &r);
+}
+
+/* Measured on 6.18 (a rotational loop device): a write of max_sectors_kb
+ * is a limits update that raises read_ahead_kb. It is recorded before, as
+ * for a switch; not wanted, it comes back after max_sectors_kb. */
+TEST(max_sectors_write_records_read_ahead) {
+        static const unsigned v6_18[3] = { 6, 18, 0 };
+        Case c = { .kernel_version = v6_18 };
+        Reconciled r;
+
+        c.wanted[T("max_sectors_kb")] = "256";
+        live(&c, "scheduler", "none");
+        live(&c, "max_sectors_kb", "1280");
+        live(&c, "read_ahead_kb", "64");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "64");
+        ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), WRITTEN_UNKNOWN);
+        take(&c, &r);
+        live(&c, "max_sectors_kb", "256");
+        live(&c, "read_ahead_kb", "512");
+        run(&c, &r);
+        ASSERT_EQ_INT(r.n_steps, 0);    /* the kernel's while max_sectors_kb is away, as nr_requests under a switch */
+        ASSERT_STREQ(written_of(&r, "read_ahead_kb"), WRITTEN_UNKNOWN);
+        take(&c, &r);
+        c.wanted[T("max_sectors_kb")] = NULL;  /* stop */
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));    /* read_ahead_kb waits for it */
+        take(&c, &r);
+        live(&c, "max_sectors_kb", "1280");
+        live(&c, "read_ahead_kb", "2560");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb"));
+        ASSERT_STREQ(r.steps[0].value, "64");
+        done(&c, &r);
+}
+
+/* Both wanted: max_sectors_kb is written first, read_ahead_kb after it
+ * (in the round after, once the reset is read), so the policy's read-ahead
+ * is the last word; the found one is recorded before either write. */
+TEST(max_sectors_written_before_read_ahead) {
+        Case c = {};
+        Reconciled r;
+
+        c.wanted[T("max_sectors_kb")] = "256";
+        c.wanted[T("read_ahead_kb")] = "32";
+        live(&c, "scheduler", "none");
+        live(&c, "max_sectors_kb", "1280");
+        live(&c, "read_ahead_kb", "64");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "64");
+        take(&c, &r);
+        live(&c, "max_sectors_kb", "256");
+        live(&c, "read_ahead_kb", "512");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("read_ahead_kb"));
+        ASSERT_STREQ(r.steps[0].value, "32");
+        ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "64");
+        take(&c, &r);
+        live(&c, "read_ahead_kb", "32");
+        c.wanted[T("max_sectors_kb")] = c.wanted[T("read_ahead_kb")] = NULL;   /* stop */
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));    /* put back first */
+        ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), WRITTEN_UNKNOWN);
+        done(&c, &r);
+}
+
+/* Before 6.9 a write of max_sectors_kb set only the bdi's io_pages:
+ * read_ahead_kb is not touched, not recorded. */
+TEST(max_sectors_write_before_6_9_leaves_read_ahead) {
+        static const unsigned v6_8[3] = { 6, 8, 0 };
+        Case c = { .kernel_version = v6_8 };
+        Reconciled r;
+
+        c.wanted[T("max_sectors_kb")] = "256";
+        live(&c, "scheduler", "none");
+        live(&c, "max_sectors_kb", "1280");
+        live(&c, "read_ahead_kb", "64");
+        run(&c, &r);
+        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        ASSERT_TRUE(found_of(&r, "read_ahead_kb") == NULL);
         done(&c, &r);
 }
 
