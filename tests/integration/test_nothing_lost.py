@@ -254,3 +254,46 @@ def test_record_saved_over_another_disks(case, loops):
         daemon.cleanup()
         if again:
             loops.attach(again)     # as the module's disks are
+
+
+def max_sectors_setup(case):
+    """a with read_ahead_kb 64 and a policy of max_sectors_kb 256 alone:
+    blkpolicyd's own write is a limits update that moves read-ahead
+    (6.18, a loop device is rotational: 2 x max_sectors_kb). b untouched."""
+    a = case.a
+    set_attr(a, "scheduler", "none")
+    set_attr(a, "read_ahead_kb", "64")
+    shutil.rmtree(case.policies, ignore_errors=True)
+    shutil.rmtree(case.state, ignore_errors=True)
+    case.policy("50-a.policy", f"[Match]\nname = {a}\n[Queue]\nmax_sectors_kb = 256\n")
+    return sysfs(a, "max_sectors_kb"), sysfs(a, "read_ahead_kb")
+
+
+def test_max_sectors_write_then_sigterm(case):
+    # the found read_ahead_kb is recorded before blkpolicyd's max_sectors_kb
+    # write, and put back after max_sectors_kb at stop
+    a = case.a
+    original = max_sectors_setup(case)
+    daemon = case.start()
+    assert sysfs(a, "max_sectors_kb") == "256" and sysfs(a, "read_ahead_kb") != "64", \
+        f"max_sectors_kb=256 written, and the kernel moved read_ahead_kb: {sysfs(a, 'read_ahead_kb')}"
+    rc = daemon.stop()
+    now = sysfs(a, "max_sectors_kb"), sysfs(a, "read_ahead_kb")
+    assert rc == 0 and now == original, \
+        f"SIGTERM: max_sectors_kb, then read_ahead_kb=64 are back: {(rc, now, original)}"
+
+
+def test_max_sectors_write_then_sigkill_and_restore(case):
+    # killed after the max_sectors_kb write landed (at its third read: the
+    # pass's, the read-back, the next round's), then --restore
+    a = case.a
+    original = max_sectors_setup(case)
+    env = dict(os.environ, BLKPOLICYD_FAULTS=f"read:*/{a}/queue/max_sectors_kb:KILL:1:2")
+    r = subprocess.run([case.blkpolicyd, "--once", *case.args()], capture_output=True, text=True, timeout=60, env=env)
+    moved = sysfs(a, "max_sectors_kb"), sysfs(a, "read_ahead_kb")
+    r2 = subprocess.run([case.blkpolicyd, "--restore", *case.args()], capture_output=True, text=True, timeout=60)
+    now = sysfs(a, "max_sectors_kb"), sysfs(a, "read_ahead_kb")
+    assert r.returncode == -signal.SIGKILL and moved[0] == "256" and moved[1] != "64", \
+        f"killed after max_sectors_kb=256 landed and moved read_ahead_kb: {(r.returncode, moved, r.stderr[-800:])}"
+    assert r2.returncode == 0 and now == original, \
+        f"--restore: max_sectors_kb, then read_ahead_kb=64 are back: {(r2.returncode, now, original, r2.stderr[-800:])}"
