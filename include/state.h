@@ -27,7 +27,8 @@
 #include "tunables.h"
 
 /* "written" of an attribute the kernel reset as a side effect of one of
- * blkpolicyd's writes (a scheduler switch resets nr_requests and iosched/):
+ * blkpolicyd's writes (a scheduler switch resets nr_requests and iosched/,
+ * a write of nr_requests async_depth, one of max_sectors_kb read_ahead_kb):
  * blkpolicyd caused it, the kernel chose the value. It is put back when
  * what reset it is back. As an intent: the write in flight will reset it. */
 #define WRITTEN_UNKNOWN "*"
