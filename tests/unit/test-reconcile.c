@@ -484,6 +484,17 @@ TEST(nr_requests_write_records_async_depth) {
         done(&c, &r);
 }
 
+/* A policy's max_sectors_kb 256 on a disk at 1280 with read-ahead 64:
+ * the first round writes max_sectors_kb alone. */
+static void first_max_sectors_write(Case *c, Reconciled *r) {
+        c->wanted[T("max_sectors_kb")] = "256";
+        live(c, "scheduler", "none");
+        live(c, "max_sectors_kb", "1280");
+        live(c, "read_ahead_kb", "64");
+        run(c, r);
+        ASSERT_TRUE(r->n_steps == 1 && r->steps[0].tunable == T("max_sectors_kb"));
+}
+
 /* Measured on 6.18 (a rotational loop device): a write of max_sectors_kb
  * is a limits update that raises read_ahead_kb. It is recorded before, as
  * for a switch; not wanted, it comes back after max_sectors_kb. */
@@ -492,12 +503,7 @@ TEST(max_sectors_write_records_read_ahead) {
         Case c = { .kernel_version = v6_18 };
         Reconciled r;
 
-        c.wanted[T("max_sectors_kb")] = "256";
-        live(&c, "scheduler", "none");
-        live(&c, "max_sectors_kb", "1280");
-        live(&c, "read_ahead_kb", "64");
-        run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        first_max_sectors_write(&c, &r);
         ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "64");
         ASSERT_STREQ(intent_of(&r, "read_ahead_kb"), WRITTEN_UNKNOWN);
         take(&c, &r);
@@ -526,13 +532,8 @@ TEST(max_sectors_written_before_read_ahead) {
         Case c = {};
         Reconciled r;
 
-        c.wanted[T("max_sectors_kb")] = "256";
         c.wanted[T("read_ahead_kb")] = "32";
-        live(&c, "scheduler", "none");
-        live(&c, "max_sectors_kb", "1280");
-        live(&c, "read_ahead_kb", "64");
-        run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        first_max_sectors_write(&c, &r);
         ASSERT_STREQ(found_of(&r, "read_ahead_kb"), "64");
         take(&c, &r);
         live(&c, "max_sectors_kb", "256");
@@ -557,12 +558,7 @@ TEST(max_sectors_write_before_6_9_leaves_read_ahead) {
         Case c = { .kernel_version = v6_8 };
         Reconciled r;
 
-        c.wanted[T("max_sectors_kb")] = "256";
-        live(&c, "scheduler", "none");
-        live(&c, "max_sectors_kb", "1280");
-        live(&c, "read_ahead_kb", "64");
-        run(&c, &r);
-        ASSERT_TRUE(r.n_steps == 1 && r.steps[0].tunable == T("max_sectors_kb"));
+        first_max_sectors_write(&c, &r);
         ASSERT_TRUE(found_of(&r, "read_ahead_kb") == NULL);
         done(&c, &r);
 }
