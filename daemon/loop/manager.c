@@ -168,6 +168,7 @@ int manager_scan(Manager *m) {
  * event, then after twice as long each time, 12.7 s in all, and a name
  * the daemon does not know yet means a rescan. */
 #define NVME_WATCH_FIRST_USEC (100 * 1000ULL)
+#define NVME_WATCH_ACCURACY_USEC (10 * 1000ULL)
 #define NVME_WATCH_ROUNDS 7U
 
 static int manager_scan_if_new(Manager *m) {
@@ -204,7 +205,7 @@ static int manager_watch_nvme(Manager *m) {
         m->nvme_watch_round = 0;
         if (!m->nvme_watch)
                 return sd_event_add_time_relative(m->event, &m->nvme_watch, CLOCK_MONOTONIC, NVME_WATCH_FIRST_USEC,
-                                                  10 * 1000, on_nvme_watch, m);
+                                                  NVME_WATCH_ACCURACY_USEC, on_nvme_watch, m);
         r = sd_event_source_set_time_relative(m->nvme_watch, NVME_WATCH_FIRST_USEC);
         return r < 0 ? r : sd_event_source_set_enabled(m->nvme_watch, SD_EVENT_ONESHOT);
 }
