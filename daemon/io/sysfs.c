@@ -9,6 +9,7 @@
 
 #include "fake-kernel.h"
 #include "fault.h"
+#include "sample.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -399,18 +400,18 @@ int queue_dir_write(const QueueDir *q, const char *attr, const char *value) {
 
 int diskstats_number(const Roots *r, const char *name, unsigned *ret_major, unsigned *ret_minor) {
         _cleanup_fclose_ FILE *f = NULL;
-        char path[PATH_MAX], line[1024], listed[NAME_MAX + 1];
-        unsigned major, minor;
+        char path[PATH_MAX], line[1024], listed[DISKSTAT_NAME_MAX];
+        DiskStat st;
 
         snprintf(path, sizeof(path), "%s/diskstats", r->proc);
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        /* a line is some 150 characters; a longer one's rest names no disk */
+        /* the sampler's parser: a line is some 150 characters */
         while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "%u %u %255s", &major, &minor, listed) == 3 && streq(listed, name)) {
-                        *ret_major = major;
-                        *ret_minor = minor;
+                if (diskstat_parse_line(line, strlen(line), &st, listed) == 0 && streq(listed, name)) {
+                        *ret_major = st.major;
+                        *ret_minor = st.minor;
                         return 0;
                 }
         return ferror(f) ? -EIO : -ENODEV;
