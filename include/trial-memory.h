@@ -43,7 +43,7 @@ typedef struct TrialMemo {
 
 typedef struct TrialMemory {
         TrialMemo *memos;
-        unsigned n, allocated;
+        size_t n, allocated;
 } TrialMemory;
 
 /* "none > mq-deadline, mq-deadline+dispatch_direct": what a verdict

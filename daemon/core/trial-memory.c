@@ -47,7 +47,7 @@ const TrialMemo *trial_memory_find(const TrialMemory *m, const TrialMemo *key, c
                                    uint64_t now_sec, uint64_t max_age_sec) {
         const TrialMemo *best = NULL;
 
-        for (unsigned i = 0; i < m->n; i++) {
+        for (size_t i = 0; i < m->n; i++) {
                 const TrialMemo *e = &m->memos[i];
 
                 if (!same_key(e, key) || age(e, now_sec) > max_age_sec)
@@ -60,17 +60,17 @@ const TrialMemo *trial_memory_find(const TrialMemory *m, const TrialMemo *key, c
         return best;
 }
 
-static void drop(TrialMemory *m, unsigned i) {
+static void drop(TrialMemory *m, size_t i) {
         memmove(&m->memos[i], &m->memos[i + 1], sizeof(TrialMemo) * (m->n - i - 1));
         m->n--;
 }
 
 /* The index of the oldest of memo's key (any key when memo is NULL), and
  * how many its key has. */
-static unsigned oldest(const TrialMemory *m, const TrialMemo *memo, unsigned *ret_count) {
-        unsigned found = m->n, count = 0;
+static size_t oldest(const TrialMemory *m, const TrialMemo *memo, size_t *ret_count) {
+        size_t found = m->n, count = 0;
 
-        for (unsigned i = 0; i < m->n; i++) {
+        for (size_t i = 0; i < m->n; i++) {
                 if (memo && !same_key(&m->memos[i], memo))
                         continue;
                 count++;
@@ -82,7 +82,7 @@ static unsigned oldest(const TrialMemory *m, const TrialMemo *memo, unsigned *re
 }
 
 int trial_memory_put(TrialMemory *m, const TrialMemo *memo) {
-        unsigned count, i;
+        size_t count, i;
 
         for (i = 0; i < m->n; i++)
                 if (same_key(&m->memos[i], memo) && !trial_shape_differs(&m->memos[i].shape, &memo->shape)) {
@@ -94,15 +94,8 @@ int trial_memory_put(TrialMemory *m, const TrialMemo *memo) {
                 drop(m, i);
         if (m->n >= TRIAL_MEMORY_MAX)
                 drop(m, oldest(m, NULL, &count));
-        if (m->n == m->allocated) {
-                unsigned a = m->allocated ? m->allocated * 2 : 8;
-                TrialMemo *p = reallocarray(m->memos, a, sizeof(TrialMemo));
-
-                if (!p)
-                        return -ENOMEM;
-                m->memos = p;
-                m->allocated = a;
-        }
+        if (array_grow((void **) &m->memos, &m->allocated, m->n, sizeof(TrialMemo)) < 0)
+                return -ENOMEM;
         m->memos[m->n++] = *memo;
         return 0;
 }

@@ -127,7 +127,7 @@ static char *memory_format(const TrialMemory *m) {
         }
         if (!cJSON_AddNumberToObject(j, "blkpolicyd_trial_verdicts", 1))
                 return NULL;
-        for (unsigned i = 0; i < m->n; i++) {
+        for (size_t i = 0; i < m->n; i++) {
                 cJSON *o = memo_to_json(&m->memos[i]);
 
                 if (!o || !cJSON_AddItemToArray(list, o)) {

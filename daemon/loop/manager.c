@@ -790,7 +790,7 @@ static int manager_trial_memory(Manager *m) {
                 log_warning_errno(r, "Cannot read the trials' verdicts in %s, ignoring (trials run again): %m",
                                   m->config.trial_memory);
         else if (m->ctx.trial_memory.n > 0)
-                log_info("%u trial verdict(s) remembered in %s", m->ctx.trial_memory.n, m->config.trial_memory);
+                log_info("%zu trial verdict(s) remembered in %s", m->ctx.trial_memory.n, m->config.trial_memory);
         return 0;
 }
 

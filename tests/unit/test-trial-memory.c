@@ -69,12 +69,12 @@ TEST(a_verdict_per_shape_the_newest_for_any) {
 
         ASSERT_EQ_INT(trial_memory_put(&m, &reads), 0);
         ASSERT_EQ_INT(trial_memory_put(&m, &writes), 0);
-        ASSERT_EQ_INT(m.n, 2U);
+        ASSERT_TRUE(m.n == 2);
         ASSERT_TRUE(trial_memory_find(&m, &reads, NULL, 2500, 9999)->at_sec == 2000);
         ASSERT_TRUE(trial_memory_find(&m, &reads, &READS, 2500, 9999)->has_kept);
         /* a near shape replaces its verdict */
         ASSERT_EQ_INT(trial_memory_put(&m, &again), 0);
-        ASSERT_EQ_INT(m.n, 2U);
+        ASSERT_TRUE(m.n == 2);
         ASSERT_TRUE(!trial_memory_find(&m, &reads, &READS, 3500, 9999)->has_kept);
         trial_memory_done(&m);
 }
@@ -88,8 +88,8 @@ TEST(the_oldest_go_first_per_key_and_in_all) {
 
                 ASSERT_EQ_INT(trial_memory_put(&m, &x), 0);
         }
-        ASSERT_EQ_INT(m.n, TRIAL_MEMORY_PER_KEY);
-        for (unsigned i = 0; i < m.n; i++)
+        ASSERT_TRUE(m.n == TRIAL_MEMORY_PER_KEY);
+        for (size_t i = 0; i < m.n; i++)
                 ASSERT_TRUE(m.memos[i].at_sec >= 102);
         for (unsigned i = 0; i < TRIAL_MEMORY_MAX; i++) {
                 TrialMemo x;
@@ -98,8 +98,8 @@ TEST(the_oldest_go_first_per_key_and_in_all) {
                 x = memo(id, "7.3", READS, 1000 + i, NULL);
                 ASSERT_EQ_INT(trial_memory_put(&m, &x), 0);
         }
-        ASSERT_EQ_INT(m.n, TRIAL_MEMORY_MAX);
-        for (unsigned i = 0; i < m.n; i++)
+        ASSERT_TRUE(m.n == TRIAL_MEMORY_MAX);
+        for (size_t i = 0; i < m.n; i++)
                 ASSERT_TRUE(!streq(m.memos[i].identity, "serial:A"));
         trial_memory_done(&m);
 }
