@@ -15,22 +15,13 @@ import json
 import os
 import time
 
-import pytest
-
 from blkptest.daemon import ctl, wait_for
 from blkptest.faketree import write
-from trial import FOUND, POLICY, Host, done
+# the fake disk and its daemon, trial.py's fixture
+from trial import FOUND, POLICY, done, host  # noqa: F401
 
 FAST_MQ = {"none": 6, "mq-deadline": 3, FOUND: 6}      # mq-deadline 2x faster
 FAST_NONE = {"none": 3, "mq-deadline": 9, FOUND: 3}    # mq-deadline 3x slower: its trial aborts
-
-
-@pytest.fixture
-def host(blkpolicyd, blkpolicyctl, kvm_fixture, work, fault_injection):
-    h = Host(blkpolicyd, kvm_fixture, work)
-    h.ctl = blkpolicyctl
-    yield h
-    h.cleanup()
 
 
 def memory(host):
