@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "trial-device.h"
+#include "tunables.h"
 #include "util.h"
 
 static const char *const trial_phase_names[_TRIAL_PHASE_MAX] = {
@@ -168,4 +169,67 @@ int device_trial_stop(DeviceTrial *t, const char *why) {
 
 const TrialOutcome *device_trial_last(const DeviceTrial *t) {
         return t->n_outcomes ? &t->outcomes[t->n_outcomes - 1] : NULL;
+}
+
+const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts) {
+        if (!plan->managed || !plan->policy)
+                return "no policy manages it";
+        if (plan->dynamic)
+                return "its policy has [Dynamic]";
+        if (facts->classes & CLASS_BIT(CLASS_BIO_BASED))
+                return "bio-based: no I/O scheduler";
+        return NULL;
+}
+
+void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf,
+                            size_t size) {
+        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
+        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
+
+        if (t->has_kept)
+                (void) sched_choice_format(&t->kept, buf, size);
+        else if (s && s->result != RESULT_UNSUPPORTED) {
+                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
+
+                (void) strscpy(c.name, sizeof(c.name), s->target);
+                (void) sched_choice_format(&c, buf, size);
+        } else
+                (void) strscpy(buf, size, device_facts_scheduler(facts));
+}
+
+/* Whether the device takes candidate: decided with it in force, the
+ * scheduler is not unsupported. */
+static bool candidate_usable(const DecideInput *base, const SchedChoice *candidate) {
+        DecideInput in = *base;
+        PlanBuffer buf;
+        Plan *plan = plan_buffer_init(&buf);
+        const PlanItem *s;
+
+        in.trial_arm = candidate;
+        decide(&in, plan);
+        s = plan_find(plan, TUNABLE_SCHEDULER);
+        return s && s->result != RESULT_UNSUPPORTED;
+}
+
+int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
+                       const DiskStat *sample, TrialBegin *ret) {
+        const SchedChoice *cand = device_trial_pending(t);
+        char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
+
+        if (!cand)
+                return 0;
+        device_trial_incumbent(t, plan, in->facts, incumbent, sizeof(incumbent));
+        (void) sched_choice_format(cand, name, sizeof(name));
+        if (streq(name, incumbent)) {
+                device_trial_skip(t, incumbent, "the candidate is what is in force already");
+                *ret = TRIAL_BEGIN_IN_FORCE;
+                return 0;
+        }
+        if (!candidate_usable(in, cand)) {
+                device_trial_skip(t, incumbent, "the device or kernel does not have it");
+                *ret = TRIAL_BEGIN_LACKING;
+                return 0;
+        }
+        *ret = TRIAL_BEGAN;
+        return device_trial_start(t, incumbent, now_ms, sample);
 }

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "decide.h"
+#include "plan.h"
 #include "policy.h"
 #include "trial-run.h"
 
@@ -73,6 +75,32 @@ int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample);
  * candidate back (what was kept before it stays). 1 when the arm in force
  * changed. */
 int device_trial_stop(DeviceTrial *t, const char *why);
+
+/* Why a device may not run a trial under plan, for what the plan and its
+ * facts say; NULL when they allow one. The daemon adds its modes (observe,
+ * a pause, --once ...) before it; --replay asks the same. Only where a
+ * policy manages the device, and not where a state machine flips the
+ * scheduler too. */
+const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts);
+
+/* What is in force before t's pending candidate, as scheduler= names it:
+ * what t kept, else plan's scheduler, else the kernel's in facts. */
+void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf,
+                            size_t size);
+
+typedef enum TrialBegin {
+        TRIAL_BEGAN,            /* the pending candidate runs */
+        TRIAL_BEGIN_IN_FORCE,   /* skipped: it is what is in force already */
+        TRIAL_BEGIN_LACKING,    /* skipped: the device or kernel does not have it */
+} TrialBegin;
+
+/* Starts t's pending candidate at a tick, or skips it: against what is in
+ * force under plan, decided for in (its trial_arm is not looked at) with
+ * the candidate layered to see whether the device takes it. The daemon's
+ * tick and --replay both start candidates here. Returns 1 when the arm in
+ * force changed (a pass must write it), 0, -EINVAL (t's config). */
+int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
+                       const DiskStat *sample, TrialBegin *ret);
 
 /* The running candidate's result so far, or the last outcome's; NULL
  * before any. */

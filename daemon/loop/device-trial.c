@@ -8,6 +8,7 @@
  * these functions, and make the passes that write a switch themselves
  * (device_process(): this file is below device-pass.c, which asks it
  * after each decide()). Only -ENOMEM is returned as an error. */
+#include <inttypes.h>
 #include <time.h>
 
 #include "decide.h"
@@ -15,6 +16,7 @@
 #include "device-trial.h"
 #include "device.h"
 #include "log.h"
+#include "record.h"
 #include "util.h"
 
 /* What a plan names as the trial's arm's source (a policy's name would
@@ -38,8 +40,8 @@ void device_trial_input(const Device *d, DecideInput *in) {
 }
 
 /* Why d may not run a trial under plan now; NULL when it may. Only where
- * blkpolicyd writes, and not where a state machine flips the scheduler
- * too. */
+ * blkpolicyd writes, and where the plan allows one (trial_plan_why_not(),
+ * which --replay asks too). */
 static const char *trial_why_not(const DeviceContext *c, const Device *d, const Plan *plan) {
         const char *why;
 
@@ -48,15 +50,7 @@ static const char *trial_why_not(const DeviceContext *c, const Device *d, const 
         if (c->stopping)
                 return "stopping";
         why = device_write_why_not(c, d);
-        if (why)
-                return why;
-        if (!plan->managed || !plan->policy)
-                return "no policy manages it";
-        if (plan->dynamic)
-                return "its policy has [Dynamic]";
-        if (d->kind->facts->classes & CLASS_BIT(CLASS_BIO_BASED))
-                return "bio-based: no I/O scheduler";
-        return NULL;
+        return why ?: trial_plan_why_not(plan, d->kind->facts);
 }
 
 static void trial_free(Device *d) {
@@ -72,7 +66,7 @@ static uint64_t trial_seed(const Device *d) {
 
 /* A new trial of config on d, waiting for the next tick; what an earlier
  * one kept is the incumbent of its first candidate. -EINVAL: config. */
-static int trial_new(Device *d, const TrialPolicy *config, bool by_hand) {
+static int trial_new(const DeviceContext *c, Device *d, const TrialPolicy *config, bool by_hand) {
         DeviceTrial *old = trial_of(d), *t = calloc(1, sizeof(DeviceTrial));
         DeviceExtra *x = t ? device_extra(d) : NULL;
         int r;
@@ -93,7 +87,17 @@ static int trial_new(Device *d, const TrialPolicy *config, bool by_hand) {
         }
         free(old);
         x->trial = t;
+        if (c->record)
+                record_trial_start(c->record, clock_usec(CLOCK_MONOTONIC), d->name, t);
         return 0;
+}
+
+/* Stops d's trial (why), in the recording too. */
+static int trial_stop(const DeviceContext *c, Device *d, const char *why) {
+        log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
+        if (c->record)
+                record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, why);
+        return device_trial_stop(trial_of(d), why);
 }
 
 int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
@@ -104,16 +108,16 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         if (t && !t->by_hand && !(plan->trial && trial_policy_equal(plan->trial, &t->config))) {
                 /* the [Trial] it ran is gone or another: what it kept goes too */
                 log_info("%s: its [Trial] changed, the trial ends and the policies' scheduler is back", d->name);
+                if (c->record && trial_live(t))
+                        record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, "its [Trial] changed");
                 changed = device_trial_arm(t) != NULL;
                 trial_free(d);
                 t = NULL;
         }
-        if (trial_live(t) && why) {
-                log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
-                changed |= device_trial_stop(t, why);
-        }
+        if (trial_live(t) && why)
+                changed |= trial_stop(c, d, why);
         if (!t && !why && plan->trial) {
-                r = trial_new(d, plan->trial, false);
+                r = trial_new(c, d, plan->trial, false);
                 if (r == -ENOMEM)
                         return r;
                 if (r == 0)
@@ -123,57 +127,21 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         return changed;
 }
 
-/* What is in force before the pending candidate, as scheduler= names it:
- * what a trial kept, else the plan's scheduler, else the kernel's. */
-static void trial_incumbent(const Device *d, const DeviceTrial *t, char *buf, size_t size) {
-        const Plan *plan = device_plan(d);
-        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
-        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
-
-        if (t->has_kept)
-                (void) sched_choice_format(&t->kept, buf, size);
-        else if (s && s->result != RESULT_UNSUPPORTED) {
-                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
-
-                (void) strscpy(c.name, sizeof(c.name), s->target);
-                (void) sched_choice_format(&c, buf, size);
-        } else
-                (void) strscpy(buf, size, device_facts_scheduler(d->kind->facts));
-}
-
-/* Whether d takes candidate: decided with it in force, the scheduler is
- * not unsupported. (Not excluded, not busy: d runs a trial.) */
-static bool trial_usable(const DeviceContext *c, const Device *d, const SchedChoice *candidate) {
-        DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
-        PlanBuffer buf;
-        Plan *plan = plan_buffer_init(&buf);
-        const PlanItem *s;
-
-        in.trial_arm = candidate;
-        decide(&in, plan);
-        s = plan_find(plan, TUNABLE_SCHEDULER);
-        return s && s->result != RESULT_UNSUPPORTED;
-}
-
 static int trial_begin_candidate(const DeviceContext *c, Device *d, DeviceTrial *t, const DiskStat *st,
                                  uint64_t now_ms) {
-        const SchedChoice *cand = device_trial_pending(t);
-        char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
+        char name[SCHED_NAME_MAX + 16];
+        TrialBegin begin;
+        int r;
 
-        trial_incumbent(d, t, incumbent, sizeof(incumbent));
-        (void) sched_choice_format(cand, name, sizeof(name));
-        if (streq(name, incumbent)) {
-                device_trial_skip(t, incumbent, "the candidate is what is in force already");
-                return 0;
-        }
-        if (!trial_usable(c, d, cand)) {
+        (void) sched_choice_format(device_trial_pending(t), name, sizeof(name));
+        r = device_trial_begin(t, device_plan(d), &in, now_ms, st, &begin);
+        if (begin == TRIAL_BEGIN_LACKING)
                 log_info("%s: trial candidate %s skipped: the device or kernel does not have it", d->name, name);
-                device_trial_skip(t, incumbent, "the device or kernel does not have it");
-                return 0;
-        }
-        log_info("%s: trial of %s against %s begins", d->name, name, incumbent);
-        return device_trial_start(t, incumbent, now_ms, st) > 0;
+        else if (begin == TRIAL_BEGAN && r >= 0)
+                log_info("%s: trial of %s against %s begins", d->name, name, device_trial_last(t)->incumbent);
+        return r > 0;
 }
 
 static void log_outcome(const Device *d, const TrialOutcome *o) {
@@ -216,20 +184,26 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
         /* a switch not written yet, or a pass that may write one: its
          * settle, or its window, begins once it is back; and d's plan is
          * the one before it until then */
-        if (d->job)
+        if (d->job) {
+                if (c->record)  /* a replay must not step it either */
+                        record_trial_wait(c->record, d->name);
                 return 0;
+        }
         why = trial_why_not(c, d, device_plan(d));
         if (!why && t->phase == TRIAL_PHASE_RUNNING)
                 why = trial_arm_not_written(d, t);
-        if (why) {
-                log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
-                return device_trial_stop(t, why);
-        }
+        if (why)
+                return trial_stop(c, d, why);
         if (t->phase == TRIAL_PHASE_WAITING)
-                return trial_begin_candidate(c, d, t, st, now_ms);
-        changed = device_trial_tick(t, now_ms, st);
-        if (t->phase != TRIAL_PHASE_RUNNING)
-                log_outcome(d, device_trial_last(t));
+                changed = trial_begin_candidate(c, d, t, st, now_ms);
+        else {
+                changed = device_trial_tick(t, now_ms, st);
+                if (t->phase != TRIAL_PHASE_RUNNING)
+                        log_outcome(d, device_trial_last(t));
+        }
+        if (changed > 0)
+                log_info("%s: trial switch to the %s, %" PRIu64 " ms into the trial of its candidate", d->name,
+                         t->arm == TRIAL_ARM_CANDIDATE ? "candidate" : "incumbent", now_ms - t->started_ms);
         return changed;
 }
 
@@ -252,7 +226,7 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
         }
         if (trial_live(t))
                 (void) device_trial_stop(t, "another trial asked for");
-        r = trial_new(d, &config, true);
+        r = trial_new(c, d, &config, true);
         if (r == -EINVAL)
                 *why_not = "the candidates or the [Trial] settings are not valid";
         if (r < 0)
@@ -262,11 +236,10 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
         return 1;
 }
 
-int device_trial_end(Device *d) {
+int device_trial_end(const DeviceContext *c, Device *d) {
         DeviceTrial *t = trial_of(d);
 
         if (!trial_live(t))
                 return -ENOENT;
-        log_info("%s: trial stopped by hand, the incumbent is back", d->name);
-        return device_trial_stop(t, "blkpolicyctl trial --stop");
+        return trial_stop(c, d, "blkpolicyctl trial --stop");
 }
