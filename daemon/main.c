@@ -341,7 +341,7 @@ static int run_replay(Manager *m) {
                 return log_error_errno(EINVAL, "Not replaying: %zu policy file%s rejected (errors above); the "
                                                "timeline would be that of the policies without %s",
                                        n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
-        return replay_run(m->options->replay_path, m->policies, stdout);
+        return replay_run(m->options->replay_path, m->policies, !m->config.observe, stdout);
 }
 
 /* What the daemon runs above the loop: the control socket and the

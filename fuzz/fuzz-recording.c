@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (!policies)
                 LLVMFuzzerInitialize(NULL, NULL);
-        (void) replay_run(path, policies, out);
+        (void) replay_run(path, policies, true, out);
         fclose(out);
         return 0;
 }

@@ -40,6 +40,30 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
         return 0;
 }
 
+void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before) {
+        if (before && before->has_kept) {
+                t->has_kept = true;
+                t->kept = before->kept;
+        }
+}
+
+uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor) {
+        uint64_t devnum = ((uint64_t) major << 32) | minor;
+
+        return entropy ^ (devnum * 0x9E3779B97F4A7C15ULL);
+}
+
+bool device_trial_live(const DeviceTrial *t) {
+        return t && (t->phase == TRIAL_PHASE_WAITING || t->phase == TRIAL_PHASE_RUNNING);
+}
+
+/* What a plan names as the trial's arm's source (a policy's name would
+ * point into a set the plan may outlive). */
+void device_trial_decide_input(const DeviceTrial *t, DecideInput *in) {
+        in->trial_arm = t ? device_trial_arm(t) : NULL;
+        in->trial_source = t && t->by_hand ? "blkpolicyctl trial" : "trial";
+}
+
 /* The same arm to a pass: both the policies', or the same scheduler. */
 static bool arm_same(const SchedChoice *a, const SchedChoice *b) {
         if (!a || !b)

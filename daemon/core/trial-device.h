@@ -56,6 +56,20 @@ typedef struct DeviceTrial {
  * [Trial]'s; blkpolicyctl's come through here). */
 int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, uint64_t seed);
 
+/* What an earlier trial before kept is the incumbent of t's first
+ * candidate (a new trial on the same device). */
+void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before);
+
+/* A schedule's seed for the device major:minor from entropy (the daemon:
+ * the clock; a replay: the recording's, else 0). */
+uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor);
+
+/* Waiting for its next candidate or running one (NULL: no trial, no). */
+bool device_trial_live(const DeviceTrial *t);
+
+/* Layers t's arm over the policies' in a decide() (t NULL: none). */
+void device_trial_decide_input(const DeviceTrial *t, DecideInput *in);
+
 /* The scheduler to layer over the policies' now, NULL for theirs. Points
  * into t. */
 const SchedChoice *device_trial_arm(const DeviceTrial *t);

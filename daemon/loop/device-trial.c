@@ -9,6 +9,7 @@
  * (device_process(): this file is below device-pass.c, which asks it
  * after each decide()). Only -ENOMEM is returned as an error. */
 #include <inttypes.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "decide.h"
@@ -19,24 +20,12 @@
 #include "record.h"
 #include "util.h"
 
-/* What a plan names as the trial's arm's source (a policy's name would
- * point into a set the plan may outlive). */
-static const char SOURCE_POLICY[] = "trial";
-static const char SOURCE_BY_HAND[] = "blkpolicyctl trial";
-
 static DeviceTrial *trial_of(const Device *d) {
         return d->extra ? d->extra->trial : NULL;
 }
 
-static bool trial_live(const DeviceTrial *t) {
-        return t && (t->phase == TRIAL_PHASE_WAITING || t->phase == TRIAL_PHASE_RUNNING);
-}
-
 void device_trial_input(const Device *d, DecideInput *in) {
-        const DeviceTrial *t = trial_of(d);
-
-        in->trial_arm = t ? device_trial_arm(t) : NULL;
-        in->trial_source = t && t->by_hand ? SOURCE_BY_HAND : SOURCE_POLICY;
+        device_trial_decide_input(trial_of(d), in);
 }
 
 /* Why d may not run a trial under plan now; NULL when it may. Only where
@@ -61,7 +50,9 @@ static void trial_free(Device *d) {
 }
 
 static uint64_t trial_seed(const Device *d) {
-        return clock_usec(CLOCK_REALTIME) ^ ((uint64_t) device_devnum(d) * 0x9E3779B97F4A7C15ULL);
+        dev_t devnum = device_devnum(d);
+
+        return device_trial_seed(clock_usec(CLOCK_REALTIME), major(devnum), minor(devnum));
 }
 
 /* A new trial of config on d, waiting for the next tick; what an earlier
@@ -81,10 +72,7 @@ static int trial_new(const DeviceContext *c, Device *d, const TrialPolicy *confi
                 device_extra_trim(d);
                 return r;
         }
-        if (old && old->has_kept) {
-                t->has_kept = true;
-                t->kept = old->kept;
-        }
+        device_trial_carry_kept(t, old);
         free(old);
         x->trial = t;
         if (c->record)
@@ -108,13 +96,13 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         if (t && !t->by_hand && !(plan->trial && trial_policy_equal(plan->trial, &t->config))) {
                 /* the [Trial] it ran is gone or another: what it kept goes too */
                 log_info("%s: its [Trial] changed, the trial ends and the policies' scheduler is back", d->name);
-                if (c->record && trial_live(t))
+                if (c->record && device_trial_live(t))
                         record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, "its [Trial] changed");
                 changed = device_trial_arm(t) != NULL;
                 trial_free(d);
                 t = NULL;
         }
-        if (trial_live(t) && why)
+        if (device_trial_live(t) && why)
                 changed |= trial_stop(c, d, why);
         if (!t && !why && plan->trial) {
                 r = trial_new(c, d, plan->trial, false);
@@ -179,7 +167,7 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
         const char *why;
         int changed;
 
-        if (!trial_live(t))
+        if (!device_trial_live(t))
                 return 0;
         /* a switch not written yet, or a pass that may write one: its
          * settle, or its window, begins once it is back; and d's plan is
@@ -224,7 +212,7 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
                 *why_not = "no candidate given, and its policy has no [Trial]";
                 return -EINVAL;
         }
-        if (trial_live(t))
+        if (device_trial_live(t))
                 (void) device_trial_stop(t, "another trial asked for");
         r = trial_new(c, d, &config, true);
         if (r == -EINVAL)
@@ -239,7 +227,7 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
 int device_trial_end(const DeviceContext *c, Device *d) {
         DeviceTrial *t = trial_of(d);
 
-        if (!trial_live(t))
+        if (!device_trial_live(t))
                 return -ENOENT;
         return trial_stop(c, d, "blkpolicyctl trial --stop");
 }
