@@ -58,7 +58,7 @@ static int replay_decide_only(Replay *r, ReplayDevice *d) {
         DecideInput in = { .facts = &d->facts, .caps = &r->caps, .policies = r->policies, .busy = d->dyn.busy };
 
         device_trial_decide_input(d->trial, &in);
-        d->plan.items = d->buffer.items;        /* the arrays may have moved */
+        d->plan.items = d->buffer.items;
         d->plan.matched = d->buffer.matched;
         decide(&in, &d->plan);
         if (d->plan.managed && d->plan.dynamic)
@@ -174,6 +174,10 @@ static int replay_device(Replay *r, const cJSON *j) {
                 if (!n)
                         return -ENOMEM;
                 r->devices = n;
+                for (size_t i = 0; i < r->n_devices; i++) {     /* the plans point into their buffers */
+                        n[i].plan.items = n[i].buffer.items;
+                        n[i].plan.matched = n[i].buffer.matched;
+                }
                 d = &n[r->n_devices++];
                 *d = (ReplayDevice) {};
         }
