@@ -308,10 +308,10 @@ def test_record_and_replay_reach_the_daemon_verdicts(host):
     by-hand trial of kyber that regresses (aborted); --replay of the
     recording with the same policies reaches the same verdicts, estimates
     to the last digit, and the same switches at the same times into each
-    trial as the daemon's log. Another seed in the recording gives another
+    trial as the daemon's log; a third one stopped by hand stops there too. Another seed in the recording gives another
     timeline: the replay runs the recorded schedule, not one of its own."""
     recording = os.path.join(host.work, "trial.jsonl")
-    with host.feeder({"none": 6, "mq-deadline": 3, "kyber": 9, FOUND: 6}):
+    with host.feeder({"none": 6, "mq-deadline": 3, "kyber": 9, FOUND: 6}) as load:
         d = host.start(extra=("--record", recording))
         first = host.wait_trial(done, "the policy trial's verdict")["outcomes"][0]
         assert (first["verdict"], first["kept"]) == ("candidate-wins", "mq-deadline"), first
@@ -323,7 +323,17 @@ def test_record_and_replay_reach_the_daemon_verdicts(host):
         assert (second["candidate"], second["incumbent"], second["verdict"], second["kept"]) == \
             ("kyber", "mq-deadline", "aborted", "mq-deadline"), second
         wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the incumbent back")
+        load.service["kyber"] = 3       # as fast: no verdict before the stop
+        ctl(host.ctl, host.sock_path, "trial", "loop0", "kyber")
+        host.wait_trial(lambda t: candidate_in_force(t) and len(t["outcomes"]) == 1 and
+                        t["outcomes"][0]["windows"] >= 1, "the third trial's candidate in force")
+        out = ctl(host.ctl, host.sock_path, "trial", "loop0", "--stop")
+        assert out.returncode == 0, out.stdout + out.stderr
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the incumbent back")
+        host.ticks_after(3)
         assert d.stop() == 0
+    if os.environ.get("BLKPOLICYD_RECORD_TRIAL"):      # how tests/replay/loop-trial.jsonl was made
+        shutil.copy(recording, os.environ["BLKPOLICYD_RECORD_TRIAL"])
     logged = [(arm, int(ms)) for arm, ms in
               re.findall(r"loop0: trial switch to the (\w+), (\d+) ms into the trial", d.text())]
 
@@ -333,19 +343,21 @@ def test_record_and_replay_reach_the_daemon_verdicts(host):
         [{k: o[k] for k in OUTCOME_KEYS} for o in (first, second)], lines
     starts = trial_lines(lines, "loop0", "start")
     assert [(x["started_by"], x["candidate"], x["incumbent"]) for x in starts] == \
-        [("policy", "mq-deadline", "none"), ("blkpolicyctl", "kyber", "mq-deadline")], starts
+        [("policy", "mq-deadline", "none"), ("blkpolicyctl", "kyber", "mq-deadline"),
+         ("blkpolicyctl", "kyber", "mq-deadline")], starts
     assert len(logged) >= 3 and switches(lines) == logged, (logged, switches(lines))
+    stops = trial_lines(lines, "loop0", "stop")
+    assert [x["why"] for x in stops] == ["blkpolicyctl trial --stop"] and stops[0]["t"] > verdicts[-1]["t"], lines
     # the idle disk's trial runs the whole recording and never decides, there too
     assert trial_lines(lines, "loop1", "start") and not trial_lines(lines, "loop1", "verdict"), lines
 
     text = open(recording).read()
     seeds = re.findall(r'"device": "loop0", "event": "start", "started_by": "\w+", "seed": "(\d+)"', text)
-    assert len(seeds) == 2, text[:2000]
+    assert len(seeds) == 3, text[:2000]
     timelines = set()
     for k in range(1, 9):
         other = os.path.join(host.work, f"other-seed-{k}.jsonl")
         with open(other, "w") as f:
-            f.write(text.replace(f'"seed": "{seeds[0]}"', f'"seed": "{int(seeds[0]) ^ k}"')
-                        .replace(f'"seed": "{seeds[1]}"', f'"seed": "{int(seeds[1]) ^ k}"'))
+            f.write(re.sub(r'"seed": "(\d+)"', lambda m: f'"seed": "{int(m.group(1)) ^ k}"', text))
         timelines.add(tuple(switches(replay(host, other))))
     assert timelines - {tuple(logged)}, "another seed, another schedule of pair orders"
