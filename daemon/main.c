@@ -48,8 +48,8 @@ static void help(void) {
                "     --check-config       Validate the configuration and policies, exit non-zero on error\n"
                "     --restore            Put back what the state records say was there, exit\n"
                "                          (after --once, or a daemon that was killed)\n"
-               "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
-               "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
+               "     --record=FILE        Append the ticks' raw samples and trials to FILE (JSON lines)\n"
+               "     --replay=FILE        Run decisions and trials over a recording, print the timeline, exit\n"
                "     --metrics-stopped    Write the metrics textfile of a stopped daemon, as systemd's\n"
                "                          $SERVICE_RESULT says it ended, exit (ExecStopPost=)\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",

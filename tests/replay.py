@@ -16,6 +16,9 @@ loop-trial is a real recording of trials on the fake kernel (tests/trial.py,
 BLKPOLICYD_RECORD_TRIAL): a policy's trial that mq-deadline wins, a trial by
 hand that is aborted and one stopped by hand. Its timeline is the trials'.
 
+trial-notes is written by hand: a trial not stepped at two ticks and stopped
+at a third by the tick's notes, then one by hand from its start line.
+
 BLKPOLICYD_UPDATE_GOLDEN=1 rewrites the timelines instead."""
 import os
 import subprocess
@@ -55,3 +58,8 @@ def test_mix_phases(replay):
 def test_loop_trial(replay):
     r = replay("loop-trial")
     assert not r.stderr, "loop-trial: every line should be a recording line"
+
+
+def test_trial_notes(replay):
+    r = replay("trial-notes")
+    assert not r.stderr, "trial-notes: every line should be a recording line"
