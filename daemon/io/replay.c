@@ -187,7 +187,6 @@ static int replay_device(Replay *r, const cJSON *j) {
 
 static int print_flip(Replay *r, double t, const ReplayDevice *d, const DynDecision *dec) {
         cJSON *j = cJSON_CreateObject();
-        char *text;
 
         cJSON_AddNumberToObject(j, "t", t);
         cJSON_AddStringToObject(j, "device", d->facts.name);
@@ -195,13 +194,7 @@ static int print_flip(Replay *r, double t, const ReplayDevice *d, const DynDecis
         cJSON_AddStringToObject(j, "from", dec->to_busy ? "base" : "busy");
         cJSON_AddStringToObject(j, "to", dec->to_busy ? "busy" : "base");
         cJSON_AddStringToObject(j, "condition", dec->reason);
-        text = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-        if (!text)
-                return -ENOMEM;
-        fprintf(r->out, "%s\n", text);
-        free(text);
-        return 0;
+        return print_line(r, j);
 }
 
 static int print_begin(Replay *r, double t, const ReplayDevice *d, TrialBegin begin) {
@@ -318,11 +311,16 @@ static int replay_tick(Replay *r, const cJSON *j) {
         return 0;
 }
 
-/* A policy trial's seed: for the trial the replay's policies start on
- * the device, now if it waits for its first candidate, else when it does. */
-static int replay_policy_start(Replay *r, const RecordTrialStart *start) {
+/* A policy trial set up in the daemon, with its seed: the trial the
+ * replay's policies start on the device gets it, now if it waits for its
+ * first candidate, else when the device's line comes. The daemon sets up
+ * a policy trial only where the device has none: one the replay has that
+ * ran is one the daemon dropped (a reload changed its [Trial]), and the
+ * replay's policies start another, as the daemon's new ones did. */
+static int replay_policy_start(Replay *r, const RecordTrialStart *start, double t) {
         ReplayDevice *d = replay_find(r, start->device);
         RecordTrialStart *n;
+        int k;
 
         if (d && d->trial && !d->trial->by_hand && d->trial->phase == TRIAL_PHASE_WAITING && d->trial->n_outcomes == 0) {
                 d->trial->seed = start->seed;
@@ -333,7 +331,11 @@ static int replay_policy_start(Replay *r, const RecordTrialStart *start) {
                 return -ENOMEM;
         r->seeds = n;
         n[r->n_seeds++] = *start;
-        return 0;
+        if (!d || !d->trial)
+                return 0;
+        d->trial = mfree(d->trial);
+        k = replay_decide_only(r, d);
+        return k < 0 ? k : replay_trial_after_decide(r, d, t);
 }
 
 /* blkpolicyctl trial: refused where the daemon would, replacing one that runs. */
@@ -363,7 +365,7 @@ static int replay_trial_line(Replay *r, const cJSON *j) {
         if (k < 0 || !cJSON_IsNumber(t))
                 return -EBADMSG;
         if (k > 0 && !start.by_hand)
-                return replay_policy_start(r, &start);
+                return replay_policy_start(r, &start, t->valuedouble);
         d = replay_find(r, name);
         if (!d)
                 return 0;
