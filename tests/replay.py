@@ -17,7 +17,8 @@ BLKPOLICYD_RECORD_TRIAL): a policy's trial that mq-deadline wins, a trial by
 hand that is aborted and one stopped by hand. Its timeline is the trials'.
 
 trial-notes is written by hand: a trial not stepped at two ticks and stopped
-at a third by the tick's notes, then one by hand from its start line.
+at a third by the tick's notes, then one by hand from its start line; on a
+second disk a policy trial the daemon set up again after a reload.
 
 BLKPOLICYD_UPDATE_GOLDEN=1 rewrites the timelines instead."""
 import os
