@@ -22,10 +22,7 @@ typedef struct ReplayDevice {
         DynState dyn;
         DiskCounters stat;
         bool have_stat;
-        DeviceTrial *trial;
-        /* the seed of the recording's policy trial, for the one the replay starts */
-        bool have_seed;
-        uint64_t seed;
+        DeviceTrial *trial;     /* NULL: none */
 } ReplayDevice;
 
 typedef struct Replay {
@@ -38,7 +35,7 @@ typedef struct Replay {
         double last_t;
         uint64_t tick;
         FILE *out;
-        /* policy trials' seeds recorded before their device's line */
+        /* policy trials' seeds the recording has, not taken yet: one a device */
         RecordTrialStart *seeds;
         size_t n_seeds;
 } Replay;
@@ -50,10 +47,10 @@ static ReplayDevice *replay_find(Replay *r, const char *name) {
         return NULL;
 }
 
-/* As device_process() does: the state machine's rings are sized when the
- * plan is decided, not on every tick. */
 static int replay_trial_after_decide(Replay *r, ReplayDevice *d, double t);
 
+/* As device_process() does: with the trial's arm layered; the state
+ * machine's rings are sized when the plan is decided, not on every tick. */
 static int replay_decide_only(Replay *r, ReplayDevice *d) {
         DecideInput in = { .facts = &d->facts, .caps = &r->caps, .policies = r->policies, .busy = d->dyn.busy };
 
@@ -250,8 +247,10 @@ static int replay_trial_step(Replay *r, ReplayDevice *d, const cJSON *note, doub
 
         if (!device_trial_live(tr) || (event && streq(event, "wait")))
                 return 0;
-        why = event && streq(event, "stop") ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "why"))
-                                            : replay_trial_why_not(r, d);
+        if (event && streq(event, "stop"))
+                why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "why")) ?: "stopped";
+        else
+                why = replay_trial_why_not(r, d);
         if (why)
                 return replay_trial_stop(r, d, t, why);
         if (tr->phase == TRIAL_PHASE_WAITING) {
@@ -311,6 +310,20 @@ static int replay_tick(Replay *r, const cJSON *j) {
         return 0;
 }
 
+/* Where the seed of name's policy trial goes: the one it had, or a new one. */
+static RecordTrialStart *replay_seed_slot(Replay *r, const char *name) {
+        RecordTrialStart *n;
+
+        for (size_t i = 0; i < r->n_seeds; i++)
+                if (streq(r->seeds[i].device, name))
+                        return &r->seeds[i];
+        n = reallocarray(r->seeds, r->n_seeds + 1, sizeof(RecordTrialStart));
+        if (!n)
+                return NULL;
+        r->seeds = n;
+        return &n[r->n_seeds++];
+}
+
 /* A policy trial set up in the daemon, with its seed: the trial the
  * replay's policies start on the device gets it, now if it waits for its
  * first candidate, else when the device's line comes. The daemon sets up
@@ -326,11 +339,10 @@ static int replay_policy_start(Replay *r, const RecordTrialStart *start, double 
                 d->trial->seed = start->seed;
                 return 0;
         }
-        n = reallocarray(r->seeds, r->n_seeds + 1, sizeof(RecordTrialStart));
+        n = replay_seed_slot(r, start->device);
         if (!n)
                 return -ENOMEM;
-        r->seeds = n;
-        n[r->n_seeds++] = *start;
+        *n = *start;
         if (!d || !d->trial)
                 return 0;
         d->trial = mfree(d->trial);
