@@ -52,8 +52,8 @@ class Host(faketree.Workspace):
         write(self.conf, "[Daemon]\n" + conf)
         return self.daemon_args(self.conf, *extra)
 
-    def start(self, conf="tick_interval_ms = 50\n", append_log=False, extra=()):
-        d = Daemon(self.blkpolicyd, self.work, self.args(conf, *extra), env={"BLKPOLICYD_FAKE_KERNEL": "1"},
+    def start(self, conf="tick_interval_ms = 50\n", append_log=False, extra=(), env=None):
+        d = Daemon(self.blkpolicyd, self.work, self.args(conf, *extra), env={"BLKPOLICYD_FAKE_KERNEL": "1", **(env or {})},
                    append_log=append_log)
         self.running.append(d)
         d.wait_for("READY=1", timeout=60)
@@ -361,3 +361,32 @@ def test_record_and_replay_reach_the_daemon_verdicts(host):
             f.write(re.sub(r'"seed": "(\d+)"', lambda m: f'"seed": "{int(m.group(1)) ^ k}"', text))
         timelines.add(tuple(switches(replay(host, other))))
     assert timelines - {tuple(logged)}, "another seed, another schedule of pair orders"
+
+
+def test_replay_skips_the_ticks_the_daemon_did_not_step(host):
+    """Each write of loop0's scheduler is held 120 ms (2-3 ticks): the
+    daemon does not step the trial while the switch's pass is out, and the
+    recording says so at those ticks. The replay skips the same ticks and
+    reaches the same verdict and switch times; without those notes the
+    windows would begin at other ticks."""
+    recording = os.path.join(host.work, "held.jsonl")
+    faults = f"write:{host.qfile('loop0', 'scheduler')}:DELAY=120"
+    with host.feeder({"none": 6, "mq-deadline": 3, FOUND: 6}):
+        d = host.start(extra=("--record", recording), env={"BLKPOLICYD_FAULTS": faults})
+        first = host.wait_trial(done, "the trial's verdict")["outcomes"][0]
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the winner written")
+        assert d.stop() == 0
+    logged = [(arm, int(ms)) for arm, ms in
+              re.findall(r"loop0: trial switch to the (\w+), (\d+) ms into the trial", d.text())]
+    text = open(recording).read()
+    assert '"trials": {"loop0": {"event": "wait"}}' in text, "a held write holds the trial's step"
+    lines = replay(host, recording)
+    (verdict,) = trial_lines(lines, "loop0", "verdict")
+    assert {k: verdict[k] for k in OUTCOME_KEYS} == {k: first[k] for k in OUTCOME_KEYS}, (verdict, first)
+    assert len(logged) >= 3 and switches(lines) == logged, (logged, switches(lines))
+    unheld = os.path.join(host.work, "unheld.jsonl")
+    with open(unheld, "w") as f:
+        for line in text.splitlines(keepends=True):
+            tick = json.loads(line)
+            f.write(json.dumps({k: v for k, v in tick.items() if k != "trials"}) + "\n" if "trials" in tick else line)
+    assert switches(replay(host, unheld)) != logged, "the notes change when windows begin"
