@@ -205,8 +205,9 @@ const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts) {
         return NULL;
 }
 
-void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf,
-                            size_t size) {
+/* What is in force before t's pending candidate, as scheduler= names it:
+ * what t kept, else plan's scheduler, else the kernel's in facts. */
+static void trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf, size_t size) {
         const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
         const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
 
@@ -242,7 +243,7 @@ int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, 
 
         if (!cand)
                 return 0;
-        device_trial_incumbent(t, plan, in->facts, incumbent, sizeof(incumbent));
+        trial_incumbent(t, plan, in->facts, incumbent, sizeof(incumbent));
         (void) sched_choice_format(cand, name, sizeof(name));
         if (streq(name, incumbent)) {
                 device_trial_skip(t, incumbent, "the candidate is what is in force already");

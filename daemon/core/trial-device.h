@@ -97,11 +97,6 @@ int device_trial_stop(DeviceTrial *t, const char *why);
  * scheduler too. */
 const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts);
 
-/* What is in force before t's pending candidate, as scheduler= names it:
- * what t kept, else plan's scheduler, else the kernel's in facts. */
-void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf,
-                            size_t size);
-
 typedef enum TrialBegin {
         TRIAL_BEGAN,            /* the pending candidate runs */
         TRIAL_BEGIN_IN_FORCE,   /* skipped: it is what is in force already */
