@@ -50,8 +50,8 @@ static void help(void) {
                "                          (after --once, or a daemon that was killed)\n"
                "     --trial-memory=PATH  Where trials' verdicts are remembered, or no (default\n"
                "                          " TRIAL_MEMORY_PATH ")\n"
-               "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
-               "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
+               "     --record=FILE        Append the ticks' raw samples and trials to FILE (JSON lines)\n"
+               "     --replay=FILE        Run decisions and trials over a recording, print the timeline, exit\n"
                "     --metrics-stopped    Write the metrics textfile of a stopped daemon, as systemd's\n"
                "                          $SERVICE_RESULT says it ended, exit (ExecStopPost=)\n"
                "     --log-level=LEVEL    err, warning, notice, info or debug\n",
@@ -348,7 +348,7 @@ static int run_replay(Manager *m) {
                 return log_error_errno(EINVAL, "Not replaying: %zu policy file%s rejected (errors above); the "
                                                "timeline would be that of the policies without %s",
                                        n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
-        return replay_run(m->options->replay_path, m->policies, stdout);
+        return replay_run(m->options->replay_path, m->policies, !m->config.observe, stdout);
 }
 
 /* What the daemon runs above the loop: the control socket and the

@@ -49,8 +49,9 @@ def test_check_config_with_broken_policies(vg, top):
     assert r.returncode == 1, "exit 1 is the verdict, 99 an error\n" + r.stderr[-3000:]
 
 
-def test_replay(vg, top):
-    r = vg("--replay", os.path.join(top, "tests/replay/loop-phases.jsonl"), "--config", "/dev/null",
+@pytest.mark.parametrize("recording", ["loop-phases", "loop-trial", "trial-notes"])
+def test_replay(vg, top, recording):
+    r = vg("--replay", os.path.join(top, f"tests/replay/{recording}.jsonl"), "--config", "/dev/null",
            "--policy-dir", os.path.join(top, "tests/replay/policies"))
     assert r.returncode == 0, r.stderr[-3000:]
 

@@ -8,7 +8,9 @@ value every put-back must bring back.
 
 Nothing sleeps for synchronisation: the tests wait on the device's trial
 state (device JSON), on status' tick count and on the fake sysfs."""
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,8 +52,8 @@ class Host(faketree.Workspace):
         write(self.conf, "[Daemon]\n" + conf)
         return self.daemon_args(self.conf, *extra)
 
-    def start(self, conf="tick_interval_ms = 50\n", append_log=False, extra=()):
-        d = Daemon(self.blkpolicyd, self.work, self.args(conf, *extra), env={"BLKPOLICYD_FAKE_KERNEL": "1"},
+    def start(self, conf="tick_interval_ms = 50\n", append_log=False, extra=(), env=None):
+        d = Daemon(self.blkpolicyd, self.work, self.args(conf, *extra), env={"BLKPOLICYD_FAKE_KERNEL": "1", **(env or {})},
                    append_log=append_log)
         self.running.append(d)
         d.wait_for("READY=1", timeout=60)
@@ -281,3 +283,110 @@ def test_a_candidate_the_device_lacks_is_skipped(host):
         assert "does not have it" in t["outcomes"][0]["reason"] and \
             "in force already" in t["outcomes"][1]["reason"], t
         assert host.live("loop0", "scheduler") == "none" and t["in_force"] is None, t
+
+
+OUTCOME_KEYS = ("candidate", "incumbent", "verdict", "kept", "windows", "pairs", "estimate", "interval", "reason")
+
+
+def replay(host, recording):
+    r = subprocess.run([host.blkpolicyd, "--replay", recording, "--config", "/dev/null", "--policy-dir",
+                        host.policies], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def trial_lines(lines, dev, kind):
+    return [x for x in lines if x.get("device") == dev and x.get("trial") == kind]
+
+
+def switches(lines, dev="loop0"):
+    return [(x["arm"], x["at_ms"]) for x in trial_lines(lines, dev, "arm")]
+
+
+def test_record_and_replay_reach_the_daemon_verdicts(host):
+    """--record through a policy's trial that mq-deadline wins and a
+    by-hand trial of kyber that regresses (aborted); --replay of the
+    recording with the same policies reaches the same verdicts, estimates
+    to the last digit, and the same switches at the same times into each
+    trial as the daemon's log; a third one stopped by hand stops there too. Another seed in the recording gives another
+    timeline: the replay runs the recorded schedule, not one of its own."""
+    recording = os.path.join(host.work, "trial.jsonl")
+    with host.feeder({"none": 6, "mq-deadline": 3, "kyber": 9, FOUND: 6}) as load:
+        d = host.start(extra=("--record", recording))
+        first = host.wait_trial(done, "the policy trial's verdict")["outcomes"][0]
+        assert (first["verdict"], first["kept"]) == ("candidate-wins", "mq-deadline"), first
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the winner written")
+        out = ctl(host.ctl, host.sock_path, "trial", "loop0", "kyber")
+        assert out.returncode == 0, out.stdout + out.stderr
+        second = host.wait_trial(lambda t: t["started_by"] == "blkpolicyctl" and done(t),
+                                 "the by-hand trial's end")["outcomes"][0]
+        assert (second["candidate"], second["incumbent"], second["verdict"], second["kept"]) == \
+            ("kyber", "mq-deadline", "aborted", "mq-deadline"), second
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the incumbent back")
+        load.service["kyber"] = 3       # as fast: no verdict before the stop
+        ctl(host.ctl, host.sock_path, "trial", "loop0", "kyber")
+        host.wait_trial(lambda t: candidate_in_force(t) and len(t["outcomes"]) == 1 and
+                        t["outcomes"][0]["windows"] >= 1, "the third trial's candidate in force")
+        out = ctl(host.ctl, host.sock_path, "trial", "loop0", "--stop")
+        assert out.returncode == 0, out.stdout + out.stderr
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the incumbent back")
+        host.ticks_after(3)
+        assert d.stop() == 0
+    if os.environ.get("BLKPOLICYD_RECORD_TRIAL"):      # how tests/replay/loop-trial.jsonl was made
+        shutil.copy(recording, os.environ["BLKPOLICYD_RECORD_TRIAL"])
+    logged = [(arm, int(ms)) for arm, ms in
+              re.findall(r"loop0: trial switch to the (\w+), (\d+) ms into the trial", d.text())]
+
+    lines = replay(host, recording)
+    verdicts = trial_lines(lines, "loop0", "verdict")
+    assert [{k: v[k] for k in OUTCOME_KEYS} for v in verdicts] == \
+        [{k: o[k] for k in OUTCOME_KEYS} for o in (first, second)], lines
+    starts = trial_lines(lines, "loop0", "start")
+    assert [(x["started_by"], x["candidate"], x["incumbent"]) for x in starts] == \
+        [("policy", "mq-deadline", "none"), ("blkpolicyctl", "kyber", "mq-deadline"),
+         ("blkpolicyctl", "kyber", "mq-deadline")], starts
+    assert len(logged) >= 3 and switches(lines) == logged, (logged, switches(lines))
+    stops = trial_lines(lines, "loop0", "stop")
+    assert [x["why"] for x in stops] == ["blkpolicyctl trial --stop"] and stops[0]["t"] > verdicts[-1]["t"], lines
+    # the idle disk's trial runs the whole recording and never decides, there too
+    assert trial_lines(lines, "loop1", "start") and not trial_lines(lines, "loop1", "verdict"), lines
+
+    text = open(recording).read()
+    seeds = re.findall(r'"device": "loop0", "event": "start", "started_by": "\w+", "seed": "(\d+)"', text)
+    assert len(seeds) == 3, text[:2000]
+    timelines = set()
+    for k in range(1, 9):
+        other = os.path.join(host.work, f"other-seed-{k}.jsonl")
+        with open(other, "w") as f:
+            f.write(re.sub(r'"seed": "(\d+)"', lambda m: f'"seed": "{int(m.group(1)) ^ k}"', text))
+        timelines.add(tuple(switches(replay(host, other))))
+    assert timelines - {tuple(logged)}, "another seed, another schedule of pair orders"
+
+
+def test_replay_skips_the_ticks_the_daemon_did_not_step(host):
+    """Each write of loop0's scheduler is held 120 ms (2-3 ticks): the
+    daemon does not step the trial while the switch's pass is out, and the
+    recording says so at those ticks. The replay skips the same ticks and
+    reaches the same verdict and switch times; without those notes the
+    windows would begin at other ticks."""
+    recording = os.path.join(host.work, "held.jsonl")
+    faults = f"write:{host.qfile('loop0', 'scheduler')}:DELAY=120"
+    with host.feeder({"none": 6, "mq-deadline": 3, FOUND: 6}):
+        d = host.start(extra=("--record", recording), env={"BLKPOLICYD_FAULTS": faults})
+        first = host.wait_trial(done, "the trial's verdict")["outcomes"][0]
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the winner written")
+        assert d.stop() == 0
+    logged = [(arm, int(ms)) for arm, ms in
+              re.findall(r"loop0: trial switch to the (\w+), (\d+) ms into the trial", d.text())]
+    text = open(recording).read()
+    assert '"trials": {"loop0": {"event": "wait"}}' in text, "a held write holds the trial's step"
+    lines = replay(host, recording)
+    (verdict,) = trial_lines(lines, "loop0", "verdict")
+    assert {k: verdict[k] for k in OUTCOME_KEYS} == {k: first[k] for k in OUTCOME_KEYS}, (verdict, first)
+    assert len(logged) >= 3 and switches(lines) == logged, (logged, switches(lines))
+    unheld = os.path.join(host.work, "unheld.jsonl")
+    with open(unheld, "w") as f:
+        for line in text.splitlines(keepends=True):
+            tick = json.loads(line)
+            f.write(json.dumps({k: v for k, v in tick.items() if k != "trials"}) + "\n" if "trials" in tick else line)
+    assert switches(replay(host, unheld)) != logged, "the notes change when windows begin"

@@ -475,7 +475,7 @@ static ControlReply cmd_trial(Manager *m, ControlClient *client _unused_, Device
         if (cJSON_IsTrue(stop)) {
                 if (n > 0)
                         return reply_error("invalid-argument", "\"stop\" takes no candidates");
-                r = device_trial_end(d);
+                r = device_trial_end(&m->ctx, d);
                 if (r == -ENOENT)
                         return reply_error("no-trial", "no trial runs on this device");
         } else {

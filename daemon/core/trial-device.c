@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "trial-device.h"
+#include "tunables.h"
 #include "util.h"
 
 static const char *const trial_phase_names[_TRIAL_PHASE_MAX] = {
@@ -37,6 +38,30 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
         *t = (DeviceTrial) { .config = *config, .by_hand = by_hand, .seed = seed };
         t->config.enabled = true;
         return 0;
+}
+
+void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before) {
+        if (before && before->has_kept) {
+                t->has_kept = true;
+                t->kept = before->kept;
+        }
+}
+
+uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor) {
+        uint64_t devnum = ((uint64_t) major << 32) | minor;
+
+        return entropy ^ (devnum * 0x9E3779B97F4A7C15ULL);
+}
+
+bool device_trial_live(const DeviceTrial *t) {
+        return t && (t->phase == TRIAL_PHASE_WAITING || t->phase == TRIAL_PHASE_RUNNING);
+}
+
+/* What a plan names as the trial's arm's source (a policy's name would
+ * point into a set the plan may outlive). */
+void device_trial_decide_input(const DeviceTrial *t, DecideInput *in) {
+        in->trial_arm = t ? device_trial_arm(t) : NULL;
+        in->trial_source = t && t->by_hand ? "blkpolicyctl trial" : "trial";
 }
 
 bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b) {
@@ -252,4 +277,68 @@ bool device_trial_memo(const DeviceTrial *t, uint64_t now_sec, TrialMemo *memo) 
         memo->estimate = o->result.ratio;
         memo->at_sec = now_sec;
         return true;
+}
+
+const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts) {
+        if (!plan->managed || !plan->policy)
+                return "no policy manages it";
+        if (plan->dynamic)
+                return "its policy has [Dynamic]";
+        if (facts->classes & CLASS_BIT(CLASS_BIO_BASED))
+                return "bio-based: no I/O scheduler";
+        return NULL;
+}
+
+/* What is in force before t's pending candidate, as scheduler= names it:
+ * what t kept, else plan's scheduler, else the kernel's in facts. */
+void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf, size_t size) {
+        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
+        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
+
+        if (t->has_kept)
+                (void) sched_choice_format(&t->kept, buf, size);
+        else if (s && s->result != RESULT_UNSUPPORTED) {
+                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
+
+                (void) strscpy(c.name, sizeof(c.name), s->target);
+                (void) sched_choice_format(&c, buf, size);
+        } else
+                (void) strscpy(buf, size, device_facts_scheduler(facts));
+}
+
+/* Whether the device takes candidate: decided with it in force, the
+ * scheduler is not unsupported. */
+static bool candidate_usable(const DecideInput *base, const SchedChoice *candidate) {
+        DecideInput in = *base;
+        PlanBuffer buf;
+        Plan *plan = plan_buffer_init(&buf);
+        const PlanItem *s;
+
+        in.trial_arm = candidate;
+        decide(&in, plan);
+        s = plan_find(plan, TUNABLE_SCHEDULER);
+        return s && s->result != RESULT_UNSUPPORTED;
+}
+
+int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
+                       const DiskStat *sample, TrialBegin *ret) {
+        const SchedChoice *cand = device_trial_pending(t);
+        char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
+
+        if (!cand)
+                return 0;
+        device_trial_incumbent(t, plan, in->facts, incumbent, sizeof(incumbent));
+        (void) sched_choice_format(cand, name, sizeof(name));
+        if (streq(name, incumbent)) {
+                device_trial_skip(t, incumbent, "the candidate is what is in force already");
+                *ret = TRIAL_BEGIN_IN_FORCE;
+                return 0;
+        }
+        if (!candidate_usable(in, cand)) {
+                device_trial_skip(t, incumbent, "the device or kernel does not have it");
+                *ret = TRIAL_BEGIN_LACKING;
+                return 0;
+        }
+        *ret = TRIAL_BEGAN;
+        return device_trial_start(t, incumbent, now_ms, sample);
 }

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "decide.h"
+#include "plan.h"
 #include "policy.h"
 #include "trial-memory.h"
 #include "trial-run.h"
@@ -70,6 +72,20 @@ typedef struct DeviceTrial {
  * [Trial]'s; blkpolicyctl's come through here). */
 int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, uint64_t seed);
 
+/* What an earlier trial before kept is the incumbent of t's first
+ * candidate (a new trial on the same device). */
+void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before);
+
+/* A schedule's seed for the device major:minor from entropy (the daemon:
+ * the clock; a replay: the recording's, else 0). */
+uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor);
+
+/* Waiting for its next candidate or running one (NULL: no trial, no). */
+bool device_trial_live(const DeviceTrial *t);
+
+/* Layers t's arm over the policies' in a decide() (t NULL: none). */
+void device_trial_decide_input(const DeviceTrial *t, DecideInput *in);
+
 /* The scheduler to layer over the policies' now, NULL for theirs. Points
  * into t. */
 const SchedChoice *device_trial_arm(const DeviceTrial *t);
@@ -110,6 +126,31 @@ bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample)
  * when there is nothing to remember (stopped, recalled, no I/O). The key's
  * identity, model, kernel and fingerprint are the caller's. */
 bool device_trial_memo(const DeviceTrial *t, uint64_t now_sec, TrialMemo *memo);
+
+/* Why a device may not run a trial under plan, for what the plan and its
+ * facts say; NULL when they allow one. The daemon adds its modes (observe,
+ * a pause, --once ...) before it; --replay asks the same. Only where a
+ * policy manages the device, and not where a state machine flips the
+ * scheduler too. */
+const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts);
+
+/* What is in force before t's pending candidate, as scheduler= names it:
+ * what a trial kept, else plan's scheduler, else the kernel's. */
+void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf, size_t size);
+
+typedef enum TrialBegin {
+        TRIAL_BEGAN,            /* the pending candidate runs */
+        TRIAL_BEGIN_IN_FORCE,   /* skipped: it is what is in force already */
+        TRIAL_BEGIN_LACKING,    /* skipped: the device or kernel does not have it */
+} TrialBegin;
+
+/* Starts t's pending candidate at a tick, or skips it: against what is in
+ * force under plan, decided for in (its trial_arm is not looked at) with
+ * the candidate layered to see whether the device takes it. The daemon's
+ * tick and --replay both start candidates here. Returns 1 when the arm in
+ * force changed (a pass must write it), 0, -EINVAL (t's config). */
+int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
+                       const DiskStat *sample, TrialBegin *ret);
 
 /* The running candidate's result so far, or the last outcome's; NULL
  * before any. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "json-writer.h"
@@ -12,10 +13,19 @@
 /* The header and tick lines are streamed (json-writer.h): a cJSON tree
  * would allocate on every tick. A device line is a report's tree,
  * printed by cJSON. */
+typedef struct TrialNote {
+        char device[DISKSTAT_NAME_MAX];
+        char why[160];          /* "": not stepped, else stopped */
+} TrialNote;
+
 struct Recorder {
         FILE *f;
         JsonWriter w;
-        uint64_t start_usec;
+        uint64_t start_ms;      /* 0: nothing written since the header */
+        bool in_tick;
+        /* the tick's trials' notes, written after its stats; reused */
+        TrialNote *notes;
+        size_t n_notes, notes_size;
 };
 
 /* Recordings go to places like /var/tmp, where anyone may have planted a
@@ -86,6 +96,7 @@ Recorder *record_close(Recorder *r) {
         if (!r)
                 return NULL;
         fclose(r->f);
+        free(r->notes);
         free(r);
         return NULL;
 }
@@ -107,12 +118,21 @@ void record_write_device(Recorder *r, const DeviceFacts *facts) {
         cJSON_Delete(j);
 }
 
+/* Whole milliseconds of the clock less the start's: the trials' now_ms
+ * are the clock's whole milliseconds, and their differences must be the
+ * same in a replay. */
+static uint64_t record_t(Recorder *r, uint64_t now_usec) {
+        if (!r->start_ms)
+                r->start_ms = now_usec / 1000;
+        return now_usec / 1000 - r->start_ms;
+}
+
 void record_write_tick(Recorder *r, uint64_t now_usec, uint64_t tick) {
-        if (!r->start_usec)
-                r->start_usec = now_usec;
+        r->in_tick = true;
+        r->n_notes = 0;
         json_begin_object(&r->w);
         json_key(&r->w, "t");
-        json_uint(&r->w, (now_usec - r->start_usec) / 1000);
+        json_uint(&r->w, record_t(r, now_usec));
         json_key(&r->w, "tick");
         json_uint(&r->w, tick);
         json_key(&r->w, "stats");
@@ -134,10 +154,119 @@ void record_write_sample(Recorder *r, const char *name, const DiskStat *st, doub
         json_end_array(&r->w);
 }
 
+static void write_notes(Recorder *r) {
+        json_key(&r->w, "trials");
+        json_begin_object(&r->w);
+        for (size_t i = 0; i < r->n_notes; i++) {
+                json_key(&r->w, r->notes[i].device);
+                json_begin_object(&r->w);
+                json_key(&r->w, "event");
+                json_string(&r->w, r->notes[i].why[0] ? "stop" : "wait");
+                if (r->notes[i].why[0]) {
+                        json_key(&r->w, "why");
+                        json_string(&r->w, r->notes[i].why);
+                }
+                json_end_object(&r->w);
+        }
+        json_end_object(&r->w);
+}
+
 void record_end_tick(Recorder *r) {
+        if (!r->in_tick)
+                return;
+        json_end_object(&r->w);         /* the stats */
+        if (r->n_notes)
+                write_notes(r);
+        json_end_object(&r->w);
+        json_newline(&r->w);
+        r->in_tick = false;
+}
+
+/* A note of the tick open: dropped when there is no memory for it (the
+ * recording is a debugging aid; the daemon goes on). */
+static void add_note(Recorder *r, const char *name, const char *why) {
+        if (r->n_notes == r->notes_size) {
+                size_t n = r->notes_size ? r->notes_size * 2 : 4;
+                TrialNote *v = reallocarray(r->notes, n, sizeof(TrialNote));
+
+                if (!v) {
+                        log_oom();
+                        return;
+                }
+                r->notes = v;
+                r->notes_size = n;
+        }
+        r->notes[r->n_notes] = (TrialNote) {};
+        (void) strscpy(r->notes[r->n_notes].device, sizeof(r->notes[r->n_notes].device), name);
+        (void) strscpy(r->notes[r->n_notes].why, sizeof(r->notes[r->n_notes].why), why);
+        r->n_notes++;
+}
+
+static void trial_line_begin(Recorder *r, uint64_t now_usec, const char *name, const char *event) {
+        json_begin_object(&r->w);
+        json_key(&r->w, "t");
+        json_uint(&r->w, record_t(r, now_usec));
+        json_key(&r->w, "trial");
+        json_begin_object(&r->w);
+        json_key(&r->w, "device");
+        json_string(&r->w, name);
+        json_key(&r->w, "event");
+        json_string(&r->w, event);
+}
+
+static void trial_line_end(Recorder *r) {
         json_end_object(&r->w);
         json_end_object(&r->w);
         json_newline(&r->w);
+}
+
+static void key_uint(Recorder *r, const char *key, uint64_t v) {
+        json_key(&r->w, key);
+        json_uint(&r->w, v);
+}
+
+void record_trial_start(Recorder *r, uint64_t now_usec, const char *name, const DeviceTrial *t) {
+        char buf[SCHED_NAME_MAX + 16];
+
+        if (r->in_tick)         /* passes run after the tick's line: never */
+                return;
+        trial_line_begin(r, now_usec, name, "start");
+        json_key(&r->w, "started_by");
+        json_string(&r->w, t->by_hand ? "blkpolicyctl" : "policy");
+        json_key(&r->w, "seed");
+        (void) snprintf(buf, sizeof(buf), "%" PRIu64, t->seed);
+        json_string(&r->w, buf);
+        json_key(&r->w, "candidates");
+        json_begin_array(&r->w);
+        for (unsigned i = 0; i < t->config.n_candidates; i++) {
+                (void) sched_choice_format(&t->config.candidates[i], buf, sizeof(buf));
+                json_string(&r->w, buf);
+        }
+        json_end_array(&r->w);
+        key_uint(r, "window_ms", t->config.window_ms);
+        key_uint(r, "settle_ms", t->config.settle_ms);
+        key_uint(r, "max_duration_ms", t->config.max_duration_ms);
+        json_key(&r->w, "min_gain");
+        (void) snprintf(buf, sizeof(buf), "%.17g", t->config.min_gain);     /* exactly the double */
+        json_raw(&r->w, buf);
+        key_uint(r, "max_switches_per_hour", t->config.max_switches_per_hour);
+        trial_line_end(r);
+}
+
+void record_trial_stop(Recorder *r, uint64_t now_usec, const char *name, const char *why) {
+        if (r->in_tick) {
+                add_note(r, name, why);
+                return;
+        }
+        trial_line_begin(r, now_usec, name, "stop");
+        json_key(&r->w, "why");
+        json_string(&r->w, why);
+        trial_line_end(r);
+}
+
+void record_trial_wait(Recorder *r, const char *name) {
+        if (r->in_tick)
+                add_note(r, name, "");
 }
 
 int record_parse_header(const cJSON *j, KernelCaps *caps) {
@@ -262,4 +391,65 @@ int record_parse_stat(const cJSON *array, DiskStat *st, double *dispatch_busy) {
                 i++;
         }
         return 0;
+}
+
+static int json_get_uint64(const cJSON *o, const char *key, uint64_t *ret) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        return cJSON_IsNumber(v) ? json_whole(v->valuedouble, 9007199254740992.0, ret) : -EBADMSG;
+}
+
+static int parse_candidates(const cJSON *a, TrialPolicy *config) {
+        const cJSON *c;
+
+        if (!cJSON_IsArray(a))
+                return -EBADMSG;
+        cJSON_ArrayForEach(c, a) {
+                const char *error;
+                unsigned n = 0;
+
+                if (!cJSON_IsString(c) || config->n_candidates >= SCHED_CHOICES_MAX ||
+                    sched_choices_parse(c->valuestring, &config->candidates[config->n_candidates], &n, &error) < 0 ||
+                    n != 1)
+                        return -EBADMSG;
+                config->n_candidates++;
+        }
+        return 0;
+}
+
+static int parse_trial_start(const cJSON *j, RecordTrialStart *ret) {
+        const cJSON *gain = cJSON_GetObjectItemCaseSensitive(j, "min_gain");
+        const char *seed = json_get_string(j, "seed");
+        uint64_t switches = 0;
+        char *end;
+
+        *ret = (RecordTrialStart) { .by_hand = streq(json_get_string(j, "started_by"), "blkpolicyctl") };
+        if (strscpy(ret->device, sizeof(ret->device), json_get_string(j, "device")) < 0 || !ret->device[0])
+                return -EBADMSG;
+        errno = 0;
+        ret->seed = strtoull(seed, &end, 10);
+        if (!*seed || *end || errno != 0 || !cJSON_IsNumber(gain))
+                return -EBADMSG;
+        ret->config.min_gain = gain->valuedouble;
+        if (parse_candidates(cJSON_GetObjectItemCaseSensitive(j, "candidates"), &ret->config) < 0 ||
+            json_get_uint64(j, "window_ms", &ret->config.window_ms) < 0 ||
+            json_get_uint64(j, "settle_ms", &ret->config.settle_ms) < 0 ||
+            json_get_uint64(j, "max_duration_ms", &ret->config.max_duration_ms) < 0 ||
+            json_get_uint64(j, "max_switches_per_hour", &switches) < 0 || switches > UINT_MAX)
+                return -EBADMSG;
+        ret->config.max_switches_per_hour = (unsigned) switches;
+        ret->config.enabled = true;
+        return 1;
+}
+
+int record_parse_trial(const cJSON *j, RecordTrialStart *ret, const char **name, const char **why) {
+        const char *event = json_get_string(j, "event");
+
+        *name = json_get_string(j, "device");
+        *why = json_get_string(j, "why");
+        if (!cJSON_IsObject(j) || !**name)
+                return -EBADMSG;
+        if (streq(event, "start"))
+                return parse_trial_start(j, ret);
+        return streq(event, "stop") ? 0 : -EBADMSG;
 }

@@ -8,6 +8,8 @@
  * these functions, and make the passes that write a switch themselves
  * (device_process(): this file is below device-pass.c, which asks it
  * after each decide()). Only -ENOMEM is returned as an error. */
+#include <inttypes.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "decide.h"
@@ -16,31 +18,20 @@
 #include "device-trial-memory.h"
 #include "device.h"
 #include "log.h"
+#include "record.h"
 #include "util.h"
-
-/* What a plan names as the trial's arm's source (a policy's name would
- * point into a set the plan may outlive). */
-static const char SOURCE_POLICY[] = "trial";
-static const char SOURCE_BY_HAND[] = "blkpolicyctl trial";
 
 static DeviceTrial *trial_of(const Device *d) {
         return d->extra ? d->extra->trial : NULL;
 }
 
-static bool trial_live(const DeviceTrial *t) {
-        return t && (t->phase == TRIAL_PHASE_WAITING || t->phase == TRIAL_PHASE_RUNNING);
-}
-
 void device_trial_input(const Device *d, DecideInput *in) {
-        const DeviceTrial *t = trial_of(d);
-
-        in->trial_arm = t ? device_trial_arm(t) : NULL;
-        in->trial_source = t && t->by_hand ? SOURCE_BY_HAND : SOURCE_POLICY;
+        device_trial_decide_input(trial_of(d), in);
 }
 
 /* Why d may not run a trial under plan now; NULL when it may. Only where
- * blkpolicyd writes, and not where a state machine flips the scheduler
- * too. */
+ * blkpolicyd writes, and where the plan allows one (trial_plan_why_not(),
+ * which --replay asks too). */
 static const char *trial_why_not(const DeviceContext *c, const Device *d, const Plan *plan) {
         const char *why;
 
@@ -49,15 +40,7 @@ static const char *trial_why_not(const DeviceContext *c, const Device *d, const 
         if (c->stopping)
                 return "stopping";
         why = device_write_why_not(c, d);
-        if (why)
-                return why;
-        if (!plan->managed || !plan->policy)
-                return "no policy manages it";
-        if (plan->dynamic)
-                return "its policy has [Dynamic]";
-        if (d->kind->facts->classes & CLASS_BIT(CLASS_BIO_BASED))
-                return "bio-based: no I/O scheduler";
-        return NULL;
+        return why ?: trial_plan_why_not(plan, d->kind->facts);
 }
 
 static void trial_free(Device *d) {
@@ -68,12 +51,14 @@ static void trial_free(Device *d) {
 }
 
 static uint64_t trial_seed(const Device *d) {
-        return clock_usec(CLOCK_REALTIME) ^ ((uint64_t) device_devnum(d) * 0x9E3779B97F4A7C15ULL);
+        dev_t devnum = device_devnum(d);
+
+        return device_trial_seed(clock_usec(CLOCK_REALTIME), major(devnum), minor(devnum));
 }
 
 /* A new trial of config on d, waiting for the next tick; what an earlier
  * one kept is the incumbent of its first candidate. -EINVAL: config. */
-static int trial_new(Device *d, const TrialPolicy *config, bool by_hand) {
+static int trial_new(const DeviceContext *c, Device *d, const TrialPolicy *config, bool by_hand) {
         DeviceTrial *old = trial_of(d), *t = calloc(1, sizeof(DeviceTrial));
         DeviceExtra *x = t ? device_extra(d) : NULL;
         int r;
@@ -88,30 +73,12 @@ static int trial_new(Device *d, const TrialPolicy *config, bool by_hand) {
                 device_extra_trim(d);
                 return r;
         }
-        if (old && old->has_kept) {
-                t->has_kept = true;
-                t->kept = old->kept;
-        }
+        device_trial_carry_kept(t, old);
         free(old);
         x->trial = t;
+        if (c->record)
+                record_trial_start(c->record, clock_usec(CLOCK_MONOTONIC), d->name, t);
         return 0;
-}
-
-/* What is in force before the pending candidate, as scheduler= names it:
- * what a trial kept, else the plan's scheduler, else the kernel's. */
-static void trial_incumbent(const Device *d, const Plan *plan, const DeviceTrial *t, char *buf, size_t size) {
-        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
-        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
-
-        if (t->has_kept)
-                (void) sched_choice_format(&t->kept, buf, size);
-        else if (s && s->result != RESULT_UNSUPPORTED) {
-                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
-
-                (void) strscpy(c.name, sizeof(c.name), s->target);
-                (void) sched_choice_format(&c, buf, size);
-        } else
-                (void) strscpy(buf, size, device_facts_scheduler(d->kind->facts));
 }
 
 /* A [Trial]'s new trial: done at once when a verdict is remembered for
@@ -121,11 +88,20 @@ static void trial_incumbent(const Device *d, const Plan *plan, const DeviceTrial
 static int trial_first(const DeviceContext *c, Device *d, const Plan *plan) {
         DeviceTrial *t = trial_of(d);
         char incumbent[SCHED_NAME_MAX + 16];
+        DeviceFacts view;
 
-        trial_incumbent(d, plan, t, incumbent, sizeof(incumbent));
-        if (t->phase == TRIAL_PHASE_WAITING)
-                log_info("%s: a trial of %u candidate(s) against %s", d->name, t->config.n_candidates, incumbent);
+        device_trial_incumbent(t, plan, device_facts(d, &view), incumbent, sizeof(incumbent));
+        log_info("%s: a trial of %u candidate(s) against %s (%s)", d->name, t->config.n_candidates, incumbent,
+                 plan->trial_source);
         return device_trial_memory_recall(d, t, device_trial_memory_find(c, d, t, incumbent, NULL));
+}
+
+/* Stops d's trial (why), in the recording too. */
+static int trial_stop(const DeviceContext *c, Device *d, const char *why) {
+        log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
+        if (c->record)
+                record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, why);
+        return device_trial_stop(trial_of(d), why);
 }
 
 int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
@@ -136,16 +112,16 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         if (t && !t->by_hand && !(plan->trial && trial_policy_equal(plan->trial, &t->config))) {
                 /* the [Trial] it ran is gone or another: what it kept goes too */
                 log_info("%s: its [Trial] changed, the trial ends and the policies' scheduler is back", d->name);
+                if (c->record && device_trial_live(t))
+                        record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, "its [Trial] changed");
                 changed = device_trial_arm(t) != NULL;
                 trial_free(d);
                 t = NULL;
         }
-        if (trial_live(t) && why) {
-                log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
-                changed |= device_trial_stop(t, why);
-        }
+        if (device_trial_live(t) && why)
+                changed |= trial_stop(c, d, why);
         if (!t && !why && plan->trial) {
-                r = trial_new(d, plan->trial, false);
+                r = trial_new(c, d, plan->trial, false);
                 if (r == -ENOMEM)
                         return r;
                 if (r == 0)
@@ -154,39 +130,21 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         return changed;
 }
 
-/* Whether d takes candidate: decided with it in force, the scheduler is
- * not unsupported. (Not excluded, not busy: d runs a trial.) */
-static bool trial_usable(const DeviceContext *c, const Device *d, const SchedChoice *candidate) {
-        DeviceFacts view;
-        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
-        PlanBuffer buf;
-        Plan *plan = plan_buffer_init(&buf);
-        const PlanItem *s;
-
-        in.trial_arm = candidate;
-        decide(&in, plan);
-        s = plan_find(plan, TUNABLE_SCHEDULER);
-        return s && s->result != RESULT_UNSUPPORTED;
-}
-
 static int trial_begin_candidate(const DeviceContext *c, Device *d, DeviceTrial *t, const DiskStat *st,
                                  uint64_t now_ms) {
-        const SchedChoice *cand = device_trial_pending(t);
-        char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
+        DeviceFacts view;
+        DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
+        char name[SCHED_NAME_MAX + 16];
+        TrialBegin begin;
+        int r;
 
-        trial_incumbent(d, device_plan(d), t, incumbent, sizeof(incumbent));
-        (void) sched_choice_format(cand, name, sizeof(name));
-        if (streq(name, incumbent)) {
-                device_trial_skip(t, incumbent, "the candidate is what is in force already");
-                return 0;
-        }
-        if (!trial_usable(c, d, cand)) {
+        (void) sched_choice_format(device_trial_pending(t), name, sizeof(name));
+        r = device_trial_begin(t, device_plan(d), &in, now_ms, st, &begin);
+        if (begin == TRIAL_BEGIN_LACKING)
                 log_info("%s: trial candidate %s skipped: the device or kernel does not have it", d->name, name);
-                device_trial_skip(t, incumbent, "the device or kernel does not have it");
-                return 0;
-        }
-        log_info("%s: trial of %s against %s begins", d->name, name, incumbent);
-        return device_trial_start(t, incumbent, now_ms, st) > 0;
+        else if (begin == TRIAL_BEGAN && r >= 0)
+                log_info("%s: trial of %s against %s begins", d->name, name, device_trial_last(t)->incumbent);
+        return r > 0;
 }
 
 static void log_outcome(const Device *d, const TrialOutcome *o) {
@@ -221,7 +179,7 @@ static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) 
 
 /* A fresh trial of d's [Trial] in place of the one done, done at once
  * from memo when there is one. 1 when the arm in force changed; -ENOMEM. */
-static int trial_again(Device *d, const TrialMemo *memo) {
+static int trial_again(const DeviceContext *c, Device *d, const TrialMemo *memo) {
         SchedChoice before_copy;
         const SchedChoice *before = device_trial_arm(trial_of(d));
         TrialPolicy config = trial_of(d)->config;
@@ -233,7 +191,7 @@ static int trial_again(Device *d, const TrialMemo *memo) {
                 before = &before_copy;
         }
         trial_free(d);
-        r = trial_new(d, &config, false);
+        r = trial_new(c, d, &config, false);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         trial_of(d)->retrials = retrials;
@@ -252,14 +210,14 @@ static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const D
                 return 0;
         if (t->watching && now_ms - t->decided_ms > t->config.max_age_ms) {
                 log_info("%s: its trial's verdict is older than max_age, the trial runs again", d->name);
-                return trial_again(d, NULL);
+                return trial_again(c, d, NULL);
         }
         if (!device_trial_watch(t, now_ms, st) || !t->config.retrial_on_shape)
                 return 0;
         now = t->watch.last;
         (void) trial_shape_format(&now, shape, sizeof(shape));
         log_info("%s: its workload changed (now %s), the trial runs again", d->name, shape);
-        return trial_again(d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now));
+        return trial_again(c, d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now));
 }
 
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms) {
@@ -269,25 +227,31 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
 
         if (t && t->phase == TRIAL_PHASE_DONE)
                 return trial_keep_watch(c, d, t, st, now_ms);
-        if (!trial_live(t))
+        if (!device_trial_live(t))
                 return 0;
         /* a switch not written yet, or a pass that may write one: its
          * settle, or its window, begins once it is back; and d's plan is
          * the one before it until then */
-        if (d->job)
+        if (d->job) {
+                if (c->record)  /* a replay must not step it either */
+                        record_trial_wait(c->record, d->name);
                 return 0;
+        }
         why = trial_why_not(c, d, device_plan(d));
         if (!why && t->phase == TRIAL_PHASE_RUNNING)
                 why = trial_arm_not_written(d, t);
-        if (why) {
-                log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
-                return device_trial_stop(t, why);
-        }
+        if (why)
+                return trial_stop(c, d, why);
         if (t->phase == TRIAL_PHASE_WAITING)
-                return trial_begin_candidate(c, d, t, st, now_ms);
-        changed = device_trial_tick(t, now_ms, st);
-        if (t->phase != TRIAL_PHASE_RUNNING)
-                log_outcome(d, device_trial_last(t));
+                changed = trial_begin_candidate(c, d, t, st, now_ms);
+        else {
+                changed = device_trial_tick(t, now_ms, st);
+                if (t->phase != TRIAL_PHASE_RUNNING)
+                        log_outcome(d, device_trial_last(t));
+        }
+        if (changed > 0)
+                log_info("%s: trial switch to the %s, %" PRIu64 " ms into the trial of its candidate", d->name,
+                         t->arm == TRIAL_ARM_CANDIDATE ? "candidate" : "incumbent", now_ms - t->started_ms);
         if (t->phase == TRIAL_PHASE_DONE) {
                 /* the first look takes the shape of what it decided on */
                 (void) device_trial_watch(t, now_ms, st);
@@ -315,9 +279,9 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
                 *why_not = "no candidate given, and its policy has no [Trial]";
                 return -EINVAL;
         }
-        if (trial_live(t))
+        if (device_trial_live(t))
                 (void) device_trial_stop(t, "another trial asked for");
-        r = trial_new(d, &config, true);
+        r = trial_new(c, d, &config, true);
         if (r == -EINVAL)
                 *why_not = "the candidates or the [Trial] settings are not valid";
         if (r < 0)
@@ -327,11 +291,10 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
         return 1;
 }
 
-int device_trial_end(Device *d) {
+int device_trial_end(const DeviceContext *c, Device *d) {
         DeviceTrial *t = trial_of(d);
 
-        if (!trial_live(t))
+        if (!device_trial_live(t))
                 return -ENOENT;
-        log_info("%s: trial stopped by hand, the incumbent is back", d->name);
-        return device_trial_stop(t, "blkpolicyctl trial --stop");
+        return trial_stop(c, d, "blkpolicyctl trial --stop");
 }

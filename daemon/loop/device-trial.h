@@ -26,4 +26,4 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
                          const char **why_not);
 /* blkpolicyctl trial DEV --stop: -ENOENT when none runs; 1 when the arm
  * in force changed (a pass must write it), 0. */
-int device_trial_end(Device *d);
+int device_trial_end(const DeviceContext *c, Device *d);

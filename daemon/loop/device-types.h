@@ -48,6 +48,7 @@ typedef struct DeviceContext {
         sd_event *event;                /* NULL without a loop (--once) */
         bool dry_run;                   /* --dry-run */
         bool once;                      /* --once: no loop, a retry waits in place */
+        struct Recorder *record;        /* --record: the trials' starts and stops (the sampler's) */
         DeviceFatal fatal;
         void *userdata;                 /* fatal's */
 

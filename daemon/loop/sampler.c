@@ -373,8 +373,6 @@ static int tick_begin(Sampler *s, uint64_t now) {
  * (said once per new error, and the tick's other steps wait for a good
  * one). */
 static int tick_sampled(Sampler *s, TickRead *t) {
-        if (s->record && t->fd >= 0)
-                record_end_tick(s->record);
         if (t->read_error < 0) {
                 if (t->read_error != s->stats.diskstats_error)
                         log_warning_errno(t->read_error, "Cannot read %s/diskstats, load is not sampled: %m",
@@ -437,6 +435,10 @@ static int tick_slice(Sampler *s, TickRead *t, uint64_t until) {
 
         if (!t->drifting) {
                 k = t->fd >= 0 ? tick_read_slice(s, t, until) : 1;
+                /* the tick's line ends before its passes: a trial they
+                 * start or stop is a line after it, as in a replay */
+                if (k > 0 && s->record)
+                        record_end_tick(s->record);
                 r = k < 0 ? k : flips_apply(s);
                 if (r >= 0)
                         r = trial_switches_apply(s);
@@ -508,7 +510,7 @@ static int on_tick_more(sd_event_source *source _unused_, uint64_t usec _unused_
 /* The tick's sources and a read in progress, gone. */
 static void sampler_stop(Sampler *s) {
         /* a recording ends with whole ticks, even one cut short by an error */
-        if (s->read.active && s->read.fd >= 0 && s->record)
+        if (s->record)
                 record_end_tick(s->record);
         tick_read_done(&s->read);
         s->diskstats_path = mfree(s->diskstats_path);
@@ -546,6 +548,7 @@ const SamplerStats *sampler_stats(const Sampler *s) {
 void sampler_set_recorder(Sampler *s, Recorder *r) {
         record_close(s->record);
         s->record = r;
+        s->devices->record = r;
 }
 
 void sampler_record_device(Sampler *s, const Device *d) {

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "decide.h"
+#include "policy-set.h"
 #include "tests.h"
 #include "trial-device.h"
 #include "util.h"
@@ -173,4 +175,103 @@ TEST(bad_configs_are_refused) {
         p.max_switches_per_hour = 0;
         ASSERT_EQ_INT(device_trial_init(&t, &p, true, 0), -EINVAL);
         ASSERT_STREQ(trial_phase_to_string(TRIAL_PHASE_STOPPED), "stopped");
+}
+
+/* The start of a candidate the daemon's tick and --replay share, with
+ * decide() for real: a set of one policy of text. */
+static PolicySet *set_of_text(const char *text) {
+        PolicySet *s = calloc(1, sizeof(PolicySet));
+        PolicyErrors errors = {};
+        Policy *p = NULL;
+
+        ASSERT_TRUE(s);
+        ASSERT_EQ_INT(policy_parse_text(text, "50-trial.policy", &errors, &p), 0);
+        policy_errors_done(&errors);
+        s->n_ref = 1;
+        s->policies = calloc(1, sizeof(Policy *));
+        ASSERT_TRUE(s->policies);
+        s->policies[s->n_policies++] = p;
+        return s;
+}
+
+static DeviceFacts loop_disk(void) {
+        DeviceFacts f = { .name = "loop0", .major = 7, .hw_queues = 1,
+                          .classes = CLASS_BIT(CLASS_SINGLE_QUEUE) | CLASS_BIT(CLASS_LOOP) };
+
+        ASSERT_EQ_INT(scheduler_list_parse("none mq-deadline [bfq]", &f.schedulers), 0);
+        return f;
+}
+
+static const KernelCaps CAPS = { .release = "6.18.0", .version = { 6, 18, 0 }, .dispatch_direct = TRISTATE_NO };
+
+/* What is in force already is skipped, what the device lacks (no module
+ * could load deadline-x) too, each with why; the next starts against the
+ * policies' none. */
+TEST(begin_skips_what_is_in_force_and_what_the_device_lacks) {
+        PolicySet *s = set_of_text("[Match]\nname = loop*\n[Queue]\nscheduler = none\n"
+                                   "[Trial]\ncandidates = none deadline-x mq-deadline\n");
+        DeviceFacts f = loop_disk();
+        DecideInput in = { .facts = &f, .caps = &CAPS, .policies = s };
+        DiskStat st = { .major = 7, .minor = 0 };
+        PlanBuffer pb;
+        Plan *plan = plan_buffer_init(&pb);
+        TrialBegin begin;
+        DeviceTrial t;
+
+        decide(&in, plan);
+        ASSERT_TRUE(plan->trial && !trial_plan_why_not(plan, &f));
+        ASSERT_EQ_INT(device_trial_init(&t, plan->trial, false, 5), 0);
+        ASSERT_EQ_INT(device_trial_begin(&t, plan, &in, 0, &st, &begin), 0);
+        ASSERT_TRUE(begin == TRIAL_BEGIN_IN_FORCE && t.outcomes[0].skipped);
+        ASSERT_STREQ(t.outcomes[0].incumbent, "none");
+        ASSERT_EQ_INT(device_trial_begin(&t, plan, &in, 1000, &st, &begin), 0);
+        ASSERT_TRUE(begin == TRIAL_BEGIN_LACKING && t.outcomes[1].skipped);
+        ASSERT_STREQ(t.outcomes[1].result.reason, "the device or kernel does not have it");
+        ASSERT_TRUE(device_trial_begin(&t, plan, &in, 2000, &st, &begin) >= 0);
+        ASSERT_TRUE(begin == TRIAL_BEGAN && t.phase == TRIAL_PHASE_RUNNING && t.started_ms == 2000);
+        ASSERT_STREQ(device_trial_last(&t)->incumbent, "none");
+        policy_set_unref(s);
+}
+
+/* Where a plan allows no trial, whoever asks: the daemon and --replay. */
+TEST(plan_why_not) {
+        PolicySet *other = set_of_text("[Match]\nname = sd*\n[Queue]\nscheduler = none\n");
+        PolicySet *dynamic = set_of_text("[Match]\nname = loop*\n[Queue]\nscheduler = none\n"
+                                         "[Dynamic]\nenter = iops > 10\nleave = iops < 5\n"
+                                         "[Busy]\nscheduler = mq-deadline\n");
+        DeviceFacts f = loop_disk(), bio = loop_disk();
+        DecideInput in = { .facts = &f, .caps = &CAPS, .policies = other };
+        PlanBuffer pb;
+        Plan *plan = plan_buffer_init(&pb);
+
+        decide(&in, plan);
+        ASSERT_STREQ(trial_plan_why_not(plan, &f), "no policy manages it");
+        in.policies = dynamic;
+        decide(&in, plan);
+        ASSERT_STREQ(trial_plan_why_not(plan, &f), "its policy has [Dynamic]");
+        bio.classes |= CLASS_BIT(CLASS_BIO_BASED);
+        plan->dynamic = NULL;
+        ASSERT_STREQ(trial_plan_why_not(plan, &bio), "bio-based: no I/O scheduler");
+        policy_set_unref(other);
+        policy_set_unref(dynamic);
+}
+
+/* A seed is the entropy's, apart for each device; a new trial starts from
+ * what the one before kept. */
+TEST(seed_and_what_was_kept) {
+        TrialPolicy p = config("kyber");
+        DeviceTrial before, t;
+
+        ASSERT_TRUE(device_trial_seed(0, 7, 0) != device_trial_seed(0, 7, 1));
+        ASSERT_TRUE(device_trial_seed(0, 7, 0) != device_trial_seed(0, 8, 0));
+        ASSERT_TRUE((device_trial_seed(12345, 7, 0) ^ device_trial_seed(0, 7, 0)) == 12345);
+        ASSERT_EQ_INT(device_trial_init(&before, &p, false, 1), 0);
+        before.has_kept = true;
+        before.kept = (SchedChoice) { .name = "mq-deadline" };
+        ASSERT_EQ_INT(device_trial_init(&t, &p, true, 2), 0);
+        device_trial_carry_kept(&t, NULL);
+        ASSERT_TRUE(!t.has_kept);
+        device_trial_carry_kept(&t, &before);
+        ASSERT_TRUE(t.has_kept && streq(t.kept.name, "mq-deadline") && device_trial_live(&t));
+        ASSERT_TRUE(!device_trial_live(NULL));
 }
