@@ -43,6 +43,8 @@ DECLARE_STRING_TABLE(zoned, ZonedModel);
 
 #define NAME_MAX_LEN 32
 #define SCHED_NAME_MAX 24
+/* a choice as text: "mq-deadline+dispatch_direct/nr_requests=1000000" */
+#define SCHED_CHOICE_TEXT_MAX (SCHED_NAME_MAX + 48)
 #define SCHED_LIST_BYTES 70
 
 /* queue/scheduler, packed: the names NUL-terminated one after the other in

@@ -18,8 +18,11 @@
 #define KERNEL_CONDS_MAX 4
 
 typedef struct SchedChoice {
-        char name[SCHED_NAME_MAX];
+        char name[SCHED_NAME_MAX];      /* "": a trial's nr_requests alone, under the policies' scheduler */
         bool dispatch_direct;   /* "mq-deadline+dispatch_direct": needs the kernel feature */
+        /* a trial's candidate only ("nr_requests=64", "mq-deadline/nr_requests=64"):
+         * the queue depth layered with it; 0 for none */
+        unsigned nr_requests;
 } SchedChoice;
 
 typedef enum KernelOp { KOP_LT, KOP_LE, KOP_EQ, KOP_GE, KOP_GT } KernelOp;
@@ -141,4 +144,10 @@ int policy_parse_file(const char *path, const char *name, PolicyErrors *errors, 
 int policy_parse_text(const char *text, const char *name, PolicyErrors *errors, Policy **ret);
 
 int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
+/* A [Trial]'s candidates: what scheduler= takes, and nr_requests=N alone
+ * or after a scheduler and "/" ("mq-deadline/nr_requests=64"). read_ahead_kb
+ * is refused with why (docs/trials.md: the metric cannot judge it). */
+int trial_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error);
 int sched_choice_format(const SchedChoice *c, char *buf, size_t size);
+/* The same choice: scheduler, dispatch_direct and a trial's nr_requests. */
+bool sched_choice_equal(const SchedChoice *a, const SchedChoice *b);

@@ -390,3 +390,27 @@ def test_replay_skips_the_ticks_the_daemon_did_not_step(host):
             tick = json.loads(line)
             f.write(json.dumps({k: v for k, v in tick.items() if k != "trials"}) + "\n" if "trials" in tick else line)
     assert switches(replay(host, unheld)) != logged, "the notes change when windows begin"
+
+
+def test_nr_requests_and_a_scheduler_in_turn(host):
+    """A candidate may be a queue depth: nr_requests=16 against the policy's
+    64 under the kept mq-deadline (a winner is the incumbent of the next:
+    the depth is tried under mq-deadline, whose switch resets nr_requests,
+    and both stay). A stop puts back what was found, depth too."""
+    host.set_policy("[Match]\nname = loop*\n[Queue]\nscheduler = none\nnr_requests = 64\n"
+                    "[Trial]\ncandidates = mq-deadline nr_requests=16\nwindow = 0.5\nsettle = 0.1\n")
+    found_nr = host.live("loop0", "nr_requests")
+    service = {"none/64": 6, "mq-deadline/64": 4, "mq-deadline/16": 2}
+
+    def arm(dev):
+        return f"{host.live(dev, 'scheduler')}/{host.live(dev, 'nr_requests')}"
+    with ServiceFeeder(host.diskstats, arm, {"loop0": (7, 0)}, service, default=9):
+        d = host.start()
+        t = host.wait_trial(done, "both candidates tried")
+        assert [(o["candidate"], o["incumbent"], o["verdict"]) for o in t["outcomes"]] == \
+            [("mq-deadline", "none", "candidate-wins"), ("nr_requests=16", "nr_requests=64", "candidate-wins")], t
+        assert t["kept"] == t["in_force"] == "mq-deadline/nr_requests=16", t
+        wait_for(lambda: arm("loop0") == "mq-deadline/16", 30, "both kept, written")
+        d.stop()
+        host.running.remove(d)
+    assert host.live("loop0", "scheduler") == FOUND and host.live("loop0", "nr_requests") == found_nr

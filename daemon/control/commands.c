@@ -450,7 +450,7 @@ static const char *trial_candidates_parse(const cJSON *a, SchedChoice *ret, unsi
                         return "\"candidates\" must be an array of scheduler names";
                 if (*n >= SCHED_CHOICES_MAX)
                         return "at most " STRINGIFY(SCHED_CHOICES_MAX) " candidates";
-                if (sched_choices_parse(x->valuestring, c, &k, &error) < 0)
+                if (trial_choices_parse(x->valuestring, c, &k, &error) < 0)
                         return error;
                 ret[(*n)++] = c[0];
         }

@@ -12,7 +12,7 @@
 #include "util.h"
 
 static cJSON *sched_choice_json(const SchedChoice *c) {
-        char buf[SCHED_NAME_MAX + 16];
+        char buf[SCHED_CHOICE_TEXT_MAX];
 
         if (!c)
                 return cJSON_CreateNull();

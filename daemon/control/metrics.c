@@ -266,7 +266,7 @@ static void write_host_states(Buf *b, Device **devs, const DeviceSeen *seen, int
 typedef struct VerdictCount {
         const char *incumbent, *verdict;    /* the device's trial's: valid while the text is written */
         char model[sizeof(((DeviceFacts *) NULL)->model)];
-        char candidate[SCHED_NAME_MAX + 16];
+        char candidate[SCHED_CHOICE_TEXT_MAX];
         unsigned n;
 } VerdictCount;
 
@@ -276,7 +276,7 @@ static bool outcome_decided(const TrialOutcome *o) {
 
 /* The slot of o's labels in v (n of them, room for one more). */
 static VerdictCount *verdict_slot(VerdictCount *v, size_t *n, const char *model, const TrialOutcome *o) {
-        char candidate[SCHED_NAME_MAX + 16];
+        char candidate[SCHED_CHOICE_TEXT_MAX];
 
         (void) sched_choice_format(&o->candidate, candidate, sizeof(candidate));
         for (size_t i = 0; i < *n; i++)

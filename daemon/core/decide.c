@@ -184,6 +184,8 @@ typedef struct Layers {
         const char *sched_source;
         const Policy *dynamic_from;
         const Policy *trial_from;
+        SchedChoice trial_sched;        /* the trial arm's scheduler, without its depth */
+        char trial_nr_requests[16];     /* the trial arm's depth, the value layered */
 } Layers;
 
 /* Later files override earlier ones setting by setting, as sysctl.d does.
@@ -302,6 +304,33 @@ static void plan_items(const DecideInput *in, Layers *l, Plan *plan) {
         }
 }
 
+/* The trial's arm in force, over every file's choice: one scheduler, no
+ * fallback, nothing the plan points to; dispatch_direct as the arm says
+ * (plain mq-deadline is 0 where the kernel has it: the arm against
+ * mq-deadline+dispatch_direct is that flip); its nr_requests. */
+static void layer_trial(const DecideInput *in, Layers *l) {
+        const SchedChoice *arm = in->trial_arm;
+        int dd = tunable_find("mq-deadline", "dispatch_direct");
+
+        if (arm->name[0]) {
+                l->trial_sched = *arm;
+                l->trial_sched.nr_requests = 0;
+                l->sched = &l->trial_sched;
+                l->n_sched = 1;
+                l->sched_source = in->trial_source;
+                if (arm->dispatch_direct ||
+                    (streq(arm->name, "mq-deadline") && in->caps && in->caps->dispatch_direct == TRISTATE_YES)) {
+                        l->values[dd] = arm->dispatch_direct ? "1" : "0";
+                        l->sources[dd] = in->trial_source;
+                }
+        }
+        if (arm->nr_requests) {
+                (void) snprintf(l->trial_nr_requests, sizeof(l->trial_nr_requests), "%u", arm->nr_requests);
+                l->values[TUNABLE_NR_REQUESTS] = l->trial_nr_requests;
+                l->sources[TUNABLE_NR_REQUESTS] = in->trial_source;
+        }
+}
+
 void decide(const DecideInput *in, Plan *plan) {
         bool bio_based = in->facts->classes & CLASS_BIT(CLASS_BIO_BASED);
         Layers l = {};
@@ -339,13 +368,8 @@ void decide(const DecideInput *in, Plan *plan) {
         }
         if (in->busy && plan->dynamic)
                 layer_busy(plan, &l);
-        if (in->trial_arm && !bio_based) {
-                /* the arm in force, over every file's choice: one choice,
-                 * no fallback, nothing the plan points to */
-                l.sched = in->trial_arm;
-                l.n_sched = 1;
-                l.sched_source = in->trial_source;
-        }
+        if (in->trial_arm && !bio_based)
+                layer_trial(in, &l);
         plan_items(in, &l, plan);
         if (in->trial_arm && !bio_based)
                 plan->choices = NULL;

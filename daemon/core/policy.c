@@ -40,7 +40,31 @@ Policy *policy_free(Policy *p) {
         return NULL;
 }
 
-int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error) {
+/* "nr_requests=N" into c; the rest of word, if any, is the scheduler's. */
+static int parse_trial_depth(char *word, SchedChoice *c, const char **error) {
+        char *slash = strchr(word, '/'), *setting = slash ? slash + 1 : word;
+        long long v;
+
+        if (!slash && !strchr(word, '='))
+                return 0;
+        if (startswith(setting, "read_ahead_kb=")) {
+                *error = "read_ahead_kb cannot be trialled: busy time per byte counts the bytes read ahead, not "
+                         "the bytes used (docs/trials.md)";
+                return -EINVAL;
+        }
+        if (!startswith(setting, "nr_requests=") ||
+            parse_ll(setting + strlen("nr_requests="), 1, 1000000, &v) < 0) {
+                *error = "expected a scheduler, nr_requests=N, or SCHEDULER/nr_requests=N";
+                return -EINVAL;
+        }
+        c->nr_requests = (unsigned) v;
+        *setting = 0;
+        if (slash)
+                *slash = 0;
+        return 1;
+}
+
+static int choices_parse(const char *value, bool trial, SchedChoice *choices, unsigned *n, const char **error) {
         _cleanup_strv_free_ char **words = NULL;
         unsigned k = 0;
 
@@ -49,13 +73,22 @@ int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, co
                 return -EINVAL;
         }
         for (char **w = words; *w; w++) {
-                char *plus = strchr(*w, '+');
                 SchedChoice c = {};
+                char *plus;
+                int r;
 
                 if (k >= SCHED_CHOICES_MAX) {
                         *error = "too many scheduler alternatives";
                         return -EINVAL;
                 }
+                r = trial ? parse_trial_depth(*w, &c, error) : 0;
+                if (r < 0)
+                        return r;
+                if (r > 0 && !**w) {    /* nr_requests alone */
+                        choices[k++] = c;
+                        continue;
+                }
+                plus = strchr(*w, '+');
                 if (plus) {
                         *plus = 0;
                         if (!streq(plus + 1, "dispatch_direct") || !streq(*w, "mq-deadline")) {
@@ -75,9 +108,27 @@ int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, co
         return 0;
 }
 
+int sched_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error) {
+        return choices_parse(value, false, choices, n, error);
+}
+
+int trial_choices_parse(const char *value, SchedChoice *choices, unsigned *n, const char **error) {
+        return choices_parse(value, true, choices, n, error);
+}
+
 int sched_choice_format(const SchedChoice *c, char *buf, size_t size) {
-        int r = snprintf(buf, size, "%s%s", c->name, c->dispatch_direct ? "+dispatch_direct" : "");
+        int r;
+
+        if (c->nr_requests)
+                r = snprintf(buf, size, "%s%s%snr_requests=%u", c->name, c->dispatch_direct ? "+dispatch_direct" : "",
+                             c->name[0] ? "/" : "", c->nr_requests);
+        else
+                r = snprintf(buf, size, "%s%s", c->name, c->dispatch_direct ? "+dispatch_direct" : "");
         return r < 0 || (size_t) r >= size ? -ENAMETOOLONG : 0;
+}
+
+bool sched_choice_equal(const SchedChoice *a, const SchedChoice *b) {
+        return streq(a->name, b->name) && a->dispatch_direct == b->dispatch_direct && a->nr_requests == b->nr_requests;
 }
 
 static int parse_classes(PolicyMatch *m, const char *value, const char **error) {
@@ -445,14 +496,13 @@ static int parse_gain(const char *value, double *ret) {
 static int parse_trial_candidates(TrialPolicy *t, const char *value, const char **error) {
         SchedChoice c[SCHED_CHOICES_MAX];
         unsigned n = 0;
-        int r = sched_choices_parse(value, c, &n, error);
+        int r = trial_choices_parse(value, c, &n, error);
 
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < n; i++)
                 for (unsigned j = 0; j < t->n_candidates; j++)
-                        if (streq(c[i].name, t->candidates[j].name) &&
-                            c[i].dispatch_direct == t->candidates[j].dispatch_direct) {
+                        if (sched_choice_equal(&c[i], &t->candidates[j])) {
                                 *error = "a candidate named twice";
                                 return -EINVAL;
                         }
@@ -462,7 +512,7 @@ static int parse_trial_candidates(TrialPolicy *t, const char *value, const char 
         }
         for (unsigned i = 0; i < n; i++) {
                 for (unsigned j = 0; j < i; j++)
-                        if (streq(c[i].name, c[j].name) && c[i].dispatch_direct == c[j].dispatch_direct) {
+                        if (sched_choice_equal(&c[i], &c[j])) {
                                 *error = "a candidate named twice";
                                 return -EINVAL;
                         }
@@ -541,8 +591,7 @@ bool trial_policy_equal(const TrialPolicy *a, const TrialPolicy *b) {
             a->retrial_on_shape != b->retrial_on_shape)
                 return false;
         for (unsigned i = 0; i < a->n_candidates; i++)
-                if (!streq(a->candidates[i].name, b->candidates[i].name) ||
-                    a->candidates[i].dispatch_direct != b->candidates[i].dispatch_direct)
+                if (!sched_choice_equal(&a->candidates[i], &b->candidates[i]))
                         return false;
         return true;
 }

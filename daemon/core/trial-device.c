@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "trial-device.h"
 #include "tunables.h"
@@ -67,7 +68,7 @@ void device_trial_decide_input(const DeviceTrial *t, DecideInput *in) {
 bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b) {
         if (!a || !b)
                 return a == b;
-        return streq(a->name, b->name) && a->dispatch_direct == b->dispatch_direct;
+        return sched_choice_equal(a, b);
 }
 
 static const SchedChoice *kept_arm(const DeviceTrial *t) {
@@ -76,7 +77,7 @@ static const SchedChoice *kept_arm(const DeviceTrial *t) {
 
 const SchedChoice *device_trial_arm(const DeviceTrial *t) {
         if (t->phase == TRIAL_PHASE_RUNNING && t->arm == TRIAL_ARM_CANDIDATE)
-                return &t->config.candidates[t->next];
+                return &t->candidate_arm;
         return kept_arm(t);
 }
 
@@ -129,6 +130,21 @@ static bool cheaper_than(const SchedChoice *candidate, const char *incumbent) {
         return streq(candidate->name, "none") && !streq(incumbent, "none");
 }
 
+/* The candidate in force over what is kept: a scheduler keeps a kept
+ * nr_requests (written after the switch that resets it), an nr_requests
+ * alone keeps the kept scheduler. */
+static SchedChoice candidate_over_kept(const DeviceTrial *t, const SchedChoice *candidate) {
+        SchedChoice c = t->has_kept ? t->kept : (SchedChoice) {};
+
+        if (candidate->name[0]) {
+                (void) strscpy(c.name, sizeof(c.name), candidate->name);
+                c.dispatch_direct = candidate->dispatch_direct;
+        }
+        if (candidate->nr_requests)
+                c.nr_requests = candidate->nr_requests;
+        return c;
+}
+
 int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, const DiskStat *sample) {
         SchedChoice before_copy;
         const SchedChoice *before = arm_copy(t, &before_copy);
@@ -150,6 +166,7 @@ int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, c
                 return r;
         (void) outcome_new(t, incumbent);
         running_outcome(t)->result = trial_run_result(&t->run);
+        t->candidate_arm = candidate_over_kept(t, &t->config.candidates[t->next]);
         t->phase = TRIAL_PHASE_RUNNING;
         t->arm = step.arm;
         t->started_ms = now_ms;
@@ -168,7 +185,7 @@ int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
         running_outcome(t)->result = trial_run_result(&t->run);
         if (step.done) {
                 if (step.arm == TRIAL_ARM_CANDIDATE) {
-                        t->kept = t->config.candidates[t->next];
+                        t->kept = t->candidate_arm;
                         t->has_kept = true;
                 }
                 next_candidate(t);
@@ -294,8 +311,16 @@ const char *trial_plan_why_not(const Plan *plan, const DeviceFacts *facts) {
 void device_trial_incumbent(const DeviceTrial *t, const Plan *plan, const DeviceFacts *facts, char *buf, size_t size) {
         const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
         const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
+        const PlanItem *nr = plan_find(plan, TUNABLE_NR_REQUESTS);
+        const SchedChoice *pending = device_trial_pending(t);
 
-        if (t->has_kept)
+        if (pending && !pending->name[0]) {     /* nr_requests against nr_requests */
+                SchedChoice c = { .nr_requests = t->has_kept && t->kept.nr_requests ? t->kept.nr_requests :
+                                                 nr && nr->result != RESULT_UNSUPPORTED ? (unsigned) atoi(nr->target) :
+                                                 facts->nr_requests };
+
+                (void) sched_choice_format(&c, buf, size);
+        } else if (t->has_kept)
                 (void) sched_choice_format(&t->kept, buf, size);
         else if (s && s->result != RESULT_UNSUPPORTED) {
                 SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
@@ -316,14 +341,14 @@ static bool candidate_usable(const DecideInput *base, const SchedChoice *candida
 
         in.trial_arm = candidate;
         decide(&in, plan);
-        s = plan_find(plan, TUNABLE_SCHEDULER);
+        s = plan_find(plan, candidate->name[0] ? TUNABLE_SCHEDULER : TUNABLE_NR_REQUESTS);
         return s && s->result != RESULT_UNSUPPORTED;
 }
 
 int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
                        const DiskStat *sample, TrialBegin *ret) {
         const SchedChoice *cand = device_trial_pending(t);
-        char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
+        char incumbent[SCHED_CHOICE_TEXT_MAX], name[SCHED_CHOICE_TEXT_MAX];
 
         if (!cand)
                 return 0;

@@ -33,7 +33,7 @@ const char *trial_phase_to_string(TrialPhase p);
 /* One candidate's trial, as explain shows it. */
 typedef struct TrialOutcome {
         SchedChoice candidate;
-        char incumbent[SCHED_NAME_MAX + 16];    /* what it ran against, as scheduler= names it */
+        char incumbent[SCHED_CHOICE_TEXT_MAX];    /* what it ran against, as scheduler= names it */
         bool skipped;           /* not run: the result's reason says why */
         bool stopped;           /* ended by hand, a pause, a reload ...: the result's reason says */
         TrialResult result;
@@ -47,6 +47,7 @@ typedef struct DeviceTrial {
         bool has_kept;          /* a candidate won: the incumbent of what follows */
         SchedChoice kept;
         TrialArm arm;           /* in force while running */
+        SchedChoice candidate_arm;      /* the running candidate over what is kept */
         uint64_t seed;
         uint64_t started_ms;    /* of the candidate running */
         TrialRun run;

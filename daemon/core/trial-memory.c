@@ -15,7 +15,7 @@ int trial_fingerprint(const char *incumbent, const TrialPolicy *p, char *buf, si
                 return -ENOBUFS;
         n = (size_t) k;
         for (unsigned i = 0; i < p->n_candidates; i++) {
-                char name[SCHED_NAME_MAX + 16];
+                char name[SCHED_CHOICE_TEXT_MAX];
 
                 if (sched_choice_format(&p->candidates[i], name, sizeof(name)) < 0)
                         return -ENOBUFS;

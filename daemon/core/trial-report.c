@@ -10,7 +10,7 @@ static cJSON *finite_or_null(double v) {
 
 cJSON *trial_outcome_json(const TrialOutcome *o) {
         cJSON *j = cJSON_CreateObject(), *i;
-        char name[SCHED_NAME_MAX + 16];
+        char name[SCHED_CHOICE_TEXT_MAX];
 
         (void) sched_choice_format(&o->candidate, name, sizeof(name));
         cJSON_AddStringToObject(j, "candidate", name);

@@ -226,7 +226,7 @@ static void key_uint(Recorder *r, const char *key, uint64_t v) {
 }
 
 void record_trial_start(Recorder *r, uint64_t now_usec, const char *name, const DeviceTrial *t) {
-        char buf[SCHED_NAME_MAX + 16];
+        char buf[SCHED_CHOICE_TEXT_MAX];
 
         if (r->in_tick)         /* passes run after the tick's line: never */
                 return;
@@ -409,7 +409,7 @@ static int parse_candidates(const cJSON *a, TrialPolicy *config) {
                 unsigned n = 0;
 
                 if (!cJSON_IsString(c) || config->n_candidates >= SCHED_CHOICES_MAX ||
-                    sched_choices_parse(c->valuestring, &config->candidates[config->n_candidates], &n, &error) < 0 ||
+                    trial_choices_parse(c->valuestring, &config->candidates[config->n_candidates], &n, &error) < 0 ||
                     n != 1)
                         return -EBADMSG;
                 config->n_candidates++;

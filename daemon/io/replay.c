@@ -196,7 +196,7 @@ static int print_flip(Replay *r, double t, const ReplayDevice *d, const DynDecis
 
 static int print_begin(Replay *r, double t, const ReplayDevice *d, TrialBegin begin) {
         const TrialOutcome *o = device_trial_last(d->trial);
-        char name[SCHED_NAME_MAX + 16], seed[24];
+        char name[SCHED_CHOICE_TEXT_MAX], seed[24];
         cJSON *j = trial_line(t, d, begin == TRIAL_BEGAN ? "start" : "skip");
 
         (void) sched_choice_format(&o->candidate, name, sizeof(name));

@@ -54,7 +54,7 @@ static int memo_from_json(const cJSON *o, TrialMemo *memo) {
             strscpy(memo->trial, sizeof(memo->trial), trial) < 0)
                 return -EBADMSG;
         if (kept) {
-                if (sched_choices_parse(kept, &memo->kept, &n, &error) < 0 || n != 1)
+                if (trial_choices_parse(kept, &memo->kept, &n, &error) < 0 || n != 1)
                         return -EBADMSG;
                 memo->has_kept = true;
         }
@@ -92,7 +92,7 @@ int trial_memory_load(const char *path, TrialMemory *m) {
 
 static cJSON *memo_to_json(const TrialMemo *memo) {
         cJSON *o = cJSON_CreateObject(), *shape = cJSON_CreateObject();
-        char kept[SCHED_NAME_MAX + 16];
+        char kept[SCHED_CHOICE_TEXT_MAX];
 
         if (!o || !shape || !cJSON_AddItemToObject(o, "shape", shape)) {
                 cJSON_Delete(o);

@@ -46,7 +46,7 @@ const TrialMemo *device_trial_memory_find(const DeviceContext *c, const Device *
 }
 
 static void log_recall(const Device *d, const TrialMemo *m) {
-        char kept[SCHED_NAME_MAX + 16] = "the incumbent", shape[64];
+        char kept[SCHED_CHOICE_TEXT_MAX] = "the incumbent", shape[64];
 
         if (m->has_kept)
                 (void) sched_choice_format(&m->kept, kept, sizeof(kept));

@@ -87,7 +87,7 @@ static int trial_new(const DeviceContext *c, Device *d, const TrialPolicy *confi
  * when the arm in force changed. */
 static int trial_first(const DeviceContext *c, Device *d, const Plan *plan) {
         DeviceTrial *t = trial_of(d);
-        char incumbent[SCHED_NAME_MAX + 16];
+        char incumbent[SCHED_CHOICE_TEXT_MAX];
         DeviceFacts view;
 
         device_trial_incumbent(t, plan, device_facts(d, &view), incumbent, sizeof(incumbent));
@@ -134,7 +134,7 @@ static int trial_begin_candidate(const DeviceContext *c, Device *d, DeviceTrial 
                                  uint64_t now_ms) {
         DeviceFacts view;
         DecideInput in = { .facts = device_facts(d, &view), .caps = c->caps, .policies = *c->policies };
-        char name[SCHED_NAME_MAX + 16];
+        char name[SCHED_CHOICE_TEXT_MAX];
         TrialBegin begin;
         int r;
 
@@ -148,7 +148,7 @@ static int trial_begin_candidate(const DeviceContext *c, Device *d, DeviceTrial 
 }
 
 static void log_outcome(const Device *d, const TrialOutcome *o) {
-        char name[SCHED_NAME_MAX + 16];
+        char name[SCHED_CHOICE_TEXT_MAX];
 
         (void) sched_choice_format(&o->candidate, name, sizeof(name));
         log_notice("%s: trial of %s against %s: %s, %s kept (%.2fx [%.2f, %.2f], %u pairs): %s", d->name, name,
@@ -160,21 +160,29 @@ static void log_outcome(const Device *d, const TrialOutcome *o) {
 /* Why the arm the trial runs is not what the device's last pass left in
  * force (the write failed, the kernel kept another): the windows would
  * measure the wrong arm. NULL when it is in force. */
-static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) {
-        const PlanItem *s = plan_find(device_plan(d), TUNABLE_SCHEDULER);
-
-        if (!s)         /* the kernel's own, where no policy sets one, is the incumbent */
-                return device_trial_arm(t) ? "its scheduler is not set" : NULL;
+static const char *trial_item_not_written(const PlanItem *s) {
         switch (s->result) {
         case RESULT_FAILED:
         case RESULT_RETRY:
         case RESULT_UNSUPPORTED:
-                return "its scheduler could not be written";
+                return "its setting could not be written";
         case RESULT_NOT_KEPT:
-                return "the kernel did not keep its scheduler";
+                return "the kernel did not keep its setting";
         default:
                 return NULL;
         }
+}
+
+static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) {
+        const PlanItem *s = plan_find(device_plan(d), TUNABLE_SCHEDULER);
+        const PlanItem *nr = plan_find(device_plan(d), TUNABLE_NR_REQUESTS);
+        const SchedChoice *arm = device_trial_arm(t);
+
+        if (arm && arm->nr_requests && (!nr || trial_item_not_written(nr)))
+                return nr ? trial_item_not_written(nr) : "its nr_requests is not set";
+        if (!s)         /* the kernel's own, where no policy sets one, is the incumbent */
+                return arm && arm->name[0] ? "its scheduler is not set" : NULL;
+        return trial_item_not_written(s);
 }
 
 /* A fresh trial of d's [Trial] in place of the one done, done at once

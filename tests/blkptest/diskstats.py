@@ -66,11 +66,14 @@ class ServiceFeeder(_Paced):
     time_in_queue the same), the scheduler read from the fake sysfs at that
     step. So busy time per byte, the trial's metric, is service[scheduler]
     / (ios * 4 KiB), exactly. `service` and `mode` ("read" or "write": the
-    workload's shape) may be changed while it runs. Use as a context
-    manager."""
+    workload's shape) may be changed while it runs. `sched_of` may name
+    more than the scheduler ("mq-deadline/64": with nr_requests), and
+    `default` is the busy ms of what `service` does not name. Use as a
+    context manager."""
 
-    def __init__(self, path, sched_of, disks, service, ios=1000, mode="read"):
+    def __init__(self, path, sched_of, disks, service, ios=1000, mode="read", default=None):
         super().__init__()
+        self.default = default          # the busy ms of a setting service does not name; None: an error
         self.path = path
         self.sched_of = sched_of        # name -> the scheduler in force, as the fake sysfs says
         self.service = dict(service)
@@ -98,6 +101,6 @@ class ServiceFeeder(_Paced):
             sched = self.sched_of(name)
             c = self.counters[name]
             c[self.mode] += self.ios
-            c["busy"] += self.service[sched]
+            c["busy"] += self.service[sched] if self.default is None else self.service.get(sched, self.default)
             self.steps[sched] = self.steps.get(sched, 0) + 1
         self._write()

@@ -664,6 +664,29 @@ TEST(trial_arm_layers_over_the_files) {
         ASSERT_STREQ(item(&plan, "mq-deadline", "dispatch_direct")->target, "1");
         ASSERT_TRUE(plan.choices == NULL && plan.fallback_mask == 0);
 
+        /* plain mq-deadline against mq-deadline+dispatch_direct is the
+         * flip: dispatch_direct 0 where the kernel has it, over a file's 1 */
+        set_value(p, "mq-deadline", "dispatch_direct", "1");
+        arm.dispatch_direct = false;
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "mq-deadline", "dispatch_direct")->target, "0");
+        k.dispatch_direct = TRISTATE_NO;
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "mq-deadline", "dispatch_direct")->target, "1");
+        k.dispatch_direct = TRISTATE_YES;
+
+        /* nr_requests alone: the files' scheduler, the arm's depth */
+        arm = (SchedChoice) { .nr_requests = 16 };
+        set_value(p, "Queue", "nr_requests", "64");
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "none");
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "16");
+        ASSERT_TRUE(item(&plan, "Queue", "nr_requests")->source == p->name);
+        arm = (SchedChoice) { .name = "mq-deadline", .nr_requests = 16 };
+        decide(&in, &plan);
+        ASSERT_STREQ(item(&plan, "Queue", "scheduler")->target, "mq-deadline");
+        ASSERT_STREQ(item(&plan, "Queue", "nr_requests")->target, "16");
+
         /* a canary's [Trial] is never run */
         p->observe = true;
         in.trial_arm = NULL;

@@ -382,6 +382,21 @@ TEST(sched_choices) {
         ASSERT_TRUE(sched_choices_parse("mq-deadline+fast", c, &n, &error) < 0);
         ASSERT_TRUE(sched_choices_parse("a b c d e f g h i", c, &n, &error) < 0);
         ASSERT_TRUE(sched_choices_parse("BFQ!", c, &n, &error) < 0);
+        /* nr_requests only as a trial's candidate */
+        ASSERT_TRUE(sched_choices_parse("nr_requests=64", c, &n, &error) < 0);
+        ASSERT_EQ_INT(trial_choices_parse("nr_requests=64 mq-deadline+dispatch_direct/nr_requests=8 kyber", c, &n,
+                                          &error), 0);
+        ASSERT_TRUE(n == 3 && !c[0].name[0] && c[0].nr_requests == 64 && c[1].dispatch_direct &&
+                    c[1].nr_requests == 8 && streq(c[2].name, "kyber") && !c[2].nr_requests);
+        ASSERT_EQ_INT(sched_choice_format(&c[0], buf, sizeof(buf)), 0);
+        ASSERT_STREQ(buf, "nr_requests=64");
+        ASSERT_EQ_INT(sched_choice_format(&c[1], buf, sizeof(buf)), 0);
+        ASSERT_STREQ(buf, "mq-deadline+dispatch_direct/nr_requests=8");
+        ASSERT_TRUE(sched_choice_equal(&c[2], &(SchedChoice) { .name = "kyber" }) && !sched_choice_equal(&c[0], &c[1]));
+        ASSERT_TRUE(trial_choices_parse("read_ahead_kb=128", c, &n, &error) < 0 && strstr(error, "bytes used"));
+        ASSERT_TRUE(trial_choices_parse("nr_requests=0", c, &n, &error) < 0);
+        ASSERT_TRUE(trial_choices_parse("kyber/", c, &n, &error) < 0);
+        ASSERT_TRUE(trial_choices_parse("nr_requests=8/kyber", c, &n, &error) < 0);
 }
 
 TEST(dynamic_sections) {
