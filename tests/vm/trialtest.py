@@ -90,6 +90,7 @@ trial() {
         device_json $dev
 }
 
+mkdir -p /var/lib
 # the third disk, set by hand before the daemon starts
 nullb nullb1 queue_mode=2 submit_queues=1 poll_queues=0 size=64
 echo kyber > /sys/block/nullb1/queue/scheduler
@@ -116,6 +117,20 @@ r=fail
 echo "===ADDED scsi_debug ${sd:-none} $r at=$t set=$(now)==="
 [ -n "$sd" ] && trial $sd --rw=write --iodepth=32
 
+# the workload changes under the kept verdict: random reads now, where
+# none and mq-deadline tie; the trial is taken again (retrials 1)
+if [ -n "$sd" ]; then
+        /bin/fio --name=shape --filename=/dev/$sd --ioengine=libaio --direct=1 --bs=4k --rw=randread --iodepth=16 \
+                --time_based --runtime=600 --output-format=terse >/dev/null 2>&1 &
+        fio=$!
+        t0=$(now)
+        r=$(until_trial $sd '"retrials":1' 240 0.5)
+        t1=$(now)
+        echo "===SHAPE-DEVICE==="; ctl --json device $sd; echo "===DEVICE-END==="
+        kill $fio; wait $fio
+        echo "===RETRIAL $sd $r load=$t0 retrial=$t1==="
+fi
+
 # a fast single-queue null_blk, hotplugged, under random reads
 t=$(now)
 nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=256
@@ -141,6 +156,18 @@ echo "===STOPPED rc=$?==="
 kill $fio; wait $fio
 echo "===RESTORED nullb1 [$(vals nullb1)] before=[$BEFORE]==="
 echo "===RECORDS $(ls /run/blkpolicyd/devices 2>/dev/null | tr '\n' ' ')==="
+
+# a restart: the scsi_debug's verdict on writes is remembered
+# (/var/lib/blkpolicyd/trial-verdicts.json), taken with no trial
+if [ -n "$sd" ]; then
+        echo "===MEMORY $(grep -c '"identity"' /var/lib/blkpolicyd/trial-verdicts.json 2>/dev/null)==="
+        before=$(sched $sd)
+""" + vmtest.start_daemon("trial-policies").replace("2>/dev/null &", "2>>/run/blkpolicyd.err &").replace("\n", "\n        ") + r"""        r=$(until_trial $sd '"recalled":{' 100 0.2)
+        echo "===RECALL-DEVICE==="; ctl --json device $sd; echo "===DEVICE-END==="
+        echo "===RECALL $sd $r before=$before now=$(sched $sd)==="
+        kill -TERM $pid
+        wait $pid
+fi
 echo "===DAEMON-LOG==="
 tail -n 40 /run/blkpolicyd.err
 echo "===DAEMON-LOG-END==="
@@ -183,6 +210,37 @@ def device(serial, name):
         return json.loads(m.group(1).replace("\r", ""))["result"] if m else None
     except ValueError:
         return None
+
+
+def marked_json(serial, marker):
+    m = re.search(r"===" + marker + r"===\r?\n(.*?)===DEVICE-END===", serial, re.S)
+    try:
+        return json.loads(m.group(1).replace("\r", ""))["result"] if m else None
+    except ValueError:
+        return None
+
+
+def check_memory(res, which, serial, sd):
+    """The verdict taken again when the workload changes (writes to random
+    reads), and remembered across a restart."""
+    m = re.search(r"===RETRIAL \S+ (\w+) load=([\d.]+) retrial=([\d.]+)===", serial)
+    t = (marked_json(serial, "SHAPE-DEVICE") or {}).get("trial") or {}
+    if m:
+        print(f"# {which}: random reads after the write flood's verdict: taken again "
+              f"{float(m.group(3)) - float(m.group(2)):.1f} s after they began; shape {t.get('shape')}", flush=True)
+    res.check(f"{which}: writes to random reads on the scsi_debug: its trial is taken again",
+              m and m.group(1) == "ok" and t.get("retrials") == 1 and t.get("recalled") is None,
+              (m and m.groups(), t))
+    m = re.search(r"===MEMORY (\d*)===", serial)
+    res.check(f"{which}: its verdict is remembered in /var/lib/blkpolicyd/trial-verdicts.json",
+              m and m.group(1) and int(m.group(1)) >= 1, m and m.group(0))
+    m = re.search(r"===RECALL \S+ (\w+) before=(\S*) now=(\S*)===", serial)
+    t = (marked_json(serial, "RECALL-DEVICE") or {}).get("trial") or {}
+    r = t.get("recalled") or {}
+    res.check(f"{which}: a restart takes the remembered verdict, with no trial",
+              m and m.group(1) == "ok" and t.get("phase") == "done" and t.get("outcomes") == [] and
+              r.get("verdict") in ("candidate-wins", "equal", "incumbent", "aborted", "inconclusive") and
+              m.group(3) == (t.get("in_force") or m.group(3)), (m and m.groups(), t))
 
 
 def outcome(d):
@@ -230,6 +288,7 @@ def check(res, which, serial):
               flush=True)
     if sd and sd != "none":
         verdict(res, which, serial, "scsi_debug under a write flood", sd, "mq-deadline", ["candidate-wins"])
+        check_memory(res, which, serial, sd)
     m = re.search(r"===ADDED nullb0 (\w+) at=([\d.]+) set=([\d.]+)===", serial)
     res.check(f"{which}: a hotplugged single-queue null_blk is taken, its trial running",
               m and m.group(1) == "ok", m and m.group(0))
