@@ -233,7 +233,9 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
         const char *why;
         int changed, r;
 
-        if (t && t->phase == TRIAL_PHASE_DONE)
+        if (!t)
+                return 0;
+        if (t->phase == TRIAL_PHASE_DONE)
                 return trial_keep_watch(c, d, t, st, now_ms);
         if (!device_trial_live(t))
                 return 0;
