@@ -104,6 +104,7 @@ static TrialOutcome *outcome_new(DeviceTrial *t, const char *incumbent) {
 }
 
 static void next_candidate(DeviceTrial *t) {
+        t->has_waiting_from = false;
         t->next++;
         t->phase = t->next < t->config.n_candidates ? TRIAL_PHASE_WAITING : TRIAL_PHASE_DONE;
 }
@@ -345,6 +346,25 @@ static bool candidate_usable(const DecideInput *base, const SchedChoice *candida
         return s && s->result != RESULT_UNSUPPORTED;
 }
 
+/* Whether the device moved min_ios requests since its pending candidate
+ * began waiting (the first call only notes where that is). A candidate
+ * starts on a busy device only: the first arm of a schedule may be the
+ * candidate, and an idle disk would sit on it, no window counting, until
+ * load came or the trial ran out of time. */
+static bool io_since_waiting(DeviceTrial *t, const DiskStat *sample) {
+        TrialConfig tc;
+        const DiskStat *w = &t->waiting_from;
+
+        trial_config_default(&tc);
+        if (!t->has_waiting_from || w->major != sample->major || w->minor != sample->minor ||
+            sample->c.rd_ios < w->c.rd_ios || sample->c.wr_ios < w->c.wr_ios) {
+                t->waiting_from = *sample;
+                t->has_waiting_from = true;
+                return false;
+        }
+        return (sample->c.rd_ios - w->c.rd_ios) + (sample->c.wr_ios - w->c.wr_ios) >= tc.min_ios;
+}
+
 int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, uint64_t now_ms,
                        const DiskStat *sample, TrialBegin *ret) {
         const SchedChoice *cand = device_trial_pending(t);
@@ -362,6 +382,10 @@ int device_trial_begin(DeviceTrial *t, const Plan *plan, const DecideInput *in, 
         if (!candidate_usable(in, cand)) {
                 device_trial_skip(t, incumbent, "the device or kernel does not have it");
                 *ret = TRIAL_BEGIN_LACKING;
+                return 0;
+        }
+        if (!io_since_waiting(t, sample)) {
+                *ret = TRIAL_BEGIN_IDLE;
                 return 0;
         }
         *ret = TRIAL_BEGAN;

@@ -48,6 +48,8 @@ typedef struct DeviceTrial {
         SchedChoice kept;
         TrialArm arm;           /* in force while running */
         SchedChoice candidate_arm;      /* the running candidate over what is kept */
+        DiskStat waiting_from;  /* the sample the pending candidate began waiting for I/O at */
+        bool has_waiting_from;
         uint64_t seed;
         uint64_t started_ms;    /* of the candidate running */
         TrialRun run;
@@ -143,6 +145,7 @@ typedef enum TrialBegin {
         TRIAL_BEGAN,            /* the pending candidate runs */
         TRIAL_BEGIN_IN_FORCE,   /* skipped: it is what is in force already */
         TRIAL_BEGIN_LACKING,    /* skipped: the device or kernel does not have it */
+        TRIAL_BEGIN_IDLE,       /* not yet: no I/O since it waits (an idle disk stays on its incumbent) */
 } TrialBegin;
 
 /* Starts t's pending candidate at a tick, or skips it: against what is in

@@ -258,7 +258,7 @@ static int replay_trial_step(Replay *r, ReplayDevice *d, const cJSON *note, doub
                 TrialBegin begin = TRIAL_BEGIN_IN_FORCE;
 
                 changed = device_trial_begin(tr, &d->plan, &in, now_ms, st, &begin);
-                if (changed >= 0 && print_begin(r, t, d, begin) < 0)
+                if (changed >= 0 && begin != TRIAL_BEGIN_IDLE && print_begin(r, t, d, begin) < 0)
                         return -ENOMEM;
         } else {
                 changed = device_trial_tick(tr, now_ms, st);

@@ -227,8 +227,15 @@ TEST(begin_skips_what_is_in_force_and_what_the_device_lacks) {
         ASSERT_EQ_INT(device_trial_begin(&t, plan, &in, 1000, &st, &begin), 0);
         ASSERT_TRUE(begin == TRIAL_BEGIN_LACKING && t.outcomes[1].skipped);
         ASSERT_STREQ(t.outcomes[1].result.reason, "the device or kernel does not have it");
-        ASSERT_TRUE(device_trial_begin(&t, plan, &in, 2000, &st, &begin) >= 0);
-        ASSERT_TRUE(begin == TRIAL_BEGAN && t.phase == TRIAL_PHASE_RUNNING && t.started_ms == 2000);
+        /* an idle device: the candidate waits, the incumbent stays in force */
+        ASSERT_EQ_INT(device_trial_begin(&t, plan, &in, 2000, &st, &begin), 0);
+        ASSERT_TRUE(begin == TRIAL_BEGIN_IDLE && t.phase == TRIAL_PHASE_WAITING && !device_trial_arm(&t));
+        st.c.rd_ios += 99;
+        ASSERT_EQ_INT(device_trial_begin(&t, plan, &in, 3000, &st, &begin), 0);
+        ASSERT_TRUE(begin == TRIAL_BEGIN_IDLE);
+        st.c.wr_ios += 1;
+        ASSERT_TRUE(device_trial_begin(&t, plan, &in, 4000, &st, &begin) >= 0);
+        ASSERT_TRUE(begin == TRIAL_BEGAN && t.phase == TRIAL_PHASE_RUNNING && t.started_ms == 4000);
         ASSERT_STREQ(device_trial_last(&t)->incumbent, "none");
         policy_set_unref(s);
 }

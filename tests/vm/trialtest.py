@@ -110,10 +110,10 @@ for i in $(seq 300); do
         [ -n "$sd" ] && break
         sleep 0.1
 done
-# taken by the daemon: its trial runs (its arm may be either: an idle
-# window does not count, and the arm in force stays until one does)
+# taken by the daemon: its trial waits for I/O, the policy's none in force
 r=fail
-[ -n "$sd" ] && r=$(until_trial $sd '"phase":"running"' 300 0.2)
+[ -n "$sd" ] && r=$(until_trial $sd '"phase":"waiting"' 300 0.2)
+[ -n "$sd" ] && [ "$(sched $sd)" != none ] && r=fail
 echo "===ADDED scsi_debug ${sd:-none} $r at=$t set=$(now)==="
 [ -n "$sd" ] && trial $sd --rw=write --iodepth=32
 
@@ -134,7 +134,7 @@ fi
 # a fast single-queue null_blk, hotplugged, under random reads
 t=$(now)
 nullb nullb0 queue_mode=2 submit_queues=1 poll_queues=0 size=256
-r=$(until_trial nullb0 '"phase":"running"' 300 0.2)
+r=$(until_trial nullb0 '"phase":"waiting"' 300 0.2)
 echo "===ADDED nullb0 $r at=$t set=$(now)==="
 trial nullb0 --rw=randread --iodepth=16
 
@@ -281,19 +281,19 @@ def check(res, which, serial):
               m and m.group(1) == "ok" and m.group(2) == "kyber 512 32", m and m.groups())
     m = re.search(r"===ADDED scsi_debug (\S+) (\w+) at=([\d.]+) set=([\d.]+)===", serial)
     sd = m and m.group(1)
-    res.check(f"{which}: a hotplugged scsi_debug (10 ms, 8 tags) is taken, its trial running",
+    res.check(f"{which}: a hotplugged scsi_debug (10 ms, 8 tags) is taken, its trial waiting for I/O on none",
               m and sd != "none" and m.group(2) == "ok", m and m.group(0))
     if m:
-        print(f"# {which}: {sd}'s trial running {float(m.group(4)) - float(m.group(3)):.1f} s after insmod",
+        print(f"# {which}: {sd}'s trial waiting {float(m.group(4)) - float(m.group(3)):.1f} s after insmod",
               flush=True)
     if sd and sd != "none":
         verdict(res, which, serial, "scsi_debug under a write flood", sd, "mq-deadline", ["candidate-wins"])
         check_memory(res, which, serial, sd)
     m = re.search(r"===ADDED nullb0 (\w+) at=([\d.]+) set=([\d.]+)===", serial)
-    res.check(f"{which}: a hotplugged single-queue null_blk is taken, its trial running",
+    res.check(f"{which}: a hotplugged single-queue null_blk is taken, its trial waiting for I/O",
               m and m.group(1) == "ok", m and m.group(0))
     if m:
-        print(f"# {which}: nullb0's trial running {float(m.group(3)) - float(m.group(2)):.1f} s after it was made",
+        print(f"# {which}: nullb0's trial waiting {float(m.group(3)) - float(m.group(2)):.1f} s after it was made",
               flush=True)
     verdict(res, which, serial, "null_blk under random reads", "nullb0", "none", ["incumbent", "aborted"])
     m = re.search(r"===MID-TRIAL arm=(\w+) written=(\w+) record=(\w+) now=\[([^]]*)\]===", serial)
