@@ -74,7 +74,8 @@ def test_requests(call, env):
     assert [d["name"] for d in devs["result"]] == ["dm-0", "loop0", "vda", "zram0"], f"devices sorted by name: {devs}"
     d = call({"command": "device", "device": "vda"})
     # 6.18: the virtio read-ahead file of set 2 matches after the scheduler's; the last one names the device
-    assert d["ok"] and d["result"]["matched"] == ["20-fast-virtual.policy", "22-virtio-read-ahead.policy"] \
+    assert d["ok"] and d["result"]["matched"] == ["20-fast-virtual.policy", "21-virtio-trial.policy",
+                                                 "22-virtio-read-ahead.policy"] \
         and d["result"]["policy"] == "22-virtio-read-ahead.policy" and "paused" in d["result"], d
     ex = call({"command": "explain", "device": "vda"})
     pol = {p["name"]: p for p in ex["result"]["policies"]}

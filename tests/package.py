@@ -32,7 +32,7 @@ EXPECTED = [
     # the newest shipped set's number, and where the sets it superseded go
     "./usr/lib/blkpolicyd/policies.d/policy-set", "./usr/lib/blkpolicyd/policy-sets/",
     # set 2 is the newest; set 1, frozen, beside it for the hosts pinned to it
-    "./usr/lib/blkpolicyd/policies.d/22-virtio-read-ahead.policy",
+    "./usr/lib/blkpolicyd/policies.d/21-virtio-trial.policy", "./usr/lib/blkpolicyd/policies.d/22-virtio-read-ahead.policy",
     "./usr/lib/blkpolicyd/policy-sets/1/20-fast-virtual.policy", "./usr/lib/blkpolicyd/policy-sets/1/policy-set",
     "./usr/share/man/man8/blkpolicyd.8.gz", "./usr/share/man/man8/blkpolicyctl.8.gz",
     "./usr/share/man/man5/blkpolicyd.conf.5.gz", "./usr/share/man/man5/blkpolicyd.policy.5.gz",
