@@ -227,7 +227,7 @@ def check_memory(res, which, serial, sd):
     t = (marked_json(serial, "SHAPE-DEVICE") or {}).get("trial") or {}
     if m:
         print(f"# {which}: random reads after the write flood's verdict: taken again "
-              f"{float(m.group(3)) - float(m.group(2)):.1f} s after they began; shape {t.get('shape')}", flush=True)
+              f"{float(m.group(3)) - float(m.group(2)):.1f} s after they began (the new trial {t.get('phase')})", flush=True)
     res.check(f"{which}: writes to random reads on the scsi_debug: its trial is taken again",
               m and m.group(1) == "ok" and t.get("retrials") == 1 and t.get("recalled") is None,
               (m and m.groups(), t))
