@@ -78,6 +78,7 @@ Exit status 0 whatever the goals say; non-zero only when the bench could
 not run. Under TCG only ratios mean anything.
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -169,7 +170,7 @@ min_gain = 10%
 max_switches_per_hour = 64
 max_duration = @MAXT@
 EOF
-        rm -rf /var/lib/blkpolicyd/trials
+        rm -rf /var/lib/blkpolicyd/trials /var/lib/blkpolicyd/trial-verdicts.json
         setst $1 $(cat /run/default.$1)
         found=$(st $1)
         rm -f /run/bench.sock
@@ -459,7 +460,11 @@ def summarize(recs, kernel):
         # static the trial does not try, and only `final` weighs it
         arms = [mean[s] for s in ("none", KERNELS[kernel]["candidate"]) if s in mean]
         spread = max(arms) / min(arms)
+        # the best static's own rounds against their mean: how far a final
+        # can fall by the noise of one span alone
+        own = [r["statics"][best]["Bps"] / mean[best] for r in rs if best in r["statics"]]
         row = {"cell": cell, "rounds": len(rs), "statics_MBps": {s: mean[s] / 1e6 for s in mean}, "best": best,
+               "best_own": (min(own), max(own)),
                "spread": spread, "verdicts": [], "t_v": [], "cost": [], "final": [], "switches": [],
                "kept": [], "restored": [], "retrials": []}
         for r in rs:
@@ -477,6 +482,10 @@ def summarize(recs, kernel):
                 row["t_v"].append(vt[0] if vt else None)
                 row["retrials"].append(len(outs))
                 row["switches"].append(t["switches"])
+                row.setdefault("phase_rounds", []).append(
+                    f"{r['round']}: " + ", ".join(f"{o['verdict']} -> {o['kept']}" for o in outs) +
+                    " at " + ", ".join(f"{v['t']:.0f} s (half {v['half']})" for v in t["verdict_times"]) +
+                    f", {t['switches']} scheduler changes seen, ended on {t['end_state']}")
             else:
                 bestB = mean[best]
                 row["final"].append(t["after_Bps"] / bestB)
@@ -502,6 +511,8 @@ def rng(xs, fmt):
     xs = [x for x in xs if x is not None]
     if not xs:
         return "-"
+    if len(xs) == 1:
+        return fmt.format(xs[0])
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
 
 
@@ -509,15 +520,20 @@ def print_table(rows, kernel, kver):
     names = KERNELS[kernel]["statics"]
     print(f"\n### {kernel} ({kver})\n")
     print("| cell | " + " | ".join(f"{n} MB/s" for n in names) + " | arms' spread | verdicts (kept) | time to verdict s, "
-          "median (range) | cost / 10 min | final / best | restored |")
-    print("|---|" + "---:|" * len(names) + "---:|---|---:|---:|---:|---|")
+          "median (range) | cost / 10 min | final / best | best static's rounds / its mean | restored |")
+    print("|---|" + "---:|" * len(names) + "---:|---|---:|---:|---:|---:|---|")
     for row in rows:
         st = " | ".join(f"{row['statics_MBps'][n]:.2f}" + ("*" if n == row["best"] else "")
                         if n in row["statics_MBps"] else "-" for n in names)
-        vk = ", ".join(f"{v} ({k})" for v, k in zip(row["verdicts"], row["kept"]))
+        vk = ", ".join(f"{n}x {v} -> {k}" for (v, k), n in
+                       collections.Counter(zip(row["verdicts"], row["kept"])).items())
         print(f"| {row['cell']} | {st} | {row['spread']:.2f}x | {vk} | {rng(row['t_v'], '{:.1f}')} | "
               f"{rng([c * 100 for c in row['cost']], '{:.1f}%')} | {rng(row['final'], '{:.2f}')} | "
+              f"{row['best_own'][0]:.2f}-{row['best_own'][1]:.2f} | "
               f"{sum(row['restored'])}/{len(row['restored'])} |")
+    for row in rows:
+        if row.get("phase_rounds"):
+            print(f"\n{row['cell']}, per round: " + "; ".join(row["phase_rounds"]))
     print("\n| cell | " + " | ".join(["final >= 0.95", "t_v <= 300 s (spread >= 1.3x)", "cost <= 3%",
                                        "keeps none, no flip (spread < 1.1x)"]) + " |")
     print("|---|---|---|---|---|")
