@@ -335,6 +335,14 @@ static void print_trial(const cJSON *t) {
         if (cJSON_IsString(get(t, "arm")))
                 printf(", the %s in force (%s)", str(t, "arm"), str(t, "window"));
         printf("; kept so far: %s\n", cJSON_IsString(get(t, "kept")) ? str(t, "kept") : "the policies' choice");
+        if (cJSON_IsObject(get(t, "recalled")))
+                printf("    remembered for this disk, kernel and trial: %s, %.2fx, taken at %.0f (no trial run)\n",
+                       str(get(t, "recalled"), "verdict"), num(get(t, "recalled"), "estimate"),
+                       num(get(t, "recalled"), "at"));
+        if (cJSON_IsObject(get(t, "shape")))
+                printf("    decided on: reads %.0f%%, %.1f KiB a request%s\n", 100 * num(get(t, "shape"), "read_share"),
+                       num(get(t, "shape"), "request_bytes") / 1024,
+                       num(t, "retrials") > 0 ? " (taken again after a workload change or max_age)" : "");
         cJSON_ArrayForEach(o, get(t, "outcomes")) {
                 i = get(o, "interval");
                 printf("    %s against %s: %s, %.0f windows, %.0f pairs, %.2fx", str(o, "candidate"),

@@ -48,6 +48,8 @@ static void help(void) {
                "     --check-config       Validate the configuration and policies, exit non-zero on error\n"
                "     --restore            Put back what the state records say was there, exit\n"
                "                          (after --once, or a daemon that was killed)\n"
+               "     --trial-memory=PATH  Where trials' verdicts are remembered, or no (default\n"
+               "                          " TRIAL_MEMORY_PATH ")\n"
                "     --record=FILE        Append every tick's raw samples to FILE (JSON lines)\n"
                "     --replay=FILE        Run the decisions over a recording, print the timeline, exit\n"
                "     --metrics-stopped    Write the metrics textfile of a stopped daemon, as systemd's\n"
@@ -75,6 +77,7 @@ enum {
         ARG_RECORD,
         ARG_REPLAY,
         ARG_METRICS_STOPPED,
+        ARG_TRIAL_MEMORY,
 };
 
 static const struct option long_options[] = {
@@ -97,6 +100,7 @@ static const struct option long_options[] = {
         { "record", required_argument, NULL, ARG_RECORD },
         { "replay", required_argument, NULL, ARG_REPLAY },
         { "metrics-stopped", no_argument, NULL, ARG_METRICS_STOPPED },
+        { "trial-memory", required_argument, NULL, ARG_TRIAL_MEMORY },
         {}
 };
 
@@ -153,6 +157,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_STATE_DIR:
                         o->state_dir = optarg;
+                        break;
+                case ARG_TRIAL_MEMORY:
+                        o->trial_memory = optarg;
                         break;
                 case ARG_SOCKET:
                         o->socket_path = optarg;

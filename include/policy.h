@@ -104,13 +104,16 @@ typedef struct TrialPolicy {
         uint64_t max_duration_ms;               /* of each candidate's trial */
         double min_gain;                        /* the margin a candidate must win by */
         unsigned max_switches_per_hour;
+        uint64_t max_age_ms;                    /* a verdict older is taken again */
+        bool retrial_on_shape;                  /* a workload of another shape takes it again */
 } TrialPolicy;
 
 /* What a [Trial] section leaves unset: trial_run_config_default() and
  * trial_config_default()'s margin (docs/trials.md). */
 #define TRIAL_POLICY_DEFAULTS                                                                   \
         ((TrialPolicy) { .window_ms = 10000, .settle_ms = 2000, .max_duration_ms = 3600000,     \
-                         .min_gain = 0.05, .max_switches_per_hour = 30 })
+                         .min_gain = 0.05, .max_switches_per_hour = 30,                        \
+                         .max_age_ms = 30ULL * 24 * 3600 * 1000, .retrial_on_shape = true })
 
 bool trial_policy_equal(const TrialPolicy *a, const TrialPolicy *b);
 

@@ -50,8 +50,8 @@ class Host(faketree.Workspace):
         write(self.conf, "[Daemon]\n" + conf)
         return self.daemon_args(self.conf, *extra)
 
-    def start(self, conf="tick_interval_ms = 50\n", append_log=False):
-        d = Daemon(self.blkpolicyd, self.work, self.args(conf), env={"BLKPOLICYD_FAKE_KERNEL": "1"},
+    def start(self, conf="tick_interval_ms = 50\n", append_log=False, extra=()):
+        d = Daemon(self.blkpolicyd, self.work, self.args(conf, *extra), env={"BLKPOLICYD_FAKE_KERNEL": "1"},
                    append_log=append_log)
         self.running.append(d)
         d.wait_for("READY=1", timeout=60)

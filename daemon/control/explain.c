@@ -58,6 +58,37 @@ static const char *const run_phase_names[] = {
         [TRIAL_RUN_DONE] = "done",
 };
 
+static cJSON *shape_json(const TrialShape *s) {
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddNumberToObject(o, "read_share", s->read_share);
+        cJSON_AddNumberToObject(o, "request_bytes", s->request_bytes);
+        return o;
+}
+
+/* What a done trial's verdict rests on: the workload it was taken on, the
+ * watch for another, and the memory it came from. */
+static void trial_verdict_basis_json(cJSON *o, const DeviceTrial *t) {
+        cJSON *r;
+
+        cJSON_AddItemToObject(o, "shape", t->has_shape ? shape_json(&t->shape) : cJSON_CreateNull());
+        if (t->watching) {
+                r = cJSON_AddObjectToObject(o, "watch");
+                cJSON_AddNumberToObject(r, "differing", t->watch.differing);
+                cJSON_AddItemToObject(r, "last", t->watch.has_last ? shape_json(&t->watch.last) : cJSON_CreateNull());
+        } else
+                cJSON_AddNullToObject(o, "watch");
+        cJSON_AddNumberToObject(o, "retrials", t->retrials);
+        if (!t->recalled) {
+                cJSON_AddNullToObject(o, "recalled");
+                return;
+        }
+        r = cJSON_AddObjectToObject(o, "recalled");
+        cJSON_AddStringToObject(r, "verdict", trial_verdict_to_string(t->recalled_verdict));
+        cJSON_AddNumberToObject(r, "estimate", t->recalled_estimate);
+        cJSON_AddNumberToObject(r, "at", (double) t->recalled_at_sec);
+}
+
 /* d's trial, null without one: its phase, the arm in force, and each
  * candidate's evidence, the running one's so far. */
 static cJSON *trial_json(const Device *d) {
@@ -88,6 +119,7 @@ static cJSON *trial_json(const Device *d) {
         a = cJSON_AddArrayToObject(o, "outcomes");
         for (unsigned i = 0; i < t->n_outcomes; i++)
                 cJSON_AddItemToArray(a, trial_outcome_json(&t->outcomes[i]));
+        trial_verdict_basis_json(o, t);
         return o;
 }
 

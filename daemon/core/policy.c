@@ -513,6 +513,23 @@ static int parse_trial_key(TrialPolicy *t, const char *key, const char *value, c
                 t->max_switches_per_hour = (unsigned) v;
                 return 0;
         }
+        if (streq(key, "max_age")) {
+                if (parse_seconds_ms(value, 1000, 366ULL * 24 * 3600 * 1000, &t->max_age_ms) < 0) {
+                        *error = "expected seconds from 1 to 31622400 (a year), e.g. 2592000 (30 days)";
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (streq(key, "retrial_on_shape_change")) {
+                int b = parse_boolean(value);
+
+                if (b < 0) {
+                        *error = "expected yes or no";
+                        return -EINVAL;
+                }
+                t->retrial_on_shape = b;
+                return 0;
+        }
         *error = "unknown key in [Trial]";
         return -EINVAL;
 }
@@ -520,7 +537,8 @@ static int parse_trial_key(TrialPolicy *t, const char *key, const char *value, c
 bool trial_policy_equal(const TrialPolicy *a, const TrialPolicy *b) {
         if (a->enabled != b->enabled || a->n_candidates != b->n_candidates || a->window_ms != b->window_ms ||
             a->settle_ms != b->settle_ms || a->max_duration_ms != b->max_duration_ms || a->min_gain != b->min_gain ||
-            a->max_switches_per_hour != b->max_switches_per_hour)
+            a->max_switches_per_hour != b->max_switches_per_hour || a->max_age_ms != b->max_age_ms ||
+            a->retrial_on_shape != b->retrial_on_shape)
                 return false;
         for (unsigned i = 0; i < a->n_candidates; i++)
                 if (!streq(a->candidates[i].name, b->candidates[i].name) ||

@@ -39,8 +39,7 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
         return 0;
 }
 
-/* The same arm to a pass: both the policies', or the same scheduler. */
-static bool arm_same(const SchedChoice *a, const SchedChoice *b) {
+bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b) {
         if (!a || !b)
                 return a == b;
         return streq(a->name, b->name) && a->dispatch_direct == b->dispatch_direct;
@@ -115,6 +114,10 @@ int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, c
 
         if (t->phase != TRIAL_PHASE_WAITING)
                 return 0;
+        if (!t->has_first) {
+                t->first = *sample;
+                t->has_first = true;
+        }
         run_configs(&t->config, &rc, &tc);
         r = trial_run_start(&t->run, &rc, &tc, t->seed + t->next,
                             cheaper_than(&t->config.candidates[t->next], incumbent), now_ms, sample, &step);
@@ -125,7 +128,7 @@ int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, c
         t->phase = TRIAL_PHASE_RUNNING;
         t->arm = step.arm;
         t->started_ms = now_ms;
-        return !arm_same(device_trial_arm(t), before);
+        return !device_trial_arm_same(device_trial_arm(t), before);
 }
 
 int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
@@ -145,7 +148,7 @@ int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
                 }
                 next_candidate(t);
         }
-        return !arm_same(device_trial_arm(t), before);
+        return !device_trial_arm_same(device_trial_arm(t), before);
 }
 
 int device_trial_stop(DeviceTrial *t, const char *why) {
@@ -163,9 +166,90 @@ int device_trial_stop(DeviceTrial *t, const char *why) {
         }
         if (t->phase == TRIAL_PHASE_RUNNING || t->phase == TRIAL_PHASE_WAITING)
                 t->phase = TRIAL_PHASE_STOPPED;
-        return !arm_same(device_trial_arm(t), before);
+        return !device_trial_arm_same(device_trial_arm(t), before);
 }
 
 const TrialOutcome *device_trial_last(const DeviceTrial *t) {
         return t->n_outcomes ? &t->outcomes[t->n_outcomes - 1] : NULL;
+}
+
+int device_trial_recall(DeviceTrial *t, const TrialMemo *memo, uint64_t age_ms) {
+        SchedChoice before_copy;
+        const SchedChoice *before = arm_copy(t, &before_copy);
+
+        if (t->phase != TRIAL_PHASE_WAITING || t->next != 0)
+                return 0;
+        t->phase = TRIAL_PHASE_DONE;
+        t->next = t->config.n_candidates;
+        t->has_kept = memo->has_kept;
+        t->kept = memo->kept;
+        t->recalled = true;
+        t->recalled_verdict = memo->verdict;
+        t->recalled_estimate = memo->estimate;
+        t->recalled_at_sec = memo->at_sec;
+        t->recalled_age_ms = age_ms;
+        t->has_shape = true;
+        t->shape = memo->shape;
+        return !device_trial_arm_same(device_trial_arm(t), before);
+}
+
+/* Whether any candidate ran windows: an all-skipped trial has nothing to
+ * take again. */
+static bool any_ran(const DeviceTrial *t) {
+        for (unsigned i = 0; i < t->n_outcomes; i++)
+                if (!t->outcomes[i].skipped)
+                        return true;
+        return false;
+}
+
+/* Whether a candidate's trial found something: a pair counted, or a
+ * window that regressed. One that ran on an idle device did not. */
+static bool any_counted(const DeviceTrial *t) {
+        for (unsigned i = 0; i < t->n_outcomes; i++) {
+                const TrialOutcome *o = &t->outcomes[i];
+
+                if (!o->skipped && !o->stopped && (o->result.pairs > 0 || o->result.verdict == TRIAL_ABORTED))
+                        return true;
+        }
+        return false;
+}
+
+bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
+        TrialConfig tc;
+        TrialRunConfig rc;
+
+        if (t->phase != TRIAL_PHASE_DONE)
+                return false;
+        run_configs(&t->config, &rc, &tc);
+        if (!t->watching) {
+                t->watching = true;
+                t->decided_ms = t->recalled ? (now_ms > t->recalled_age_ms ? now_ms - t->recalled_age_ms : 0)
+                                            : now_ms;
+                if (!t->recalled)
+                        t->has_shape = t->has_first &&
+                                       trial_shape_between(&t->first, sample, tc.min_ios, &t->shape) == 0 &&
+                                       any_counted(t);
+                /* no shape to compare with: any shape is another */
+                shape_watch_start(&t->watch, &(TrialShape) { .read_share = -1 }, now_ms, sample);
+                if (t->has_shape)
+                        t->watch.reference = t->shape;
+                return false;
+        }
+        if (!t->has_shape && !any_ran(t))
+                return false;
+        return shape_watch_tick(&t->watch, now_ms, sample, 3 * rc.window_ms, tc.min_ios);
+}
+
+bool device_trial_memo(const DeviceTrial *t, uint64_t now_sec, TrialMemo *memo) {
+        const TrialOutcome *o = device_trial_last(t);
+
+        if (t->phase != TRIAL_PHASE_DONE || t->recalled || !t->has_shape || !o)
+                return false;
+        memo->shape = t->shape;
+        memo->has_kept = t->has_kept;
+        memo->kept = t->kept;
+        memo->verdict = o->result.verdict;
+        memo->estimate = o->result.ratio;
+        memo->at_sec = now_sec;
+        return true;
 }

@@ -14,7 +14,9 @@
 #include <stdint.h>
 
 #include "policy.h"
+#include "trial-memory.h"
 #include "trial-run.h"
+#include "trial-shape.h"
 
 typedef enum TrialPhase {
         TRIAL_PHASE_WAITING,    /* the next candidate starts at the next tick */
@@ -48,6 +50,20 @@ typedef struct DeviceTrial {
         TrialRun run;
         TrialOutcome outcomes[SCHED_CHOICES_MAX];
         unsigned n_outcomes;
+        /* the workload it decided on: from the first candidate's start
+         * to the verdict (trial-shape.h), then watched for a change */
+        DiskStat first;
+        bool has_first, watching, has_shape;
+        TrialShape shape;
+        ShapeWatch watch;
+        uint64_t decided_ms;    /* when it was done (a recalled verdict: when it was taken) */
+        uint64_t recalled_age_ms;
+        /* done from a remembered verdict (trial-memory.h), no candidate run */
+        bool recalled;
+        TrialVerdict recalled_verdict;
+        double recalled_estimate;
+        uint64_t recalled_at_sec;
+        unsigned retrials;      /* trials of this [Trial] on the device before this one */
 } DeviceTrial;
 
 /* -EINVAL when config says no candidate or a bad time (policy.c checked a
@@ -57,6 +73,9 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
 /* The scheduler to layer over the policies' now, NULL for theirs. Points
  * into t. */
 const SchedChoice *device_trial_arm(const DeviceTrial *t);
+
+/* The same arm to a pass: both NULL (the policies'), or the same scheduler. */
+bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b);
 
 /* The candidate to start at this tick, NULL when none waits. */
 const SchedChoice *device_trial_pending(const DeviceTrial *t);
@@ -73,6 +92,24 @@ int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample);
  * candidate back (what was kept before it stays). 1 when the arm in force
  * changed. */
 int device_trial_stop(DeviceTrial *t, const char *why);
+
+/* Done at once, before any candidate, from a remembered verdict taken
+ * age_ms ago: memo's setting kept (or the incumbent, when no candidate
+ * won), its shape the one watched from the next device_trial_watch(). 1
+ * when the arm in force changed. */
+int device_trial_recall(DeviceTrial *t, const TrialMemo *memo, uint64_t age_ms);
+
+/* Each tick once done: the first takes the shape of the trial's traffic
+ * and starts watching it. True when the workload is no longer the one the
+ * verdict was taken on (confirmed over TRIAL_SHAPE_CONFIRM spans of three
+ * windows; the new shape in t->watch.last), or when a trial that counted
+ * no window sees I/O at last: a new trial may decide. */
+bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample);
+
+/* What a remembered verdict holds of t, done and decided on I/O: false
+ * when there is nothing to remember (stopped, recalled, no I/O). The key's
+ * identity, model, kernel and fingerprint are the caller's. */
+bool device_trial_memo(const DeviceTrial *t, uint64_t now_sec, TrialMemo *memo);
 
 /* The running candidate's result so far, or the last outcome's; NULL
  * before any. */

@@ -175,6 +175,21 @@ int fopen_regular(const char *path, FILE **ret) {
         return 0;
 }
 
+int array_grow(void **p, size_t *allocated, size_t n, size_t size) {
+        size_t a;
+        void *q;
+
+        if (n < *allocated)
+                return 0;
+        a = *allocated ? *allocated * 2 : 4;
+        q = reallocarray(*p, a, size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *allocated = a;
+        return 0;
+}
+
 int write_all(int fd, const char *text) {
         size_t len = strlen(text);
 

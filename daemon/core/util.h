@@ -152,6 +152,10 @@ int parse_ll(const char *s, long long min, long long max, long long *ret);
 char *strstrip(char *s);
 /* All of text to fd, again after EINTR and short writes. */
 int write_all(int fd, const char *text);
+/* Room for one more after n elements of size in *p, allocated of them:
+ * doubled when full, from 4 (systemd's GREEDY_REALLOC). 0, or -ENOMEM with
+ * *p as it was. */
+int array_grow(void **p, size_t *allocated, size_t n, size_t size);
 
 /* A memory stream like open_memstream(), but one whose failure shows: a
  * write that could not grow the buffer fails fclose() (EOF, errno

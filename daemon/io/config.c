@@ -28,12 +28,25 @@ static int set_string(char **dst, const char *value) {
         return 0;
 }
 
+int config_set_trial_memory(Config *c, const char *value, const char **error) {
+        if (parse_boolean(value) == 0) {
+                c->trial_memory = mfree(c->trial_memory);
+                return 0;
+        }
+        if (value[0] != '/') {
+                *error = "expected an absolute path, or no";
+                return -EINVAL;
+        }
+        return set_string(&c->trial_memory, value);
+}
+
 int config_init_defaults(Config *c) {
         *c = (Config) { .tick_interval_ms = 1000, .restore_on_exit = true, .log_level = -1, .max_clients = 128,
                         .max_clients_per_uid = 16, .client_timeout_ms = 30000, .drift_sweep_seconds = 50, .metrics_every_ticks = 15,
                         .uevent_buffer_bytes = 8 * 1024 * 1024 };
         if (set_string(&c->state_dir, "/run/blkpolicyd") < 0 ||
             set_string(&c->socket_path, CONTROL_SOCKET_PATH) < 0 ||
+            set_string(&c->trial_memory, TRIAL_MEMORY_PATH) < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_VENDOR) < 0 ||
             strv_push(&c->policy_dirs, POLICY_DIR_ADMIN) < 0)
                 return -ENOMEM;
@@ -52,6 +65,7 @@ void config_done(Config *c) {
         free(c->socket_group);
         free(c->metrics_textfile_dir);
         free(c->policy_set_path);
+        c->trial_memory = mfree(c->trial_memory);
         c->state_dir = c->socket_path = c->socket_group = c->metrics_textfile_dir = c->policy_set_path = NULL;
 }
 
@@ -211,6 +225,8 @@ static int config_set(ConfigParse *p, const char *key, const char *value, const 
                 c->log_level = r;
                 return 0;
         }
+        if (streq(key, "trial_memory"))
+                return config_set_trial_memory(c, value, error);
         if (streq(key, "state_dir") || streq(key, "socket") || streq(key, "metrics_textfile_dir")) {
                 if (value[0] != '/') {
                         *error = "expected an absolute path";

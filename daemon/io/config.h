@@ -46,9 +46,15 @@ typedef struct Config {
         unsigned uevent_buffer_bytes;   /* receive buffer of the uevent socket */
         unsigned apply_parallelism;     /* apply passes at once; 0: chosen from the kernel */
         bool observe;           /* mode=observe: decide and report, write no policy (a rollout's first step) */
+        char *trial_memory;     /* trials' remembered verdicts (trial-memory-file.h); NULL: none kept */
 } Config;
 
+#define TRIAL_MEMORY_PATH "/var/lib/blkpolicyd/trial-verdicts.json"
+
 int config_init_defaults(Config *c);
+/* trial_memory=: an absolute path, or "no" (none kept). -EINVAL with
+ * *error; -ENOMEM. */
+int config_set_trial_memory(Config *c, const char *value, const char **error);
 void config_done(Config *c);
 /* Missing file: defaults stand, returns 0 (unless required). Then the
  * drop-ins <path>.d/NAME.conf in lexical order, each over the one before

@@ -308,6 +308,20 @@ static int read_link_name_at(int dirfd, const char *rel, char *buf, size_t size)
         return strscpy(buf, size, base ? base + 1 : target);
 }
 
+int sysfs_read_link(const char *path, char *buf, size_t size) {
+        ssize_t n;
+
+        if (size == 0)
+                return -ENOBUFS;
+        n = readlink(path, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n >= size - 1)
+                return -ENAMETOOLONG;
+        buf[n] = 0;
+        return 0;
+}
+
 int sysfs_read_link_name(const char *path, char *buf, size_t size) {
         return read_link_name_at(AT_FDCWD, path, buf, size);
 }

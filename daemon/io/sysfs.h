@@ -32,6 +32,8 @@ bool sysfs_exists(const char *path);
  * stands for now (a disk removed and added again has another). */
 int queue_inode(const Roots *r, const char *dev, uint64_t *ret);
 /* Basename of a symlink's target. */
+/* A symlink's whole target, as readlink() gives it. */
+int sysfs_read_link(const char *path, char *buf, size_t size);
 int sysfs_read_link_name(const char *path, char *buf, size_t size);
 
 /* "<sysfs>/block/<dev>/<rel>" */

@@ -13,6 +13,7 @@
 #include "decide.h"
 #include "device-internal.h"
 #include "device-trial.h"
+#include "device-trial-memory.h"
 #include "device.h"
 #include "log.h"
 #include "util.h"
@@ -96,6 +97,37 @@ static int trial_new(Device *d, const TrialPolicy *config, bool by_hand) {
         return 0;
 }
 
+/* What is in force before the pending candidate, as scheduler= names it:
+ * what a trial kept, else the plan's scheduler, else the kernel's. */
+static void trial_incumbent(const Device *d, const Plan *plan, const DeviceTrial *t, char *buf, size_t size) {
+        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
+        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
+
+        if (t->has_kept)
+                (void) sched_choice_format(&t->kept, buf, size);
+        else if (s && s->result != RESULT_UNSUPPORTED) {
+                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
+
+                (void) strscpy(c.name, sizeof(c.name), s->target);
+                (void) sched_choice_format(&c, buf, size);
+        } else
+                (void) strscpy(buf, size, device_facts_scheduler(d->kind->facts));
+}
+
+/* A [Trial]'s new trial: done at once when a verdict is remembered for
+ * d (before the pass writes anything: a restart takes the disk over as the
+ * last run left it), else its first candidate begins at the next tick. 1
+ * when the arm in force changed. */
+static int trial_first(const DeviceContext *c, Device *d, const Plan *plan) {
+        DeviceTrial *t = trial_of(d);
+        char incumbent[SCHED_NAME_MAX + 16];
+
+        trial_incumbent(d, plan, t, incumbent, sizeof(incumbent));
+        if (t->phase == TRIAL_PHASE_WAITING)
+                log_info("%s: a trial of %u candidate(s) against %s", d->name, t->config.n_candidates, incumbent);
+        return device_trial_memory_recall(d, t, device_trial_memory_find(c, d, t, incumbent, NULL));
+}
+
 int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
         DeviceTrial *t = trial_of(d);
         const char *why = trial_why_not(c, d, plan);
@@ -117,28 +149,9 @@ int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
                 if (r == -ENOMEM)
                         return r;
                 if (r == 0)
-                        log_info("%s: a trial of %u candidate(s) begins at the next tick (%s)", d->name,
-                                 plan->trial->n_candidates, plan->trial_source);
+                        changed |= trial_first(c, d, plan);
         }
         return changed;
-}
-
-/* What is in force before the pending candidate, as scheduler= names it:
- * what a trial kept, else the plan's scheduler, else the kernel's. */
-static void trial_incumbent(const Device *d, const DeviceTrial *t, char *buf, size_t size) {
-        const Plan *plan = device_plan(d);
-        const PlanItem *s = plan_find(plan, TUNABLE_SCHEDULER);
-        const PlanItem *dd = plan_find(plan, (unsigned) tunable_find("mq-deadline", "dispatch_direct"));
-
-        if (t->has_kept)
-                (void) sched_choice_format(&t->kept, buf, size);
-        else if (s && s->result != RESULT_UNSUPPORTED) {
-                SchedChoice c = { .dispatch_direct = streq(s->target, "mq-deadline") && dd && streq(dd->target, "1") };
-
-                (void) strscpy(c.name, sizeof(c.name), s->target);
-                (void) sched_choice_format(&c, buf, size);
-        } else
-                (void) strscpy(buf, size, device_facts_scheduler(d->kind->facts));
 }
 
 /* Whether d takes candidate: decided with it in force, the scheduler is
@@ -161,7 +174,7 @@ static int trial_begin_candidate(const DeviceContext *c, Device *d, DeviceTrial 
         const SchedChoice *cand = device_trial_pending(t);
         char incumbent[SCHED_NAME_MAX + 16], name[SCHED_NAME_MAX + 16];
 
-        trial_incumbent(d, t, incumbent, sizeof(incumbent));
+        trial_incumbent(d, device_plan(d), t, incumbent, sizeof(incumbent));
         (void) sched_choice_format(cand, name, sizeof(name));
         if (streq(name, incumbent)) {
                 device_trial_skip(t, incumbent, "the candidate is what is in force already");
@@ -206,11 +219,56 @@ static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) 
         }
 }
 
+/* A fresh trial of d's [Trial] in place of the one done, done at once
+ * from memo when there is one. 1 when the arm in force changed; -ENOMEM. */
+static int trial_again(Device *d, const TrialMemo *memo) {
+        SchedChoice before_copy;
+        const SchedChoice *before = device_trial_arm(trial_of(d));
+        TrialPolicy config = trial_of(d)->config;
+        unsigned retrials = trial_of(d)->retrials + 1;
+        int r;
+
+        if (before) {
+                before_copy = *before;
+                before = &before_copy;
+        }
+        trial_free(d);
+        r = trial_new(d, &config, false);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        trial_of(d)->retrials = retrials;
+        (void) device_trial_memory_recall(d, trial_of(d), memo);
+        return !device_trial_arm_same(device_trial_arm(trial_of(d)), before);
+}
+
+/* A [Trial]'s verdict, each tick: taken again once older than max_age, or
+ * when the workload is no longer what it was taken on (from memory when
+ * that shape was seen before). 1 when the arm in force changed. */
+static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const DiskStat *st, uint64_t now_ms) {
+        char shape[64];
+        TrialShape now;
+
+        if (t->by_hand || t->phase != TRIAL_PHASE_DONE || d->job)
+                return 0;
+        if (t->watching && now_ms - t->decided_ms > t->config.max_age_ms) {
+                log_info("%s: its trial's verdict is older than max_age, the trial runs again", d->name);
+                return trial_again(d, NULL);
+        }
+        if (!device_trial_watch(t, now_ms, st) || !t->config.retrial_on_shape)
+                return 0;
+        now = t->watch.last;
+        (void) trial_shape_format(&now, shape, sizeof(shape));
+        log_info("%s: its workload changed (now %s), the trial runs again", d->name, shape);
+        return trial_again(d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now));
+}
+
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms) {
         DeviceTrial *t = trial_of(d);
         const char *why;
-        int changed;
+        int changed, r;
 
+        if (t && t->phase == TRIAL_PHASE_DONE)
+                return trial_keep_watch(c, d, t, st, now_ms);
         if (!trial_live(t))
                 return 0;
         /* a switch not written yet, or a pass that may write one: its
@@ -230,6 +288,13 @@ int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t 
         changed = device_trial_tick(t, now_ms, st);
         if (t->phase != TRIAL_PHASE_RUNNING)
                 log_outcome(d, device_trial_last(t));
+        if (t->phase == TRIAL_PHASE_DONE) {
+                /* the first look takes the shape of what it decided on */
+                (void) device_trial_watch(t, now_ms, st);
+                r = device_trial_memory_save(c, d, t);
+                if (r < 0)
+                        return r;
+        }
         return changed;
 }
 

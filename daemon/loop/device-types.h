@@ -71,6 +71,7 @@ typedef struct DeviceContext {
         bool stopping;                  /* the loop is over: the stop's put-backs run */
         bool redecide;                  /* kernel capabilities changed: decide all again (the manager's) */
         size_t drift_cursor;            /* next table slot the drift check reads */
+        TrialMemory trial_memory;       /* verdicts remembered (config->trial_memory's), loaded at start */
 } DeviceContext;
 
 /* Policy values are written: neither --dry-run nor mode=observe. */

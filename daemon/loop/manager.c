@@ -20,6 +20,7 @@
 #include "sampler.h"
 #include "shared.h"
 #include "state-v1.h"
+#include "trial-memory-file.h"
 #include "util.h"
 
 /* New kernel capabilities change decisions: take them all again, once.
@@ -770,6 +771,29 @@ static void manager_init_context(Manager *m) {
         };
 }
 
+/* The trials' remembered verdicts, where a daemon runs trials: a file
+ * that cannot be read costs trials, not the start. */
+static int manager_trial_memory(Manager *m) {
+        const char *error = NULL;
+        int r;
+
+        if (m->options->trial_memory &&
+            config_set_trial_memory(&m->config, m->options->trial_memory, &error) < 0)
+                return error ? log_error_errno(EINVAL, "--trial-memory=%s: %s", m->options->trial_memory, error)
+                             : log_oom();
+        if (m->options->mode != RUN_DAEMON || !m->config.trial_memory)
+                return 0;
+        r = trial_memory_load(m->config.trial_memory, &m->ctx.trial_memory);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the trials' verdicts in %s, ignoring (trials run again): %m",
+                                  m->config.trial_memory);
+        else if (m->ctx.trial_memory.n > 0)
+                log_info("%zu trial verdict(s) remembered in %s", m->ctx.trial_memory.n, m->config.trial_memory);
+        return 0;
+}
+
 static void manager_freep(Manager **m) {
         manager_free(*m);
 }
@@ -792,6 +816,9 @@ int manager_new(const Options *o, Manager **ret) {
                 return r;
         manager_set_log_level(m);
         r = load_policies(m);
+        if (r < 0)
+                return r;
+        r = manager_trial_memory(m);
         if (r < 0)
                 return r;
         r = kernel_caps_read(&m->roots, &m->caps);
@@ -838,6 +865,7 @@ Manager *manager_free(Manager *m) {
         state_dir_close(&m->state);
         conflict_set_done(&m->ctx.conflicts);
         strv_free(m->ctx.v1_pending);
+        trial_memory_done(&m->ctx.trial_memory);
         sd_event_unref(m->event);
         free(m);
         return NULL;

@@ -50,6 +50,7 @@ typedef struct Options {
         bool dry_run;
         const char *record_path;        /* --record: append every tick's raw samples */
         const char *replay_path;        /* --replay=FILE */
+        const char *trial_memory;       /* --trial-memory=PATH|no: over the config's */
         int log_level;          /* --log-level; -1: not given, the config's log_level= applies */
 } Options;
 

@@ -186,15 +186,9 @@ static int flips_apply(Sampler *s) {
 }
 
 static int trial_switch_push(Sampler *s, dev_t devnum) {
-        if (s->n_trial_switches == s->trial_switches_size) {
-                size_t n = s->trial_switches_size ? s->trial_switches_size * 2 : 4;
-                dev_t *v = reallocarray(s->trial_switches, n, sizeof(dev_t));
-
-                if (!v)
-                        return -ENOMEM;
-                s->trial_switches = v;
-                s->trial_switches_size = n;
-        }
+        if (array_grow((void **) &s->trial_switches, &s->trial_switches_size, s->n_trial_switches,
+                       sizeof(dev_t)) < 0)
+                return -ENOMEM;
         s->trial_switches[s->n_trial_switches++] = devnum;
         return 0;
 }

@@ -61,20 +61,23 @@ class Feeder(_Paced):
 class ServiceFeeder(_Paced):
     """Fakes a closed-loop load on disks of a fixture tree whose speed
     depends on the scheduler the daemon set: each step, every disk in
-    `disks` completes `ios` reads of 4 KiB and is busy `service[scheduler]`
-    ms for them (io_ticks; time_in_queue the same), the scheduler read
-    from the fake sysfs at that step. So busy time per byte, the trial's
-    metric, is service[scheduler] / (ios * 4 KiB), exactly. `service` may
-    be changed while it runs. Use as a context manager."""
+    `disks` completes `ios` requests of 4 KiB, reads or writes as `mode`
+    says, and is busy `service[scheduler]` ms for them (io_ticks;
+    time_in_queue the same), the scheduler read from the fake sysfs at that
+    step. So busy time per byte, the trial's metric, is service[scheduler]
+    / (ios * 4 KiB), exactly. `service` and `mode` ("read" or "write": the
+    workload's shape) may be changed while it runs. Use as a context
+    manager."""
 
-    def __init__(self, path, sched_of, disks, service, ios=1000):
+    def __init__(self, path, sched_of, disks, service, ios=1000, mode="read"):
         super().__init__()
         self.path = path
         self.sched_of = sched_of        # name -> the scheduler in force, as the fake sysfs says
         self.service = dict(service)
         self.ios = ios
+        self.mode = mode
         self.disks = dict(disks)        # name -> (major, minor)
-        self.counters = {name: [0, 0] for name in self.disks}   # reads, busy ms
+        self.counters = {name: {"read": 0, "write": 0, "busy": 0} for name in self.disks}
         self.steps = {}                 # scheduler -> steps run under it, for the test's own check
         with open(path) as f:
             self.others = [line for line in f if line.split()[2] not in self.disks]
@@ -84,16 +87,17 @@ class ServiceFeeder(_Paced):
         with open(tmp, "w") as f:
             f.writelines(self.others)
             for name, (major, minor) in self.disks.items():
-                reads, busy = self.counters[name]
-                f.write(f"{major:4d} {minor:7d} {name} {reads} 0 {reads * 8} {busy} 0 0 0 0 0 {busy} {busy}"
-                        " 0 0 0 0 0 0\n")
+                c = self.counters[name]
+                reads, writes, busy = c["read"], c["write"], c["busy"]
+                f.write(f"{major:4d} {minor:7d} {name} {reads} 0 {reads * 8} {busy} {writes} 0 {writes * 8} 0 0 "
+                        f"{busy} {busy} 0 0 0 0 0 0\n")
         os.rename(tmp, self.path)
 
     def _step(self):
         for name in self.disks:
             sched = self.sched_of(name)
             c = self.counters[name]
-            c[0] += self.ios
-            c[1] += self.service[sched]
+            c[self.mode] += self.ios
+            c["busy"] += self.service[sched]
             self.steps[sched] = self.steps.get(sched, 0) + 1
         self._write()

@@ -125,9 +125,14 @@ class Workspace:
             print(f"--- daemon log\n{self.running[-1].text()[-4000:]}")
 
     def daemon_args(self, conf, *extra):
-        """blkpolicyd's arguments for this tree, on every loop disk."""
+        """blkpolicyd's arguments for this tree, on every loop disk; the
+        trials' verdicts remembered in the work dir, never the host's."""
         return ["--config", conf, "--policy-dir", self.policies, *fixture_roots(self.root), "--state-dir", self.state,
-                "--socket", self.sock_path, "--device", "loop*", *extra]
+                "--socket", self.sock_path, "--device", "loop*", "--trial-memory", self.trial_memory, *extra]
+
+    @property
+    def trial_memory(self):
+        return os.path.join(self.work, "trial-verdicts.json")
 
 
 class Uevents:

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Trials' verdicts remembered, and taken again (issue #28), on the fake
+kernel (no root): a verdict is kept per disk identity, model, kernel
+release and trial in the --trial-memory file, so a restart takes the
+remembered setting before the first write and runs no trial; another
+kernel, another disk or an older verdict than max_age runs it again; a
+workload of another shape (reads to writes) runs it again, and coming back
+to a shape seen before takes that shape's verdict without one.
+
+The fake disk's load (blkptest.diskstats.ServiceFeeder) is reads or writes
+of 4 KiB; its busy time per byte follows the scheduler the daemon set.
+Nothing sleeps for synchronisation: the tests wait on the device's trial
+state, on status' tick count and on the fake sysfs."""
+import json
+import os
+import time
+
+from blkptest.daemon import ctl, wait_for
+from blkptest.faketree import write
+# the fake disk and its daemon, trial.py's fixture
+from trial import FOUND, POLICY, done, host  # noqa: F401
+
+FAST_MQ = {"none": 6, "mq-deadline": 3, FOUND: 6}      # mq-deadline 2x faster
+FAST_NONE = {"none": 3, "mq-deadline": 9, FOUND: 3}    # mq-deadline 3x slower: its trial aborts
+
+
+def memory(host):
+    with open(host.trial_memory) as f:
+        return json.load(f)
+
+
+def stop(host, d):
+    d.stop()
+    host.running.remove(d)
+
+
+def test_a_restart_takes_the_remembered_verdict_before_any_write(host):
+    with host.feeder(FAST_MQ) as load:
+        d = host.start()
+        host.wait_trial(done, "the trial's verdict")
+        m = memory(host)
+        (v,) = [v for v in m["verdicts"] if v["identity"] == "path:virtual/block/loop0"]
+        assert (v["kernel"], v["trial"], v["kept"], v["verdict"]) == \
+            ("6.18.44-fc-v657", "none > mq-deadline", "mq-deadline", "candidate-wins"), m
+        assert v["shape"] == {"read_share": 1, "request_bytes": 4096} and abs(v["at"] - time.time()) < 600, v
+        stop(host, d)
+        assert host.live("loop0", "scheduler") == FOUND, "the stop puts back what the kernel had"
+        steps_before = dict(load.steps)
+        d = host.start(append_log=True)
+        t = host.wait_trial(done, "the remembered verdict")
+        assert t["recalled"]["verdict"] == "candidate-wins" and t["outcomes"] == [] and \
+            t["in_force"] == "mq-deadline", t
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the remembered setting written")
+        host.ticks_after(20)
+        log = d.text()
+        after = log[log.index("a verdict is remembered for this disk"):]
+        writes = [line for line in after.splitlines() if line.startswith("loop0: scheduler ")]
+        assert writes == ["loop0: scheduler bfq -> mq-deadline (trial)"], f"one write, never none first: {writes}"
+        assert load.steps.get("none", 0) == steps_before.get("none", 0), (steps_before, load.steps)
+        out = ctl(host.ctl, host.sock_path, "explain", "loop0")
+        assert "remembered for this disk, kernel and trial: candidate-wins" in out.stdout, out.stdout
+
+
+def test_another_kernel_or_disk_or_an_old_verdict_runs_the_trial_again(host):
+    with host.feeder(FAST_MQ):
+        d = host.start()
+        host.wait_trial(done, "the trial's verdict")
+        stop(host, d)
+        good = memory(host)
+        for name, edit in (("kernel", lambda v: v.update(kernel="6.18.43")),
+                           ("age", lambda v: v.update(at=time.time() - 31 * 24 * 3600)),
+                           ("trial", lambda v: v.update(trial="none > kyber"))):
+            m = json.loads(json.dumps(good))
+            for v in m["verdicts"]:
+                edit(v)
+            write(host.trial_memory, json.dumps(m))
+            d = host.start(append_log=True)
+            t = host.wait_trial(lambda t: t and t["outcomes"], f"a trial runs again ({name})")
+            assert t["recalled"] is None, (name, t)
+            stop(host, d)
+        # another disk in the same place: a serial now
+        write(host.trial_memory, json.dumps(good))
+        write(os.path.join(host.root, "sys", "block", "loop0", "serial"), "BLKP-0001\n")
+        d = host.start(append_log=True)
+        t = host.wait_trial(done, "the new disk's own verdict")
+        assert t["recalled"] is None and t["outcomes"][0]["verdict"] == "candidate-wins", t
+        ids = {v["identity"] for v in memory(host)["verdicts"]}
+        assert {"serial:BLKP-0001", "path:virtual/block/loop0"} <= ids, ids
+
+
+def test_a_workload_of_another_shape_runs_it_again_and_each_shape_is_remembered(host):
+    with host.feeder(FAST_MQ) as load:
+        host.start()
+        t = host.wait_trial(done, "the verdict on reads")
+        assert t["outcomes"][0]["kept"] == "mq-deadline" and t["shape"]["read_share"] == 1, t
+        # writes now, where mq-deadline is the slower: taken again
+        load.service, load.mode = dict(FAST_NONE), "write"
+        t = host.wait_trial(lambda t: t and t["retrials"] == 1 and t["phase"] == "done", "the verdict on writes")
+        assert t["recalled"] is None and t["outcomes"][0]["kept"] == "none" and t["shape"]["read_share"] == 0, t
+        wait_for(lambda: host.live("loop0", "scheduler") == "none", 30, "none back on writes")
+        assert len(memory(host)["verdicts"]) == 2, memory(host)
+        # reads again: the reads' verdict, remembered, no trial
+        load.service, load.mode = dict(FAST_MQ), "read"
+        t = host.wait_trial(lambda t: t and t["retrials"] == 2, "the reads' verdict again")
+        assert t["phase"] == "done" and t["recalled"]["verdict"] == "candidate-wins" and t["outcomes"] == [], t
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "mq-deadline back on reads")
+
+
+def test_a_burst_of_another_kind_is_not_a_new_workload(host):
+    with host.feeder(FAST_MQ) as load:
+        host.start()
+        host.wait_trial(done, "the verdict on reads")
+        st = host.ticks_after(2)
+        t0 = st["tick"]["count"]
+        # writes for less than three spans of three windows (0.5 s each)
+        load.mode = "write"
+        host.ticks_after(int(2 * 3 * 500 / 50))
+        load.mode = "read"
+        host.ticks_after(int(4 * 3 * 500 / 50))
+        t = host.trial()
+        assert t["retrials"] == 0 and t["phase"] == "done", (t, t0)
+
+
+def test_max_age_runs_it_again(host):
+    host.set_policy(POLICY + "max_age = 3\n")
+    with host.feeder(FAST_MQ):
+        host.start()
+        first = host.wait_trial(done, "the first verdict")
+        at = memory(host)["verdicts"][0]["at"]
+        t = host.wait_trial(lambda t: t and t["retrials"] >= 1 and t["phase"] == "done", "the verdict again", timeout=120)
+        assert t["outcomes"][0]["kept"] == "mq-deadline" and first["retrials"] == 0, t
+        assert memory(host)["verdicts"][0]["at"] >= at and len(memory(host)["verdicts"]) == 1, memory(host)
+
+
+def test_a_bad_file_a_trial_by_hand_and_no_memory(host):
+    write(host.trial_memory, "{not json")
+    with host.feeder(dict(FAST_MQ, kyber=6)):
+        d = host.start()
+        host.wait_trial(done, "the verdict")
+        assert "Cannot read the trials' verdicts" in d.text(), d.text()[-2000:]
+        assert len(memory(host)["verdicts"]) == 1, "the bad file replaced"
+        os.unlink(host.trial_memory)
+        # by hand: not remembered (the admin's own question)
+        host.call("trial", device="loop0", candidates=["kyber"])
+        host.wait_trial(lambda t: t and t["started_by"] == "blkpolicyctl" and t["phase"] == "done", "by hand")
+        assert not os.path.exists(host.trial_memory), "a trial by hand is not remembered"
+        stop(host, d)
+        # trial_memory = no (here --trial-memory no, over the harness' path): nothing kept
+        host.start(extra=("--trial-memory", "no"), append_log=True)
+        host.wait_trial(done, "the verdict, not remembered")
+        host.ticks_after(5)
+        assert not os.path.exists(host.trial_memory)
