@@ -16,6 +16,8 @@ Devices, each alone in its cells:
   virtio-local   the same virtio-blk (1 queue, queue-size=16), not
                  throttled: a local disk of the same class as
                  virtio-capped, which sysfs cannot tell apart from it.
+                 Both virtio images are 1 GiB raw files written through
+                 with zeros before the boot (not sparse).
 Loads, fio libaio direct 4k:
   write          sequential write flood, qd32;
   randread       random reads, qd16;
@@ -70,7 +72,7 @@ Definitions (docs/benchmarks.md, "Trials on live traffic (#28)"):
     the verdict (the scheduler read each second of the after-span, and
     no second verdict).
 
-  sudo python3 bench/trial-vm.py [--kernel 6.12|7.3dd|all] [--devices LIST] [--loads LIST]
+  sudo python3 bench/trial-vm.py [--kernel 6.12|7.3dd|all] [--devices LIST] [--loads LIST] [--cells D:L,...]
         [--rounds 3] [--static-s 8] [--max-trial-s 60] [--after-s 8] [--phase-s 60]
         [--raw FILE] [--serial FILE]
 
@@ -96,7 +98,6 @@ import vmtest  # noqa: E402
 
 DEVICES = ["scsi-slow", "virtio-capped", "nullb-fast", "virtio-local"]
 LOADS = ["write", "randread", "phase"]
-FIO = {"write": "--rw=write --iodepth=32", "randread": "--rw=randread --iodepth=16"}
 MODULES_612 = ["virtio_pci", "virtio_blk", "sd_mod", "scsi_debug", "null_blk"]
 SCSI_PARAMS = "dev_size_mb=256 ndelay=2000000 max_queue=8"
 KERNELS = {
@@ -144,13 +145,18 @@ snap() { set -- $(grep " $1 " /proc/diskstats); echo "$(now)/$(($6 + ${10}))"; }
 dj() { ctl --json device $1 > /run/tj; }
 flat() { tr -d ' \n\t' < /run/tj; }
 decided() { dj $1; flat | grep -o '"verdict":"[a-z-]*"' | grep -vc undecided; }
+# tstate: the trial's phase|retrials|verdicts, from /run/tj
+tstate() {
+        f=$(flat)
+        echo "$(echo "$f" | grep -o '"phase":"[a-z]*"' | head -n 1 | cut -d'"' -f4)|$(echo "$f" | grep -o '"retrials":[0-9]*' | cut -d: -f2)|$(echo "$f" | grep -o '"verdict":"[a-z-]*"' | cut -d'"' -f4 | tr '\n' ',')"
+}
 fio_start() {  # DEV LOAD: fio in the background, its pid in $fio
         case $2 in
-        write) a="--rw=write --iodepth=32" ;;
-        randread) a="--rw=randread --iodepth=16" ;;
+        write) fa="--rw=write --iodepth=32" ;;
+        randread) fa="--rw=randread --iodepth=16" ;;
         esac
         /bin/fio --name=$2 --filename=/dev/$1 --ioengine=libaio --direct=1 --bs=4k --time_based --runtime=900 \
-                $a --output-format=terse >/dev/null 2>&1 &
+                $fa --output-format=terse >/dev/null 2>&1 &
         fio=$!
 }
 fio_stop() { kill $fio 2>/dev/null; wait $fio 2>/dev/null; }
@@ -170,6 +176,8 @@ min_gain = 10%
 max_switches_per_hour = 64
 max_duration = @MAXT@
 EOF
+        # fresh each time: no verdict remembered from an earlier round
+        # (trial_memory's default file; trials/ should it move there)
         rm -rf /var/lib/blkpolicyd/trials /var/lib/blkpolicyd/trial-verdicts.json
         setst $1 $(cat /run/default.$1)
         found=$(st $1)
@@ -224,7 +232,7 @@ trial() {      # CELL ROUND DEV LOAD CANDIDATE
 # s), a line for each verdict reached, the scheduler's changes counted in $sw
 watch() {
         while [ $(now_i) -lt $2 ]; do
-                k=$(decided $1)
+                dj $1; k=$(tstate)
                 [ "$k" != "$nd" ] && nd=$k && echo "===PV $cell $round $k $(snap $1) $(st $1)==="
                 s=$(st $1); [ "$s" != "$last" ] && sw=$((sw + 1)) && last=$s
                 sleep 1
@@ -233,7 +241,7 @@ watch() {
 phase() {      # CELL ROUND DEV STATIC|trial [CANDIDATE]
         cell=$1 round=$2 h=$(( @PHASE@ / 2 ))
         if [ $4 = trial ]; then daemon_start $3 $5; else setstatic $3 $4; fi
-        nd=0 sw=0 last=$(st $3)
+        nd="" sw=0 last=$(st $3)
         fio_start $3 randread
         t=$(now_i); sleep 1; a=$(snap $3)
         if [ $4 = trial ]; then watch $3 $((t + h)); else until_t $((t + h)); fi
@@ -272,41 +280,52 @@ poweroff -f
 DEV_VAR = {"scsi-slow": "$SD", "virtio-capped": "$VCAP", "nullb-fast": "nullb0", "virtio-local": "$VLOC"}
 
 
-def plan(kernel, devices, loads, rounds):
+def plan(kernel, cells, rounds):
     """The guest's calls, unrolled: per cell and round, the statics in an
     order that rotates, before the trial in odd rounds, after it in even
     ones. Returns the shell text and the number of guest seconds it may take."""
     k = KERNELS[kernel]
     lines, budget = [], 0.0
-    for dev in devices:
-        for load in loads:
-            cell = f"{dev}:{load}"
-            for r in range(1, rounds + 1):
-                n = (r - 1) % len(k["statics"])
-                statics = k["statics"][n:] + k["statics"][:n]
-                if load == "phase":
-                    st = [f"phase {cell} {r} {DEV_VAR[dev]} {s}" for s in statics]
-                    tr = [f"phase {cell} {r} {DEV_VAR[dev]} trial {k['candidate']}"]
-                    budget += (len(statics) + 1) * (ARGS.phase_s + 6) + 20
-                else:
-                    st = [f"static {cell} {r} {DEV_VAR[dev]} {load} {s}" for s in statics]
-                    tr = [f"trial {cell} {r} {DEV_VAR[dev]} {load} {k['candidate']}"]
-                    budget += len(statics) * (ARGS.static_s + 4) + ARGS.max_trial_s + ARGS.after_s + 40
-                lines += (st + tr) if r % 2 else (tr + st)
+    for cell in cells:
+        dev, load = cell.split(":")
+        for r in range(1, rounds + 1):
+            n = (r - 1) % len(k["statics"])
+            statics = k["statics"][n:] + k["statics"][:n]
+            if load == "phase":
+                st = [f"phase {cell} {r} {DEV_VAR[dev]} {s}" for s in statics]
+                tr = [f"phase {cell} {r} {DEV_VAR[dev]} trial {k['candidate']}"]
+                budget += (len(statics) + 1) * (ARGS.phase_s + 6) + 20
+            else:
+                st = [f"static {cell} {r} {DEV_VAR[dev]} {load} {s}" for s in statics]
+                tr = [f"trial {cell} {r} {DEV_VAR[dev]} {load} {k['candidate']}"]
+                budget += len(statics) * (ARGS.static_s + 4) + ARGS.max_trial_s + ARGS.after_s + 40
+            lines += (st + tr) if r % 2 else (tr + st)
     return "\n".join(lines), budget
 
 
+def written_disk(path, size=1 << 30):
+    """A raw image written through (zeros), not sparse: a first write into
+    a hole of the host's file costs an allocation its later writes do not,
+    and a read of a hole costs nothing, so a sparse image makes a run's
+    throughput depend on where on the disk it is."""
+    chunk = bytes(1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size >> 20):
+            f.write(chunk)
+    return path
+
+
 def qemu_devices(work):
-    disks = vmtest.scratch_disks(work, ["capped", "local"], size=1 << 30)
+    disks = [written_disk(os.path.join(work, f"{n}.img")) for n in ("capped", "local")]
     return ["-drive", f"if=none,id=vcap,file={disks[0]},format=raw,throttling.iops-total=400",
             "-device", "virtio-blk-pci,drive=vcap,num-queues=1,queue-size=16,serial=capped",
             "-drive", f"if=none,id=vloc,file={disks[1]},format=raw",
             "-device", "virtio-blk-pci,drive=vloc,num-queues=1,queue-size=16,serial=local"]
 
 
-def boot(kernel, blkpolicyd, serial_path, devices, loads, rounds):
+def boot(kernel, blkpolicyd, serial_path, cells, rounds):
     """One boot; the serial console streams to serial_path. Returns its text."""
-    script, budget = plan(kernel, devices, loads, rounds)
+    script, budget = plan(kernel, cells, rounds)
     init = (INIT.replace("@PLAN@", script).replace("@MAXT@", str(ARGS.max_trial_s))
             .replace("@STATIC@", str(ARGS.static_s)).replace("@AFTER@", str(ARGS.after_s))
             .replace("@PHASE@", str(ARGS.phase_s)))
@@ -420,10 +439,23 @@ def parse(serial, kernel, kver):
         a, b, c, d, e = snaps(m.groups()[3:8])
         tj = trial_json(serial, cell, rnd)
         verdicts = []
-        for p in re.finditer(r"===PV " + re.escape(cell) + " " + str(rnd) + r" (\d+) (\S+) (\S+)===", serial):
+        events = []
+        for p in re.finditer(r"===PV " + re.escape(cell) + " " + str(rnd) + r" (\S+) (\S+) (\S+)===", serial):
             (t, s), = snaps([p.group(2)])
-            verdicts.append({"decided": int(p.group(1)), "t": round(t - a[0], 3), "state": p.group(3),
-                             "half": 1 if t <= b[0] else 2, "bytes": None})
+            phase_, retrials, verdict_list = (p.group(1).split("|") + ["", ""])[:3]
+            events.append({"t": round(t - a[0], 3), "half": 1 if t <= b[0] else 2, "phase": phase_,
+                           "retrials": int(retrials or 0), "verdicts": [v for v in verdict_list.split(",") if v],
+                           "state": p.group(3)})
+        # a verdict: the trial done (or stopped) where it was not at the
+        # last poll, or done again after a re-trial
+        prev = None
+        for e in events:
+            ended = e["phase"] in ("done", "stopped")
+            if ended and (prev is None or prev["phase"] not in ("done", "stopped") or
+                          prev["retrials"] != e["retrials"]):
+                verdicts.append({"t": e["t"], "half": e["half"], "verdicts": e["verdicts"],
+                                 "retrials": e["retrials"], "state": e["state"]})
+            prev = e
         span = (b[0] - a[0]) + (e[0] - c[0])
         moved = (b[1] - a[1]) + (e[1] - c[1])
         r = rec(cell, rnd)
@@ -431,7 +463,7 @@ def parse(serial, kernel, kver):
         r["trial"] = {
             "running_at_load": m.group(3) == "ok", "span_s": round(span, 3), "bytes": moved,
             "Bps": moved / span, "half1_Bps": rate(a, b), "half2_Bps": rate(c, e), "last_Bps": rate(d, e),
-            "verdict_times": verdicts, "switches": int(m.group(9)), "decided": int(m.group(10)),
+            "verdict_times": verdicts, "events": events, "switches": int(m.group(9)), "decided": int(m.group(10)),
             "end_state": m.group(11), "found": m.group(12), "back": m.group(13), "rc": int(m.group(14)),
             "phase": tj and tj.get("phase"),
             "outcomes": [outcome_fields(o) for o in (tj or {}).get("outcomes", [])],
@@ -483,8 +515,9 @@ def summarize(recs, kernel):
                 row["retrials"].append(len(outs))
                 row["switches"].append(t["switches"])
                 row.setdefault("phase_rounds", []).append(
-                    f"{r['round']}: " + ", ".join(f"{o['verdict']} -> {o['kept']}" for o in outs) +
-                    " at " + ", ".join(f"{v['t']:.0f} s (half {v['half']})" for v in t["verdict_times"]) +
+                    f"{r['round']}: " + (", ".join(f"{'+'.join(v['verdicts'])} at {v['t']:.0f} s (half {v['half']}, "
+                                                   f"on {v['state']})" for v in t["verdict_times"]) or "no verdict") +
+                    f", re-trials {t['events'][-1]['retrials'] if t['events'] else 0}" +
                     f", {t['switches']} scheduler changes seen, ended on {t['end_state']}")
             else:
                 bestB = mean[best]
@@ -549,7 +582,7 @@ def run_kernel(kernel, args, raw):
         serial_path = f"{args.serial}.{kernel}"
     load0 = os.getloadavg()
     t0 = time.monotonic()
-    serial = boot(kernel, args.blkpolicyd, serial_path, args.devices, args.loads, args.rounds)
+    serial = boot(kernel, args.blkpolicyd, serial_path, args.cells, args.rounds)
     load1 = os.getloadavg()
     m = re.search(r"===KERNEL (\S+)===", serial)
     kver = m.group(1) if m else "?"
@@ -597,6 +630,7 @@ def main():
     ap.add_argument("--kernel", default="all", choices=list(KERNELS) + ["all"])
     ap.add_argument("--devices", default=",".join(DEVICES))
     ap.add_argument("--loads", default="write,randread,phase")
+    ap.add_argument("--cells", help="DEVICE:LOAD,... in this order, instead of --devices x --loads")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--static-s", type=int, default=8)
     ap.add_argument("--max-trial-s", type=int, default=60)
@@ -611,6 +645,9 @@ def main():
     args.loads = args.loads.split(",")
     if not set(args.devices) <= set(DEVICES) or not set(args.loads) <= set(LOADS):
         ap.error(f"devices: {DEVICES}; loads: {LOADS}")
+    args.cells = args.cells.split(",") if args.cells else [f"{d}:{l}" for d in args.devices for l in args.loads]
+    if any(c.count(":") != 1 or c.split(":")[0] not in DEVICES or c.split(":")[1] not in LOADS for c in args.cells):
+        ap.error("--cells: DEVICE:LOAD,...")
     if args.phase_s < 2 * (args.after_s + 4):
         ap.error("--phase-s must leave each half --after-s + 4 s")
     ARGS = args
