@@ -443,19 +443,20 @@ def parse(serial, kernel, kver):
         for p in re.finditer(r"===PV " + re.escape(cell) + " " + str(rnd) + r" (\S+) (\S+) (\S+)===", serial):
             (t, s), = snaps([p.group(2)])
             phase_, retrials, verdict_list = (p.group(1).split("|") + ["", ""])[:3]
-            events.append({"t": round(t - a[0], 3), "half": 1 if t <= b[0] else 2, "phase": phase_,
+            events.append({"t": round(t - a[0], 3), "half": 1 if t <= b[0] else 2,
+                           "t_half2": round(t - c[0], 3) if t > b[0] else None, "phase": phase_,
                            "retrials": int(retrials or 0), "verdicts": [v for v in verdict_list.split(",") if v],
                            "state": p.group(3)})
         # a verdict: the trial done (or stopped) where it was not at the
         # last poll, or done again after a re-trial
         prev = None
-        for e in events:
-            ended = e["phase"] in ("done", "stopped")
+        for ev in events:
+            ended = ev["phase"] in ("done", "stopped")
             if ended and (prev is None or prev["phase"] not in ("done", "stopped") or
-                          prev["retrials"] != e["retrials"]):
-                verdicts.append({"t": e["t"], "half": e["half"], "verdicts": e["verdicts"],
-                                 "retrials": e["retrials"], "state": e["state"]})
-            prev = e
+                          prev["retrials"] != ev["retrials"]):
+                verdicts.append({"t": ev["t"], "half": ev["half"], "t_half2": ev["t_half2"],
+                                 "verdicts": ev["verdicts"], "retrials": ev["retrials"], "state": ev["state"]})
+            prev = ev
         span = (b[0] - a[0]) + (e[0] - c[0])
         moved = (b[1] - a[1]) + (e[1] - c[1])
         r = rec(cell, rnd)
@@ -490,7 +491,10 @@ def summarize(recs, kernel):
         # the goals' "differ" is between the trial's two arms (the issue's
         # "candidates"); on 7.3dd mq-deadline with dispatch_direct=0 is a
         # static the trial does not try, and only `final` weighs it
-        arms = [mean[s] for s in ("none", KERNELS[kernel]["candidate"]) if s in mean]
+        # (phase: the write half's, where the arms part)
+        key = "half2_Bps" if phase else "Bps"
+        arms = [statistics.mean(r["statics"][s][key] for r in rs if s in r["statics"])
+                for s in ("none", KERNELS[kernel]["candidate"]) if s in mean]
         spread = max(arms) / min(arms)
         # the best static's own rounds against their mean: how far a final
         # can fall by the noise of one span alone
@@ -502,7 +506,11 @@ def summarize(recs, kernel):
         for r in rs:
             t = r["trial"]
             outs = t["outcomes"]
-            row["verdicts"].append("+".join(o["verdict"] for o in outs) or "(none)")
+            if phase:    # every verdict of the run, a re-trial's too
+                row["verdicts"].append(" then ".join(v["verdicts"][-1] for v in t["verdict_times"] if v["verdicts"])
+                                       or "(none)")
+            else:
+                row["verdicts"].append("+".join(o["verdict"] for o in outs) or "(none)")
             row["kept"].append(t["end_state"])
             row["restored"].append(t["rc"] == 0 and t["back"] == t["found"])
             if phase:
@@ -510,12 +518,15 @@ def summarize(recs, kernel):
                 last_best = max(statistics.mean(x["statics"][s]["last_Bps"] for x in rs) for s in mean)
                 row["final"].append(t["last_Bps"] / last_best)
                 row["cost"].append((bestB * t["span_s"] - t["bytes"]) / (bestB * 600))
-                vt = [v["t"] for v in t["verdict_times"]]
+                # the verdict that matters is the write half's: its time
+                # from that half's start (the workload's change)
+                vt = [v["t_half2"] for v in t["verdict_times"] if v["half"] == 2]
                 row["t_v"].append(vt[0] if vt else None)
                 row["retrials"].append(len(outs))
                 row["switches"].append(t["switches"])
                 row.setdefault("phase_rounds", []).append(
-                    f"{r['round']}: " + (", ".join(f"{'+'.join(v['verdicts'])} at {v['t']:.0f} s (half {v['half']}, "
+                    f"{r['round']}: " + (", ".join(f"{'+'.join(v['verdicts'])} at {v['t']:.0f} s (half {v['half']}"
+                                                   + (f", {v['t_half2']:.0f} s into it" if v['half'] == 2 else "") + ", "
                                                    f"on {v['state']})" for v in t["verdict_times"]) or "no verdict") +
                     f", re-trials {t['events'][-1]['retrials'] if t['events'] else 0}" +
                     f", {t['switches']} scheduler changes seen, ended on {t['end_state']}")
@@ -609,13 +620,20 @@ def run_kernel(kernel, args, raw):
 
 
 def report_raw(path):
-    """The tables again from raw JSON lines (several runs of a kernel: their
-    rounds together)."""
+    """The tables again from raw JSON lines: several runs of a kernel in
+    one table, a cell that more than one run has from the latest only."""
     with open(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
+    run = -1
+    for x in lines:        # each run's header comes before its records
+        run += x.get("type") == "run"
+        x["_run"] = run
     for kernel in KERNELS:
         runs = [x for x in lines if x.get("type") == "run" and x["kernel"] == kernel]
         recs = [x for x in lines if x.get("kernel") == kernel and "cell" in x]
+        # a cell run again (a later run of the same cell) counts its latest run only
+        last = {x["cell"]: x["_run"] for x in recs}
+        recs = [x for x in recs if x["_run"] == last[x["cell"]]]
         if not recs:
             continue
         for x in runs:
