@@ -587,6 +587,14 @@ def print_table(rows, kernel, kver):
         print(f"| {row['cell']} | " + " | ".join("n/a" if c is None else ("PASS" if c else "FAIL") for c in cols) + " |")
 
 
+def blkpolicyd_tree(blkpolicyd):
+    """The commit of the tree the binary was built from (and whether that
+    tree had changes): which daemon ran."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(blkpolicyd))))
+    r = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() or None
+
+
 def run_kernel(kernel, args, raw):
     serial_path = args.serial or os.path.join(tempfile.gettempdir(), f"trial-vm-{kernel}.serial")
     if args.serial and args.kernel == "all":
@@ -601,7 +609,7 @@ def run_kernel(kernel, args, raw):
     done = "===BENCH-DONE===" in serial
     head = {"type": "run", "kernel": kernel, "release": kver, "host_loadavg_start": load0,
             "host_loadavg_end": load1, "host_cpus": os.cpu_count(), "wall_s": round(time.monotonic() - t0),
-            "finished": done, "args": {k: v for k, v in vars(args).items() if k not in ("raw", "serial")},
+            "finished": done, "blkpolicyd_tree": blkpolicyd_tree(args.blkpolicyd), "args": {k: v for k, v in vars(args).items() if k not in ("raw", "serial")},
             "devices_found": (re.search(r"===DEVICES ([^=]*)===", serial) or [None, None])[1]}
     with open(raw, "a") as f:
         f.write(json.dumps(head) + "\n")
