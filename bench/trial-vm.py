@@ -584,7 +584,11 @@ def print_table(rows, kernel, kver):
     for row in rows:
         g = row["goals"]
         cols = [g["final>=0.95"], g["t_v<=300s"], g["cost<=3%"], g["keeps none, no flip"]]
-        print(f"| {row['cell']} | " + " | ".join("n/a" if c is None else ("PASS" if c else "FAIL") for c in cols) + " |")
+        text = ["n/a" if c is None else ("PASS" if c else "FAIL") for c in cols]
+        below = sum(f < GOAL_FINAL for f in row["final"])
+        if below:     # how it failed: in how many rounds, and where the median is
+            text[0] += f" ({below} of {len(row['final'])} rounds below; median {statistics.median(row['final']):.2f})"
+        print(f"| {row['cell']} | " + " | ".join(text) + " |")
 
 
 def blkpolicyd_tree(blkpolicyd):
