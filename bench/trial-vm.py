@@ -73,7 +73,7 @@ Definitions (docs/benchmarks.md, "Trials on live traffic (#28)"):
     no second verdict).
 
   sudo python3 bench/trial-vm.py [--kernel 6.12|7.3dd|all] [--devices LIST] [--loads LIST] [--cells D:L,...]
-        [--rounds 3] [--static-s 8] [--max-trial-s 60] [--after-s 8] [--phase-s 60]
+        [--rounds 3] [--first-round 1] [--static-s 8] [--max-trial-s 60] [--after-s 8] [--phase-s 60]
         [--raw FILE] [--serial FILE]
 
 Exit status 0 whatever the goals say; non-zero only when the bench could
@@ -288,7 +288,7 @@ def plan(kernel, cells, rounds):
     lines, budget = [], 0.0
     for cell in cells:
         dev, load = cell.split(":")
-        for r in range(1, rounds + 1):
+        for r in range(ARGS.first_round, ARGS.first_round + rounds):
             n = (r - 1) % len(k["statics"])
             statics = k["statics"][n:] + k["statics"][:n]
             if load == "phase":
@@ -633,7 +633,7 @@ def run_kernel(kernel, args, raw):
 
 def report_raw(path):
     """The tables again from raw JSON lines: several runs of a kernel in
-    one table, a cell that more than one run has from the latest only."""
+    one table; a cell's round that more than one run has, from the latest."""
     with open(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
     run = -1
@@ -643,9 +643,10 @@ def report_raw(path):
     for kernel in KERNELS:
         runs = [x for x in lines if x.get("type") == "run" and x["kernel"] == kernel]
         recs = [x for x in lines if x.get("kernel") == kernel and "cell" in x]
-        # a cell run again (a later run of the same cell) counts its latest run only
-        last = {x["cell"]: x["_run"] for x in recs}
-        recs = [x for x in recs if x["_run"] == last[x["cell"]]]
+        # a round of a cell run again (a later run, same cell and round
+        # number) counts from its latest run only
+        last = {(x["cell"], x["round"]): x["_run"] for x in recs}
+        recs = [x for x in recs if x["_run"] == last[(x["cell"], x["round"])]]
         if not recs:
             continue
         for x in runs:
@@ -662,6 +663,8 @@ def main():
     ap.add_argument("--loads", default="write,randread,phase")
     ap.add_argument("--cells", help="DEVICE:LOAD,... in this order, instead of --devices x --loads")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--first-round", type=int, default=1, help="the first round's number (more rounds of a cell "
+                    "in another boot; the order alternates by it)")
     ap.add_argument("--static-s", type=int, default=8)
     ap.add_argument("--max-trial-s", type=int, default=60)
     ap.add_argument("--after-s", type=int, default=8)
