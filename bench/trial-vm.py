@@ -515,7 +515,7 @@ def summarize(recs, kernel):
             row["restored"].append(t["rc"] == 0 and t["back"] == t["found"])
             if phase:
                 bestB = mean[best]
-                last_best = max(statistics.mean(x["statics"][s]["last_Bps"] for x in rs) for s in mean)
+                last_best = max(statistics.mean(x["statics"][s]["last_Bps"] for x in rs if s in x["statics"]) for s in mean)
                 row["final"].append(t["last_Bps"] / last_best)
                 row["cost"].append((bestB * t["span_s"] - t["bytes"]) / (bestB * 600))
                 # the verdict that matters is the write half's: its time
