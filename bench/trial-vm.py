@@ -631,6 +631,28 @@ def run_kernel(kernel, args, raw):
     return True
 
 
+def raw_from_serial(args):
+    """A run's console parsed again (its own parse failed at the end, say):
+    the raw lines appended to --raw, the host's load averages unknown."""
+    if args.kernel == "all":
+        sys.exit("--from-serial needs --kernel")
+    with open(args.from_serial, errors="replace") as f:
+        serial = f.read().replace("\r", "")
+    m = re.search(r"===KERNEL (\S+)===", serial)
+    kver = m.group(1) if m else "?"
+    recs = parse(serial, args.kernel, kver)
+    head = {"type": "run", "kernel": args.kernel, "release": kver, "host_loadavg_start": None,
+            "host_loadavg_end": None, "host_cpus": os.cpu_count(), "wall_s": None,
+            "finished": "===BENCH-DONE===" in serial, "blkpolicyd_tree": None, "from_serial": args.from_serial,
+            "args": {k: v for k, v in vars(args).items() if k not in ("raw", "serial")},
+            "devices_found": (re.search(r"===DEVICES ([^=]*)===", serial) or [None, None])[1]}
+    with open(args.raw, "a") as f:
+        f.write(json.dumps(head) + "\n")
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+    return bool(recs)
+
+
 def report_raw(path):
     """The tables again from raw JSON lines: several runs of a kernel in
     one table; a cell's round that more than one run has, from the latest."""
@@ -650,8 +672,11 @@ def report_raw(path):
         if not recs:
             continue
         for x in runs:
-            print(f"# {kernel}: {x['release']}, host load average {x['host_loadavg_start'][0]:.2f} at the start, "
-                  f"{x['host_loadavg_end'][0]:.2f} at the end, {x['wall_s']} s, finished: {x['finished']}")
+            load = (f"host load average {x['host_loadavg_start'][0]:.2f} at the start, "
+                    f"{x['host_loadavg_end'][0]:.2f} at the end, {x['wall_s']} s" if x["host_loadavg_start"]
+                    else f"parsed again from {x.get('from_serial')}")
+            print(f"# {kernel}: {x['release']}, {', '.join(x['args'].get('cells') or [])}: {load}, "
+                  f"finished: {x['finished']}")
         print_table(summarize(recs, kernel), kernel, recs[0]["release"])
 
 
@@ -672,6 +697,8 @@ def main():
     ap.add_argument("--raw", default="trial-vm.jsonl", help="raw JSON lines, appended")
     ap.add_argument("--serial", help="the guest's console (with --kernel all: FILE.KERNEL)")
     ap.add_argument("--from-raw", metavar="FILE", help="print the tables of a raw file, boot nothing")
+    ap.add_argument("--from-serial", metavar="FILE", help="a console kept with --serial, parsed again into --raw "
+                    "(with --kernel and the run's own options), boot nothing")
     ap.add_argument("--blkpolicyd", default=os.path.join(TOP, "build", "daemon", "blkpolicyd"))
     args = ap.parse_args()
     args.devices = args.devices.split(",")
@@ -687,6 +714,8 @@ def main():
     if args.from_raw:
         report_raw(args.from_raw)
         return
+    if args.from_serial:
+        sys.exit(0 if raw_from_serial(args) else 1)
     ok = True
     for kernel in (list(KERNELS) if args.kernel == "all" else [args.kernel]):
         ok = run_kernel(kernel, args, args.raw) and ok
