@@ -169,7 +169,7 @@ name = $1
 scheduler = none
 
 [Trial]
-candidates = $2
+candidates = $(echo $2 | tr , ' ')
 window = 2
 settle = 0.5
 min_gain = 10%
@@ -280,6 +280,19 @@ poweroff -f
 DEV_VAR = {"scsi-slow": "$SD", "virtio-capped": "$VCAP", "nullb-fast": "nullb0", "virtio-local": "$VLOC"}
 
 
+def candidates(kernel):
+    """The [Trial]'s candidates, comma-separated for the guest's shell:
+    --candidates, else the kernel's own."""
+    return (ARGS.candidates or KERNELS[kernel]["candidate"]).replace(" ", ",")
+
+
+def static_of(state):
+    """The static a trial's end state is ("mq-deadline/1": scheduler and
+    dispatch_direct, - where there is none)."""
+    sched, _, dd = state.partition("/")
+    return "mq-deadline+dispatch_direct" if sched == "mq-deadline" and dd == "1" else sched
+
+
 def plan(kernel, cells, rounds):
     """The guest's calls, unrolled: per cell and round, the statics in an
     order that rotates, before the trial in odd rounds, after it in even
@@ -293,11 +306,11 @@ def plan(kernel, cells, rounds):
             statics = k["statics"][n:] + k["statics"][:n]
             if load == "phase":
                 st = [f"phase {cell} {r} {DEV_VAR[dev]} {s}" for s in statics]
-                tr = [f"phase {cell} {r} {DEV_VAR[dev]} trial {k['candidate']}"]
+                tr = [f"phase {cell} {r} {DEV_VAR[dev]} trial {candidates(kernel)}"]
                 budget += (len(statics) + 1) * (ARGS.phase_s + 6) + 20
             else:
                 st = [f"static {cell} {r} {DEV_VAR[dev]} {load} {s}" for s in statics]
-                tr = [f"trial {cell} {r} {DEV_VAR[dev]} {load} {k['candidate']}"]
+                tr = [f"trial {cell} {r} {DEV_VAR[dev]} {load} {candidates(kernel)}"]
                 budget += len(statics) * (ARGS.static_s + 4) + ARGS.max_trial_s + ARGS.after_s + 40
             lines += (st + tr) if r % 2 else (tr + st)
     return "\n".join(lines), budget
@@ -397,7 +410,8 @@ def parse(serial, kernel, kver):
     def rec(cell, rnd):
         dev, load = cell.split(":")
         return recs.setdefault((cell, rnd), {"kernel": kernel, "release": kver, "cell": cell, "device": dev,
-                                             "load": load, "round": rnd, "statics": {}, "order": []})
+                                             "load": load, "round": rnd, "statics": {}, "order": [],
+                                             "candidates": candidates(kernel)})
 
     for m in re.finditer(r"===STATIC (\S+) (\d+) (\S+) (\S+) (\S+) (\S+)===", serial):
         cell, rnd, static, state = m.group(1), int(m.group(2)), m.group(3), m.group(4)
@@ -493,15 +507,17 @@ def summarize(recs, kernel):
         # static the trial does not try, and only `final` weighs it
         # (phase: the write half's, where the arms part)
         key = "half2_Bps" if phase else "Bps"
+        tried = ["none"] + [static_of(c.replace("+dispatch_direct", "/1")) for c in
+                            (rs[0].get("candidates") or KERNELS[kernel]["candidate"]).replace(",", " ").split()]
         arms = [statistics.mean(r["statics"][s][key] for r in rs if s in r["statics"])
-                for s in ("none", KERNELS[kernel]["candidate"]) if s in mean]
+                for s in dict.fromkeys(tried) if s in mean]
         spread = max(arms) / min(arms)
         # the best static's own rounds against their mean: how far a final
         # can fall by the noise of one span alone
         own = [r["statics"][best]["Bps"] / mean[best] for r in rs if best in r["statics"]]
         row = {"cell": cell, "rounds": len(rs), "statics_MBps": {s: mean[s] / 1e6 for s in mean}, "best": best,
                "best_own": (min(own), max(own)),
-               "spread": spread, "verdicts": [], "t_v": [], "cost": [], "final": [], "switches": [],
+               "spread": spread, "verdicts": [], "t_v": [], "cost": [], "final": [], "after": [], "switches": [],
                "kept": [], "restored": [], "retrials": []}
         for r in rs:
             t = r["trial"]
@@ -515,8 +531,9 @@ def summarize(recs, kernel):
             row["restored"].append(t["rc"] == 0 and t["back"] == t["found"])
             if phase:
                 bestB = mean[best]
-                last_best = max(statistics.mean(x["statics"][s]["last_Bps"] for x in rs if s in x["statics"]) for s in mean)
-                row["final"].append(t["last_Bps"] / last_best)
+                last = {s: statistics.mean(x["statics"][s]["last_Bps"] for x in rs if s in x["statics"]) for s in mean}
+                row["after"].append(t["last_Bps"] / max(last.values()))
+                row["final"].append(last.get(static_of(t["end_state"]), 0) / max(last.values()))
                 row["cost"].append((bestB * t["span_s"] - t["bytes"]) / (bestB * 600))
                 # the verdict that matters is the write half's: its time
                 # from that half's start (the workload's change)
@@ -532,7 +549,8 @@ def summarize(recs, kernel):
                     f", {t['switches']} scheduler changes seen, ended on {t['end_state']}")
             else:
                 bestB = mean[best]
-                row["final"].append(t["after_Bps"] / bestB)
+                row["after"].append(t["after_Bps"] / bestB)
+                row["final"].append(mean.get(static_of(t["end_state"]), 0) / bestB)
                 row["cost"].append((bestB * t["t_v"] - t["bytes_to_verdict"]) / (bestB * 600))
                 row["t_v"].append(t["t_v"] if t["verdict_seen"] else None)
                 row["switches"].append(t["switches_after_verdict"] + max(0, t["decided"] - 1))
@@ -564,8 +582,9 @@ def print_table(rows, kernel, kver):
     names = KERNELS[kernel]["statics"]
     print(f"\n### {kernel} ({kver})\n")
     print("| cell | " + " | ".join(f"{n} MB/s" for n in names) + " | arms' spread | verdicts (kept) | time to verdict s, "
-          "median (range) | cost / 10 min | final / best | best static's rounds / its mean | restored |")
-    print("|---|" + "---:|" * len(names) + "---:|---|---:|---:|---:|---:|---|")
+          "median (range) | cost / 10 min | final: kept's static / best | after-span / best | "
+          "best static's rounds / its mean | restored |")
+    print("|---|" + "---:|" * len(names) + "---:|---|---:|---:|---:|---:|---:|---|")
     for row in rows:
         st = " | ".join(f"{row['statics_MBps'][n]:.2f}" + ("*" if n == row["best"] else "")
                         if n in row["statics_MBps"] else "-" for n in names)
@@ -573,6 +592,7 @@ def print_table(rows, kernel, kver):
                        collections.Counter(zip(row["verdicts"], row["kept"])).items())
         print(f"| {row['cell']} | {st} | {row['spread']:.2f}x | {vk} | {rng(row['t_v'], '{:.1f}')} | "
               f"{rng([c * 100 for c in row['cost']], '{:.1f}%')} | {rng(row['final'], '{:.2f}')} | "
+              f"{rng(row['after'], '{:.2f}')} | "
               f"{row['best_own'][0]:.2f}-{row['best_own'][1]:.2f} | "
               f"{sum(row['restored'])}/{len(row['restored'])} |")
     for row in rows:
@@ -690,6 +710,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--first-round", type=int, default=1, help="the first round's number (more rounds of a cell "
                     "in another boot; the order alternates by it)")
+    ap.add_argument("--candidates", help="the [Trial]'s candidates, e.g. 'mq-deadline mq-deadline+dispatch_direct' "
+                    "(default: mq-deadline on 6.12, mq-deadline+dispatch_direct on 7.3dd)")
     ap.add_argument("--static-s", type=int, default=8)
     ap.add_argument("--max-trial-s", type=int, default=60)
     ap.add_argument("--after-s", type=int, default=8)
