@@ -553,7 +553,9 @@ def summarize(recs, kernel):
                 row["final"].append(mean.get(static_of(t["end_state"]), 0) / bestB)
                 row["cost"].append((bestB * t["t_v"] - t["bytes_to_verdict"]) / (bestB * 600))
                 row["t_v"].append(t["t_v"] if t["verdict_seen"] else None)
-                row["switches"].append(t["switches_after_verdict"] + max(0, t["decided"] - 1))
+                # a verdict more than one a candidate is a second trial: a flip
+                n_cand = len((r.get("candidates") or KERNELS[kernel]["candidate"]).replace(",", " ").split())
+                row["switches"].append(t["switches_after_verdict"] + max(0, t["decided"] - n_cand))
         tv = [x for x in row["t_v"] if x is not None]
         row["goals"] = {
             "final>=0.95": all(f >= GOAL_FINAL for f in row["final"]),
