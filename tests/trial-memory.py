@@ -112,9 +112,10 @@ def test_a_burst_of_another_kind_is_not_a_new_workload(host):
         host.wait_trial(done, "the verdict on reads")
         st = host.ticks_after(2)
         t0 = st["tick"]["count"]
-        # writes for less than three spans of three windows (0.5 s each)
+        # writes for one window (0.5 s): it touches two spans at most, and a
+        # change takes three in a row
         load.mode = "write"
-        host.ticks_after(int(2 * 3 * 500 / 50))
+        host.ticks_after(int(500 / 50))
         load.mode = "read"
         host.ticks_after(int(4 * 3 * 500 / 50))
         t = host.trial()

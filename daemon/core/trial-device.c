@@ -280,7 +280,9 @@ bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample)
         }
         if (!t->has_shape && !any_ran(t))
                 return false;
-        return shape_watch_tick(&t->watch, now_ms, sample, 3 * rc.window_ms, tc.min_ios);
+        /* a span of one window, as a trial measures: a change costs what the old
+         * verdict loses over TRIAL_SHAPE_CONFIRM windows of it, no more */
+        return shape_watch_tick(&t->watch, now_ms, sample, rc.window_ms, tc.min_ios);
 }
 
 bool device_trial_memo(const DeviceTrial *t, uint64_t now_sec, TrialMemo *memo) {

@@ -120,8 +120,8 @@ int device_trial_recall(DeviceTrial *t, const TrialMemo *memo, uint64_t age_ms);
 
 /* Each tick once done: the first takes the shape of the trial's traffic
  * and starts watching it. True when the workload is no longer the one the
- * verdict was taken on (confirmed over TRIAL_SHAPE_CONFIRM spans of three
- * windows; the new shape in t->watch.last), or when a trial that counted
+ * verdict was taken on (confirmed over TRIAL_SHAPE_CONFIRM windows in a
+ * row; the new shape in t->watch.last), or when a trial that counted
  * no window sees I/O at last: a new trial may decide. */
 bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample);
 
