@@ -236,24 +236,22 @@ int device_trial_recall(DeviceTrial *t, const TrialMemo *memo, uint64_t age_ms) 
         return !device_trial_arm_same(device_trial_arm(t), before);
 }
 
-/* Whether any candidate ran windows: an all-skipped trial has nothing to
- * take again. */
-static bool any_ran(const DeviceTrial *t) {
-        for (unsigned i = 0; i < t->n_outcomes; i++)
-                if (!t->outcomes[i].skipped)
-                        return true;
-        return false;
+/* A candidate that ran windows: an all-skipped trial has nothing to take
+ * again. */
+static bool outcome_ran(const TrialOutcome *o) {
+        return !o->skipped;
 }
 
-/* Whether a candidate's trial found something: a pair counted, or a
- * window that regressed. One that ran on an idle device did not. */
-static bool any_counted(const DeviceTrial *t) {
-        for (unsigned i = 0; i < t->n_outcomes; i++) {
-                const TrialOutcome *o = &t->outcomes[i];
+/* A candidate's trial that found something: a pair counted, or a window
+ * that regressed. One that ran on an idle device did not. */
+static bool outcome_counted(const TrialOutcome *o) {
+        return !o->skipped && !o->stopped && (o->result.pairs > 0 || o->result.verdict == TRIAL_ABORTED);
+}
 
-                if (!o->skipped && !o->stopped && (o->result.pairs > 0 || o->result.verdict == TRIAL_ABORTED))
+static bool any_outcome(const DeviceTrial *t, bool (*is)(const TrialOutcome *o)) {
+        for (unsigned i = 0; i < t->n_outcomes; i++)
+                if (is(&t->outcomes[i]))
                         return true;
-        }
         return false;
 }
 
@@ -271,14 +269,14 @@ bool device_trial_watch(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample)
                 if (!t->recalled)
                         t->has_shape = t->has_first &&
                                        trial_shape_between(&t->first, sample, tc.min_ios, &t->shape) == 0 &&
-                                       any_counted(t);
+                                       any_outcome(t, outcome_counted);
                 /* no shape to compare with: any shape is another */
                 shape_watch_start(&t->watch, &(TrialShape) { .read_share = -1 }, now_ms, sample);
                 if (t->has_shape)
                         t->watch.reference = t->shape;
                 return false;
         }
-        if (!t->has_shape && !any_ran(t))
+        if (!t->has_shape && !any_outcome(t, outcome_ran))
                 return false;
         /* a span of one window, as a trial measures: a change costs what the old
          * verdict loses over TRIAL_SHAPE_CONFIRM windows of it, no more */
