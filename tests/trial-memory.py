@@ -122,6 +122,32 @@ def test_a_burst_of_another_kind_is_not_a_new_workload(host):
         assert t["retrials"] == 0 and t["phase"] == "done", (t, t0)
 
 
+def test_a_workload_that_keeps_changing_spends_no_more_than_the_hours_switches(host):
+    """A hostile load: reads and writes in turn every few windows, each
+    shape's verdict remembered, so every change would be a switch. The
+    budget is the device's across its trials and re-trials: after
+    max_switches_per_hour scheduler writes the verdict in force stays."""
+    budget = 14
+    host.set_policy(POLICY + f"max_switches_per_hour = {budget}\n")
+    with host.feeder(FAST_MQ) as load:
+        d = host.start()
+        host.wait_trial(done, "the verdict on reads")
+        load.service, load.mode = dict(FAST_NONE), "write"
+        host.wait_trial(lambda t: t and t["retrials"] == 1 and t["phase"] == "done", "the verdict on writes")
+        for i in range(24):     # 6 windows of each, 3 of them to confirm the change
+            reads = i % 2 == 0
+            load.service, load.mode = (dict(FAST_MQ), "read") if reads else (dict(FAST_NONE), "write")
+            host.ticks_after(int(6 * 500 / 50))
+        log = d.text()
+        writes = [line for line in log.splitlines() if line.startswith("loop0: scheduler ")]
+        # the first pass's write of the policy's none is not a trial's
+        assert writes[0].startswith("loop0: scheduler bfq -> none "), writes
+        assert 0 < len(writes) - 1 <= budget, (len(writes), writes)
+        assert "switches of the hour are spent: the verdict stays" in log, log[-2000:]
+        t = host.trial()
+        assert t["retrials"] >= 3 and t["phase"] == "done", t
+
+
 def test_max_age_runs_it_again(host):
     host.set_policy(POLICY + "max_age = 3\n")
     with host.feeder(FAST_MQ):

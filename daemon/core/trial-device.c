@@ -48,6 +48,19 @@ void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before) {
         }
 }
 
+void device_trial_carry_switches(DeviceTrial *t, const DeviceTrial *before) {
+        if (before)
+                t->run.switches = before->run.switches;
+}
+
+bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms) {
+        return switch_budget_allows(&t->run.switches, t->config.max_switches_per_hour, now_ms);
+}
+
+void device_trial_spend_switch(DeviceTrial *t, uint64_t now_ms) {
+        switch_budget_spend(&t->run.switches, now_ms);
+}
+
 uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor) {
         uint64_t devnum = ((uint64_t) major << 32) | minor;
 
@@ -162,7 +175,8 @@ int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, c
         }
         run_configs(&t->config, &rc, &tc);
         r = trial_run_start(&t->run, &rc, &tc, t->seed + t->next,
-                            cheaper_than(&t->config.candidates[t->next], incumbent), now_ms, sample, &step);
+                            cheaper_than(&t->config.candidates[t->next], incumbent), &t->run.switches, now_ms,
+                            sample, &step);
         if (r < 0)
                 return r;
         (void) outcome_new(t, incumbent);

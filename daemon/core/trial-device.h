@@ -69,6 +69,7 @@ typedef struct DeviceTrial {
         double recalled_estimate;
         uint64_t recalled_at_sec;
         unsigned retrials;      /* trials of this [Trial] on the device before this one */
+        bool budget_held;       /* done, and a re-trial waits for a switch of the hour */
 } DeviceTrial;
 
 /* -EINVAL when config says no candidate or a bad time (policy.c checked a
@@ -78,6 +79,15 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
 /* What an earlier trial before kept is the incumbent of t's first
  * candidate (a new trial on the same device). */
 void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before);
+
+/* The switches of the hour are the device's: a new trial on it (a
+ * re-trial, one by hand) spends from what before spent. */
+void device_trial_carry_switches(DeviceTrial *t, const DeviceTrial *before);
+/* Whether t's budget (max_switches_per_hour) has a switch left now. */
+bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms);
+/* A switch outside a candidate's run (a re-trial's return to the
+ * policies' scheduler, a remembered verdict taken) spends it too. */
+void device_trial_spend_switch(DeviceTrial *t, uint64_t now_ms);
 
 /* A schedule's seed for the device major:minor from entropy (the daemon:
  * the clock; a replay: the recording's, else 0). */

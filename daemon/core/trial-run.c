@@ -32,19 +32,20 @@ static TrialArm arm_of(TrialAction a) {
         return a == TRIAL_RUN_CANDIDATE ? TRIAL_ARM_CANDIDATE : TRIAL_ARM_INCUMBENT;
 }
 
-/* Whether the hour before now holds fewer switches than the budget. A
- * full ring's oldest entry is the one next_switch overwrites. */
-static bool switch_allowed(const TrialRun *r, uint64_t now_ms) {
-        if (r->n_switches < r->config.max_switches_per_hour)
-                return true;
-        return now_ms - r->switch_ms[r->next_switch] >= HOUR_MS;
+bool switch_budget_allows(const SwitchBudget *b, unsigned per_hour, uint64_t now_ms) {
+        unsigned in_hour = 0;
+
+        for (unsigned i = 0; i < b->n; i++)
+                if (b->at_ms[i] > now_ms || now_ms - b->at_ms[i] < HOUR_MS)
+                        in_hour++;
+        return in_hour < per_hour;
 }
 
-static void record_switch(TrialRun *r, uint64_t now_ms) {
-        r->switch_ms[r->next_switch] = now_ms;
-        r->next_switch = (r->next_switch + 1) % r->config.max_switches_per_hour;
-        if (r->n_switches < r->config.max_switches_per_hour)
-                r->n_switches++;
+void switch_budget_spend(SwitchBudget *b, uint64_t now_ms) {
+        b->at_ms[b->next] = now_ms;
+        b->next = (b->next + 1) % TRIAL_SWITCHES_MAX;
+        if (b->n < TRIAL_SWITCHES_MAX)
+                b->n++;
 }
 
 static void open_window(TrialRun *r, uint64_t now_ms, const DiskStat *sample) {
@@ -61,12 +62,12 @@ static TrialStep go_to(TrialRun *r, TrialArm arm, uint64_t now_ms, const DiskSta
                 open_window(r, now_ms, sample);
                 return (TrialStep) { .arm = r->arm };
         }
-        if (!switch_allowed(r, now_ms)) {
+        if (!switch_budget_allows(&r->switches, r->config.max_switches_per_hour, now_ms)) {
                 r->phase = TRIAL_RUN_HELD;
                 r->phase_ms = now_ms;
                 return (TrialStep) { .arm = r->arm };
         }
-        record_switch(r, now_ms);
+        switch_budget_spend(&r->switches, now_ms);
         r->arm = arm;
         r->phase = TRIAL_RUN_SETTLING;
         r->phase_ms = now_ms;
@@ -75,8 +76,11 @@ static TrialStep go_to(TrialRun *r, TrialArm arm, uint64_t now_ms, const DiskSta
 
 /* The end: what to keep is put in force whatever the budget says, since
  * putting the incumbent back is the guardrail. */
-static TrialStep finish(TrialRun *r, TrialArm keep) {
+static TrialStep finish(TrialRun *r, TrialArm keep, uint64_t now_ms) {
         TrialStep step = { .arm = keep, .switch_now = keep != r->arm, .done = true };
+
+        if (step.switch_now)    /* spent all the same: the next trial sees it */
+                switch_budget_spend(&r->switches, now_ms);
 
         r->arm = keep;
         r->phase = TRIAL_RUN_DONE;
@@ -84,12 +88,15 @@ static TrialStep finish(TrialRun *r, TrialArm keep) {
 }
 
 int trial_run_start(TrialRun *r, const TrialRunConfig *rc, const TrialConfig *tc, uint64_t seed,
-                    bool candidate_cheaper, uint64_t now_ms, const DiskStat *sample, TrialStep *ret_step) {
+                    bool candidate_cheaper, const SwitchBudget *spent, uint64_t now_ms, const DiskStat *sample,
+                    TrialStep *ret_step) {
+        SwitchBudget before = spent ? *spent : (SwitchBudget) {};       /* spent may be r's own */
         int k;
 
         if (trial_run_config_check(rc) < 0)
                 return -EINVAL;
-        *r = (TrialRun) { .config = *rc, .arm = TRIAL_ARM_INCUMBENT, .started_ms = now_ms, .window_start = *sample };
+        *r = (TrialRun) { .config = *rc, .arm = TRIAL_ARM_INCUMBENT, .started_ms = now_ms, .window_start = *sample,
+                          .switches = before };
         k = trial_state_init(&r->stats, tc, seed, candidate_cheaper);
         if (k < 0)
                 return k;
@@ -106,9 +113,9 @@ static TrialStep close_window(TrialRun *r, uint64_t now_ms, const DiskStat *samp
                 w = (TrialWindow) { .duration_ms = 0 };
         next = trial_feed(&r->stats, &w);
         if (next == TRIAL_DECIDED)
-                return finish(r, trial_result(&r->stats)->keep_candidate ? TRIAL_ARM_CANDIDATE : TRIAL_ARM_INCUMBENT);
+                return finish(r, trial_result(&r->stats)->keep_candidate ? TRIAL_ARM_CANDIDATE : TRIAL_ARM_INCUMBENT, now_ms);
         if (next == TRIAL_STOP)
-                return finish(r, TRIAL_ARM_INCUMBENT);
+                return finish(r, TRIAL_ARM_INCUMBENT, now_ms);
         return go_to(r, arm_of(next), now_ms, sample);
 }
 
@@ -121,11 +128,11 @@ TrialStep trial_run_tick(TrialRun *r, uint64_t now_ms, const DiskStat *sample) {
                 /* the device went and another came under its name: what
                  * was measured was not this one's */
                 r->device_changed = true;
-                return finish(r, TRIAL_ARM_INCUMBENT);
+                return finish(r, TRIAL_ARM_INCUMBENT, now_ms);
         }
         if (now_ms - r->started_ms >= r->config.max_duration_ms) {
                 r->timed_out = true;
-                return finish(r, TRIAL_ARM_INCUMBENT);
+                return finish(r, TRIAL_ARM_INCUMBENT, now_ms);
         }
         switch (r->phase) {
         case TRIAL_RUN_SETTLING:

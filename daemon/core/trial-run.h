@@ -23,6 +23,20 @@
 /* The most switches an hour's budget can hold: the ring of their times. */
 #define TRIAL_SWITCHES_MAX 64
 
+/* The times of a device's last switches, across its candidates and its
+ * trials: the budget is the device's, not one run's (a trial of two
+ * candidates, or a re-trial after a workload's change, must not get a
+ * fresh hour). The newest TRIAL_SWITCHES_MAX, enough for any budget. */
+typedef struct SwitchBudget {
+        uint64_t at_ms[TRIAL_SWITCHES_MAX];
+        unsigned n, next;
+} SwitchBudget;
+
+/* Whether fewer than per_hour of b's switches fall in the hour up to now_ms
+ * (one in the future, a clock that went back, counts). */
+bool switch_budget_allows(const SwitchBudget *b, unsigned per_hour, uint64_t now_ms);
+void switch_budget_spend(SwitchBudget *b, uint64_t now_ms);
+
 typedef struct TrialRunConfig {
         uint64_t window_ms;             /* each counted window */
         uint64_t settle_ms;             /* after a switch, not counted */
@@ -61,15 +75,16 @@ typedef struct TrialRun {
         bool timed_out, device_changed;
         uint64_t started_ms, phase_ms;  /* when the trial, the phase began */
         DiskStat window_start;          /* the sample the open window counts from */
-        uint64_t switch_ms[TRIAL_SWITCHES_MAX]; /* a ring of the last switches' times */
-        unsigned n_switches, next_switch;
+        SwitchBudget switches;          /* spent before it (the device's), and by it */
 } TrialRun;
 
-/* -EINVAL for a bad config. The first arm the schedule asks for is in
- * ret_step: the caller writes it (a switch when it is the candidate, the
- * first of the budget) and calls trial_run_tick() at each tick after. */
+/* -EINVAL for a bad config. spent: the device's switches before this
+ * run (NULL: none). The first arm the schedule asks for is in ret_step:
+ * the caller writes it (a switch when it is the candidate) and calls
+ * trial_run_tick() at each tick after. */
 int trial_run_start(TrialRun *r, const TrialRunConfig *rc, const TrialConfig *tc, uint64_t seed,
-                    bool candidate_cheaper, uint64_t now_ms, const DiskStat *sample, TrialStep *ret_step);
+                    bool candidate_cheaper, const SwitchBudget *spent, uint64_t now_ms, const DiskStat *sample,
+                    TrialStep *ret_step);
 /* Each tick, with the time (monotonic: a time before the current phase
  * began is taken as its start) and the device's sample. After done, the
  * same step again. */

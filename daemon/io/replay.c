@@ -121,6 +121,7 @@ static int replay_trial_new(ReplayDevice *d, const TrialPolicy *config, bool by_
                 return -EINVAL;
         }
         device_trial_carry_kept(t, d->trial);
+        device_trial_carry_switches(t, d->trial);
         free(d->trial);
         d->trial = t;
         return 0;

@@ -74,6 +74,7 @@ static int trial_new(const DeviceContext *c, Device *d, const TrialPolicy *confi
                 return r;
         }
         device_trial_carry_kept(t, old);
+        device_trial_carry_switches(t, old);
         free(old);
         x->trial = t;
         if (c->record)
@@ -186,30 +187,45 @@ static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) 
 }
 
 /* A fresh trial of d's [Trial] in place of the one done, done at once
- * from memo when there is one. 1 when the arm in force changed; -ENOMEM. */
-static int trial_again(const DeviceContext *c, Device *d, const TrialMemo *memo) {
-        SchedChoice before_copy;
-        const SchedChoice *before = device_trial_arm(trial_of(d));
-        TrialPolicy config = trial_of(d)->config;
-        unsigned retrials = trial_of(d)->retrials + 1;
+ * from memo when there is one; the hour's switches are still spent. 1
+ * when the arm in force changed; -ENOMEM. */
+static int trial_again(const DeviceContext *c, Device *d, const TrialMemo *memo, uint64_t now_ms) {
+        DeviceTrial done = *trial_of(d);
+        const SchedChoice *before = device_trial_arm(&done);
         int r;
 
-        if (before) {
-                before_copy = *before;
-                before = &before_copy;
-        }
-        trial_free(d);
-        r = trial_new(c, d, &config, false);
+        trial_free(d);          /* not trial_new()'s carry: the policies' scheduler is the incumbent again */
+        r = trial_new(c, d, &done.config, false);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
-        trial_of(d)->retrials = retrials;
+        trial_of(d)->retrials = done.retrials + 1;
+        device_trial_carry_switches(trial_of(d), &done);
         (void) device_trial_memory_recall(d, trial_of(d), memo);
-        return !device_trial_arm_same(device_trial_arm(trial_of(d)), before);
+        if (device_trial_arm_same(device_trial_arm(trial_of(d)), before))
+                return 0;
+        device_trial_spend_switch(trial_of(d), now_ms);
+        return 1;
+}
+
+/* Whether d's verdict may be taken again now: its hour's switches are not
+ * all spent (a workload that changes its shape every few windows must not
+ * switch the scheduler at each change). Said once a wait. */
+static bool trial_again_allowed(Device *d, DeviceTrial *t, uint64_t now_ms, const char *why) {
+        if (device_trial_may_switch(t, now_ms)) {
+                t->budget_held = false;
+                return true;
+        }
+        if (!t->budget_held)
+                log_info("%s: %s, but its %u switches of the hour are spent: the verdict stays until one is "
+                         "free", d->name, why, t->config.max_switches_per_hour);
+        t->budget_held = true;
+        return false;
 }
 
 /* A [Trial]'s verdict, each tick: taken again once older than max_age, or
  * when the workload is no longer what it was taken on (from memory when
- * that shape was seen before). 1 when the arm in force changed. */
+ * that shape was seen before), when the switch budget allows. 1 when the
+ * arm in force changed. */
 static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const DiskStat *st, uint64_t now_ms) {
         char shape[64];
         TrialShape now;
@@ -217,15 +233,20 @@ static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const D
         if (t->by_hand || t->phase != TRIAL_PHASE_DONE || d->job)
                 return 0;
         if (t->watching && now_ms - t->decided_ms > t->config.max_age_ms) {
+                if (!trial_again_allowed(d, t, now_ms, "its trial's verdict is older than max_age"))
+                        return 0;
                 log_info("%s: its trial's verdict is older than max_age, the trial runs again", d->name);
-                return trial_again(c, d, NULL);
+                return trial_again(c, d, NULL, now_ms);
         }
         if (!device_trial_watch(t, now_ms, st) || !t->config.retrial_on_shape)
+                return 0;
+        if (!trial_again_allowed(d, t, now_ms, "its workload changed"))
                 return 0;
         now = t->watch.last;
         (void) trial_shape_format(&now, shape, sizeof(shape));
         log_info("%s: its workload changed (now %s), the trial runs again", d->name, shape);
-        return trial_again(c, d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now));
+        return trial_again(c, d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now),
+                           now_ms);
 }
 
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms) {

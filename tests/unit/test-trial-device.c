@@ -104,6 +104,35 @@ TEST(a_winner_is_the_incumbent_of_the_next) {
         ASSERT_STREQ(device_trial_arm(&t)->name, "mq-deadline");
 }
 
+/* The hour's switches are the device's: the second candidate starts from
+ * what the first spent, and a new trial carried from this one too. */
+TEST(the_second_candidate_and_the_next_trial_spend_from_the_same_hour) {
+        TrialPolicy p = config("mq-deadline kyber");
+        DeviceTrial t, again;
+        Sim s = sim();
+        uint64_t now = 0;
+        unsigned first;
+
+        p.max_switches_per_hour = 64;
+        ASSERT_EQ_INT(device_trial_init(&t, &p, false, 42), 0);
+        while (t.n_outcomes < 2)
+                drive(&t, &s, &now, 1);
+        first = t.run.switches.n;       /* spent by mq-deadline's run, as the second starts */
+        ASSERT_TRUE(first >= 2);
+        drive(&t, &s, &now, 20000);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE && t.run.switches.n > first);
+        ASSERT_EQ_INT(t.run.switches.n, s.switches);
+        /* a re-trial spends from the same hour; a switch outside a run too */
+        ASSERT_EQ_INT(device_trial_init(&again, &p, false, 43), 0);
+        device_trial_carry_switches(&again, &t);
+        device_trial_spend_switch(&again, now);
+        ASSERT_EQ_INT(again.run.switches.n, s.switches + 1);
+        p.max_switches_per_hour = s.switches + 1;
+        again.config = p;
+        ASSERT_TRUE(!device_trial_may_switch(&again, now));
+        ASSERT_TRUE(device_trial_may_switch(&again, now + 3600 * 1000));
+}
+
 /* A candidate that is what the policies chose already is skipped, with
  * why; an equal one leaves the policies' own in force (no arm). */
 TEST(the_incumbent_itself_is_skipped_and_equal_keeps_it) {

@@ -51,7 +51,7 @@ static Outcome drive(TrialRun *r, Device *d, const TrialRunConfig *rc, unsigned 
         static uint64_t at[100000];
 
         trial_config_default(&tc);
-        ASSERT_EQ_INT(trial_run_start(r, rc, &tc, 7, false, now, &d->stat, &step), 0);
+        ASSERT_EQ_INT(trial_run_start(r, rc, &tc, 7, false, NULL, now, &d->stat, &step), 0);
         for (o.ticks = 0; o.ticks < limit && !step.done; o.ticks++) {
                 if (step.switch_now)
                         at[o.switches++] = now;
@@ -160,6 +160,63 @@ TEST(the_switch_budget_holds_and_the_trial_goes_on) {
         ASSERT_EQ_INT(o.result.verdict, TRIAL_CANDIDATE_WINS);
 }
 
+TEST(the_budget_counts_the_hour_up_to_now) {
+        SwitchBudget b = {};
+
+        ASSERT_TRUE(switch_budget_allows(&b, 1, 0));
+        for (uint64_t at = 0; at < 3000; at += 1000)
+                switch_budget_spend(&b, at);
+        ASSERT_TRUE(!switch_budget_allows(&b, 3, 3000));
+        ASSERT_TRUE(switch_budget_allows(&b, 4, 3000));
+        /* the first is an hour old at 3600 s: out of it */
+        ASSERT_TRUE(switch_budget_allows(&b, 3, 3600 * 1000));
+        ASSERT_TRUE(!switch_budget_allows(&b, 3, 3600 * 1000 - 1));
+        /* a switch after now (the clock went back) counts */
+        b = (SwitchBudget) {};
+        switch_budget_spend(&b, 5000);
+        ASSERT_TRUE(!switch_budget_allows(&b, 1, 1000));
+        /* the ring keeps the newest TRIAL_SWITCHES_MAX */
+        b = (SwitchBudget) {};
+        for (unsigned i = 0; i < 2 * TRIAL_SWITCHES_MAX; i++)
+                switch_budget_spend(&b, 1000ULL * i);
+        ASSERT_EQ_INT(b.n, TRIAL_SWITCHES_MAX);
+        ASSERT_TRUE(!switch_budget_allows(&b, TRIAL_SWITCHES_MAX, 1000ULL * 2 * TRIAL_SWITCHES_MAX));
+}
+
+/* A run starts from what the device spent before it: a spent hour holds
+ * its first switch until the oldest is an hour old; its last switch (to
+ * what it keeps) is spent too, for the run after it. */
+TEST(a_run_spends_from_the_devices_hour) {
+        TrialRunConfig c = config();
+        Device d = { .stat.major = 7, .mib_per_s = 10, .busy_ms = 40, .effect = 0.5, .rng = 9 };
+        SwitchBudget spent = {};
+        TrialConfig tc;
+        TrialRun r;
+        TrialStep step;
+        uint64_t now = 0, first_switch = 0;
+
+        c.max_switches_per_hour = 4;
+        c.max_duration_ms = 24ULL * 3600 * 1000;
+        trial_config_default(&tc);
+        for (unsigned i = 0; i < 4; i++)
+                switch_budget_spend(&spent, 1000ULL * i);
+        now = 10 * 1000;
+        ASSERT_EQ_INT(trial_run_start(&r, &c, &tc, 7, false, &spent, now, &d.stat, &step), 0);
+        while (!step.done && now < 3 * 3600 * 1000ULL) {
+                if (step.switch_now && !first_switch)
+                        first_switch = now;
+                device_run_second(&d, step.arm);
+                now += TICK_MS;
+                step = trial_run_tick(&r, now, &d.stat);
+        }
+        ASSERT_TRUE(step.done);
+        ASSERT_TRUE(first_switch >= 3600 * 1000);       /* not before the first spent one is an hour old */
+        ASSERT_EQ_INT(trial_run_result(&r).verdict, TRIAL_CANDIDATE_WINS);
+        /* the switch to the winner is spent: the hour before it is full again */
+        ASSERT_TRUE(step.switch_now || step.arm == TRIAL_ARM_CANDIDATE);
+        ASSERT_TRUE(r.switches.n > 4);
+}
+
 TEST(an_idle_device_never_decides_and_times_out_to_the_incumbent) {
         TrialRunConfig c = config();
         Device d = { .stat.major = 7, .mib_per_s = 0, .busy_ms = 40, .effect = 0.5, .rng = 5 };
@@ -184,7 +241,7 @@ TEST(another_devices_sample_ends_the_trial_with_the_incumbent) {
         DiskStat a = { .major = 7 }, b = { .major = 8 };
 
         trial_config_default(&tc);
-        ASSERT_EQ_INT(trial_run_start(&r, &c, &tc, 7, false, 0, &a, &step), 0);
+        ASSERT_EQ_INT(trial_run_start(&r, &c, &tc, 7, false, NULL, 0, &a, &step), 0);
         step = trial_run_tick(&r, TICK_MS, &b);
         ASSERT_TRUE(step.done);
         ASSERT_EQ_INT(step.arm, TRIAL_ARM_INCUMBENT);
@@ -202,7 +259,7 @@ TEST(time_going_back_is_taken_as_standing_still) {
         TrialStep step;
 
         trial_config_default(&tc);
-        ASSERT_EQ_INT(trial_run_start(&r, &c, &tc, 7, false, 100000, &d.stat, &step), 0);
+        ASSERT_EQ_INT(trial_run_start(&r, &c, &tc, 7, false, NULL, 100000, &d.stat, &step), 0);
         device_run_second(&d, step.arm);
         step = trial_run_tick(&r, 5000, &d.stat);
         ASSERT_TRUE(!step.done && !step.switch_now);
