@@ -46,10 +46,10 @@ int trial_shape_format(const TrialShape *s, char *buf, size_t size);
  * change (a burst of another kind is not). A span with too little I/O
  * neither confirms nor breaks a run: an idle minute between two phases
  * does not hide the change. Three: a burst that touches two spans never
- * counts, and a real change runs on the old verdict for three spans only
- * (trial-device.c: a span is one trial window; with three windows a span
- * the watch alone cost a slow disk's phase change 2% of ten minutes'
- * throughput, docs/benchmarks.md). */
+ * counts, and a real change runs on the old verdict for three or four
+ * spans only (the first is mixed). trial-device.c: a span is one trial
+ * window; with three windows a span the watch alone cost a slow disk's
+ * phase change 2% of ten minutes' throughput (docs/benchmarks.md). */
 #define TRIAL_SHAPE_CONFIRM 3
 
 typedef struct ShapeWatch {

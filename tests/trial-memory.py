@@ -126,8 +126,11 @@ def test_a_workload_that_keeps_changing_spends_no_more_than_the_hours_switches(h
     """A hostile load: reads and writes in turn every few windows, each
     shape's verdict remembered, so every change would be a switch. The
     budget is the device's across its trials and re-trials: after
-    max_switches_per_hour scheduler writes the verdict in force stays."""
-    budget = 14
+    max_switches_per_hour scheduler writes (one more at most: a run's
+    last switch, back to its incumbent, is never held) the verdict in
+    force stays. The two trials take about 12 of the 20; without the
+    device's budget the flips made 56 writes."""
+    budget = 20
     host.set_policy(POLICY + f"max_switches_per_hour = {budget}\n")
     with host.feeder(FAST_MQ) as load:
         d = host.start()
@@ -142,7 +145,7 @@ def test_a_workload_that_keeps_changing_spends_no_more_than_the_hours_switches(h
         writes = [line for line in log.splitlines() if line.startswith("loop0: scheduler ")]
         # the first pass's write of the policy's none is not a trial's
         assert writes[0].startswith("loop0: scheduler bfq -> none "), writes
-        assert 0 < len(writes) - 1 <= budget, (len(writes), writes)
+        assert 0 < len(writes) - 1 <= budget + 1, (len(writes), writes)
         assert "switches of the hour are spent: the verdict stays" in log, log[-2000:]
         t = host.trial()
         assert t["retrials"] >= 3 and t["phase"] == "done", t

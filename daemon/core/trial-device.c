@@ -53,12 +53,26 @@ void device_trial_carry_switches(DeviceTrial *t, const DeviceTrial *before) {
                 t->run.switches = before->run.switches;
 }
 
-bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms) {
-        return switch_budget_allows(&t->run.switches, t->config.max_switches_per_hour, now_ms);
+unsigned device_trial_again_needs(const DeviceTrial *done, const TrialMemo *memo) {
+        const SchedChoice *next = memo && memo->has_kept ? &memo->kept : NULL;
+
+        /* to what memo kept (or the policies'), then a new trial's
+         * candidate and back at the least */
+        return !device_trial_arm_same(device_trial_arm(done), next) + (memo ? 0 : 2);
 }
 
-void device_trial_spend_switch(DeviceTrial *t, uint64_t now_ms) {
+bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms, unsigned n) {
+        return n == 0 || (n <= t->config.max_switches_per_hour &&
+                          switch_budget_allows(&t->run.switches, t->config.max_switches_per_hour - (n - 1), now_ms));
+}
+
+int device_trial_follow(DeviceTrial *t, const DeviceTrial *done, uint64_t now_ms) {
+        t->retrials = done->retrials + 1;
+        device_trial_carry_switches(t, done);
+        if (device_trial_arm_same(device_trial_arm(t), device_trial_arm(done)))
+                return 0;
         switch_budget_spend(&t->run.switches, now_ms);
+        return 1;
 }
 
 uint64_t device_trial_seed(uint64_t entropy, unsigned major, unsigned minor) {
@@ -208,7 +222,7 @@ int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample) {
         return !device_trial_arm_same(device_trial_arm(t), before);
 }
 
-int device_trial_stop(DeviceTrial *t, const char *why) {
+int device_trial_stop(DeviceTrial *t, const char *why, uint64_t now_ms) {
         SchedChoice before_copy;
         const SchedChoice *before = arm_copy(t, &before_copy);
 
@@ -223,7 +237,10 @@ int device_trial_stop(DeviceTrial *t, const char *why) {
         }
         if (t->phase == TRIAL_PHASE_RUNNING || t->phase == TRIAL_PHASE_WAITING)
                 t->phase = TRIAL_PHASE_STOPPED;
-        return !device_trial_arm_same(device_trial_arm(t), before);
+        if (device_trial_arm_same(device_trial_arm(t), before))
+                return 0;
+        switch_budget_spend(&t->run.switches, now_ms);     /* never held: the incumbent back */
+        return 1;
 }
 
 const TrialOutcome *device_trial_last(const DeviceTrial *t) {

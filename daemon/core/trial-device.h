@@ -80,14 +80,21 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
  * candidate (a new trial on the same device). */
 void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before);
 
-/* The switches of the hour are the device's: a new trial on it (a
- * re-trial, one by hand) spends from what before spent. */
+/* The switches of the hour are the device's: a trial by hand after
+ * another spends from what before spent. (A reload that changes the
+ * [Trial] starts a new hour: another trial, the admin's.) */
 void device_trial_carry_switches(DeviceTrial *t, const DeviceTrial *before);
-/* Whether t's budget (max_switches_per_hour) has a switch left now. */
-bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms);
-/* A switch outside a candidate's run (a re-trial's return to the
- * policies' scheduler, a remembered verdict taken) spends it too. */
-void device_trial_spend_switch(DeviceTrial *t, uint64_t now_ms);
+/* The switches taking done's verdict again takes at the least: one to
+ * memo's setting when it is not in force (memo NULL: to the policies'),
+ * two more for a new trial (its candidate and back). */
+unsigned device_trial_again_needs(const DeviceTrial *done, const TrialMemo *memo);
+/* Whether t's budget (max_switches_per_hour) has n switches left now. */
+bool device_trial_may_switch(const DeviceTrial *t, uint64_t now_ms, unsigned n);
+/* t, new, takes done's place after its verdict (a re-trial): its
+ * retrials count on, it spends from done's hour, and one switch more when
+ * what it puts in force (the policies', a remembered verdict) is not what
+ * done kept. 1 then, the arm in force changed. */
+int device_trial_follow(DeviceTrial *t, const DeviceTrial *done, uint64_t now_ms);
 
 /* A schedule's seed for the device major:minor from entropy (the daemon:
  * the clock; a replay: the recording's, else 0). */
@@ -118,9 +125,9 @@ int device_trial_start(DeviceTrial *t, const char *incumbent, uint64_t now_ms, c
 /* A tick of the running candidate: 1 when the arm in force changed. */
 int device_trial_tick(DeviceTrial *t, uint64_t now_ms, const DiskStat *sample);
 /* Ends what runs, why in its outcome, the incumbent of the running
- * candidate back (what was kept before it stays). 1 when the arm in force
- * changed. */
-int device_trial_stop(DeviceTrial *t, const char *why);
+ * candidate back (what was kept before it stays): a switch spent at
+ * now_ms, never held. 1 when the arm in force changed. */
+int device_trial_stop(DeviceTrial *t, const char *why, uint64_t now_ms);
 
 /* Done at once, before any candidate, from a remembered verdict taken
  * age_ms ago: memo's setting kept (or the incumbent, when no candidate

@@ -113,7 +113,8 @@ static TrialStep close_window(TrialRun *r, uint64_t now_ms, const DiskStat *samp
                 w = (TrialWindow) { .duration_ms = 0 };
         next = trial_feed(&r->stats, &w);
         if (next == TRIAL_DECIDED)
-                return finish(r, trial_result(&r->stats)->keep_candidate ? TRIAL_ARM_CANDIDATE : TRIAL_ARM_INCUMBENT, now_ms);
+                return finish(r, trial_result(&r->stats)->keep_candidate ? TRIAL_ARM_CANDIDATE : TRIAL_ARM_INCUMBENT,
+                              now_ms);
         if (next == TRIAL_STOP)
                 return finish(r, TRIAL_ARM_INCUMBENT, now_ms);
         return go_to(r, arm_of(next), now_ms, sample);

@@ -102,7 +102,7 @@ static const char *replay_trial_why_not(const Replay *r, const ReplayDevice *d) 
 /* Stops d's trial and prints why; the arm it leaves is decided again. */
 static int replay_trial_stop(Replay *r, ReplayDevice *d, double t, const char *why) {
         cJSON *j = trial_line(t, d, "stop");
-        int changed = device_trial_stop(d->trial, why);
+        int changed = device_trial_stop(d->trial, why, (uint64_t) t);
 
         cJSON_AddStringToObject(j, "why", why);
         if (print_line(r, j) < 0)
@@ -333,6 +333,7 @@ static RecordTrialStart *replay_seed_slot(Replay *r, const char *name) {
  * replay's policies start another, as the daemon's new ones did. */
 static int replay_policy_start(Replay *r, const RecordTrialStart *start, double t) {
         ReplayDevice *d = replay_find(r, start->device);
+        DeviceTrial done;
         RecordTrialStart *n;
         int k;
 
@@ -346,9 +347,15 @@ static int replay_policy_start(Replay *r, const RecordTrialStart *start, double 
         *n = *start;
         if (!d || !d->trial)
                 return 0;
+        done = *d->trial;
         d->trial = mfree(d->trial);
         k = replay_decide_only(r, d);
-        return k < 0 ? k : replay_trial_after_decide(r, d, t);
+        if (k >= 0)
+                k = replay_trial_after_decide(r, d, t);
+        /* the daemon's re-trial after a verdict: the same hour of switches */
+        if (k >= 0 && d->trial && done.phase == TRIAL_PHASE_DONE)
+                (void) device_trial_follow(d->trial, &done, (uint64_t) t);
+        return k;
 }
 
 /* blkpolicyctl trial: refused where the daemon would, replacing one that runs. */

@@ -102,7 +102,7 @@ static int trial_stop(const DeviceContext *c, Device *d, const char *why) {
         log_info("%s: trial stopped (%s), the incumbent is back", d->name, why);
         if (c->record)
                 record_trial_stop(c->record, clock_usec(CLOCK_MONOTONIC), d->name, why);
-        return device_trial_stop(trial_of(d), why);
+        return device_trial_stop(trial_of(d), why, clock_usec(CLOCK_MONOTONIC) / 1000);
 }
 
 int device_trial_after_decide(DeviceContext *c, Device *d, const Plan *plan) {
@@ -191,32 +191,28 @@ static const char *trial_arm_not_written(const Device *d, const DeviceTrial *t) 
  * when the arm in force changed; -ENOMEM. */
 static int trial_again(const DeviceContext *c, Device *d, const TrialMemo *memo, uint64_t now_ms) {
         DeviceTrial done = *trial_of(d);
-        const SchedChoice *before = device_trial_arm(&done);
         int r;
 
         trial_free(d);          /* not trial_new()'s carry: the policies' scheduler is the incumbent again */
         r = trial_new(c, d, &done.config, false);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
-        trial_of(d)->retrials = done.retrials + 1;
-        device_trial_carry_switches(trial_of(d), &done);
         (void) device_trial_memory_recall(d, trial_of(d), memo);
-        if (device_trial_arm_same(device_trial_arm(trial_of(d)), before))
-                return 0;
-        device_trial_spend_switch(trial_of(d), now_ms);
-        return 1;
+        return device_trial_follow(trial_of(d), &done, now_ms);
 }
 
-/* Whether d's verdict may be taken again now: its hour's switches are not
- * all spent (a workload that changes its shape every few windows must not
- * switch the scheduler at each change). Said once a wait. */
-static bool trial_again_allowed(Device *d, DeviceTrial *t, uint64_t now_ms, const char *why) {
-        if (device_trial_may_switch(t, now_ms)) {
+/* Whether t's verdict may be taken again now (why), with memo or a new
+ * trial: its hour has the switches that takes (a workload that changes
+ * its shape every few windows must not switch the scheduler at each
+ * change, nor drop a verdict for a trial that cannot run). Said once a
+ * wait. */
+static bool trial_again_allowed(Device *d, DeviceTrial *t, const TrialMemo *memo, uint64_t now_ms, const char *why) {
+        if (device_trial_may_switch(t, now_ms, device_trial_again_needs(t, memo))) {
                 t->budget_held = false;
                 return true;
         }
         if (!t->budget_held)
-                log_info("%s: %s, but its %u switches of the hour are spent: the verdict stays until one is "
+                log_info("%s: %s, but its %u switches of the hour are spent: the verdict stays until they are "
                          "free", d->name, why, t->config.max_switches_per_hour);
         t->budget_held = true;
         return false;
@@ -227,26 +223,30 @@ static bool trial_again_allowed(Device *d, DeviceTrial *t, uint64_t now_ms, cons
  * that shape was seen before), when the switch budget allows. 1 when the
  * arm in force changed. */
 static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const DiskStat *st, uint64_t now_ms) {
+        const TrialMemo *memo;
         char shape[64];
         TrialShape now;
 
         if (t->by_hand || t->phase != TRIAL_PHASE_DONE || d->job)
                 return 0;
         if (t->watching && now_ms - t->decided_ms > t->config.max_age_ms) {
-                if (!trial_again_allowed(d, t, now_ms, "its trial's verdict is older than max_age"))
+                if (!trial_again_allowed(d, t, NULL, now_ms, "its trial's verdict is older than max_age"))
                         return 0;
                 log_info("%s: its trial's verdict is older than max_age, the trial runs again", d->name);
                 return trial_again(c, d, NULL, now_ms);
         }
-        if (!device_trial_watch(t, now_ms, st) || !t->config.retrial_on_shape)
+        if (!device_trial_watch(t, now_ms, st) || !t->config.retrial_on_shape) {
+                if (t->watch.differing == 0)    /* the change is gone: a new one is said again */
+                        t->budget_held = false;
                 return 0;
-        if (!trial_again_allowed(d, t, now_ms, "its workload changed"))
-                return 0;
+        }
         now = t->watch.last;
+        memo = device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now);
+        if (!trial_again_allowed(d, t, memo, now_ms, "its workload changed"))
+                return 0;
         (void) trial_shape_format(&now, shape, sizeof(shape));
         log_info("%s: its workload changed (now %s), the trial runs again", d->name, shape);
-        return trial_again(c, d, device_trial_memory_find(c, d, t, t->n_outcomes ? t->outcomes[0].incumbent : "", &now),
-                           now_ms);
+        return trial_again(c, d, memo, now_ms);
 }
 
 int device_trial_step(DeviceContext *c, Device *d, const DiskStat *st, uint64_t now_ms) {
@@ -311,7 +311,7 @@ int device_trial_request(DeviceContext *c, Device *d, const SchedChoice *candida
                 return -EINVAL;
         }
         if (device_trial_live(t))
-                (void) device_trial_stop(t, "another trial asked for");
+                (void) device_trial_stop(t, "another trial asked for", clock_usec(CLOCK_MONOTONIC) / 1000);
         r = trial_new(c, d, &config, true);
         if (r == -EINVAL)
                 *why_not = "the candidates or the [Trial] settings are not valid";

@@ -19,6 +19,7 @@ typedef struct Sim {
         double busy[4];         /* ms per MiB under names[i] */
         const char *own;        /* the policies' scheduler */
         unsigned switches;
+        bool writes;            /* the load writes, else it reads */
 } Sim;
 
 static double busy_of(const Sim *s, const char *sched) {
@@ -29,13 +30,18 @@ static double busy_of(const Sim *s, const char *sched) {
         return 0;
 }
 
-/* a second of 64 MiB of reads under what is in force */
+/* a second of 64 MiB of reads (or writes) under what is in force */
 static void run_second(Sim *s, const DeviceTrial *t) {
         const SchedChoice *arm = device_trial_arm(t);
         double busy = 64 * busy_of(s, arm ? arm->name : s->own);
 
-        s->stat.c.rd_ios += 16384;
-        s->stat.c.rd_sectors += 64 * 2048;
+        if (s->writes) {
+                s->stat.c.wr_ios += 16384;
+                s->stat.c.wr_sectors += 64 * 2048;
+        } else {
+                s->stat.c.rd_ios += 16384;
+                s->stat.c.rd_sectors += 64 * 2048;
+        }
         s->stat.c.io_ticks += (uint64_t) busy;
         s->stat.c.time_in_queue += (uint64_t) busy;
 }
@@ -109,6 +115,7 @@ TEST(a_winner_is_the_incumbent_of_the_next) {
 TEST(the_second_candidate_and_the_next_trial_spend_from_the_same_hour) {
         TrialPolicy p = config("mq-deadline kyber");
         DeviceTrial t, again;
+        TrialMemo memo;
         Sim s = sim();
         uint64_t now = 0;
         unsigned first;
@@ -122,15 +129,51 @@ TEST(the_second_candidate_and_the_next_trial_spend_from_the_same_hour) {
         drive(&t, &s, &now, 20000);
         ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE && t.run.switches.n > first);
         ASSERT_EQ_INT(t.run.switches.n, s.switches);
-        /* a re-trial spends from the same hour; a switch outside a run too */
+        /* a re-trial spends from the same hour, and its return from the
+         * kept mq-deadline to the policies' none is a switch too */
         ASSERT_EQ_INT(device_trial_init(&again, &p, false, 43), 0);
-        device_trial_carry_switches(&again, &t);
-        device_trial_spend_switch(&again, now);
+        ASSERT_EQ_INT(device_trial_follow(&again, &t, now), 1);
+        ASSERT_EQ_INT(again.retrials, 1);
         ASSERT_EQ_INT(again.run.switches.n, s.switches + 1);
-        p.max_switches_per_hour = s.switches + 1;
-        again.config = p;
-        ASSERT_TRUE(!device_trial_may_switch(&again, now));
-        ASSERT_TRUE(device_trial_may_switch(&again, now + 3600 * 1000));
+        /* what taking t's verdict again needs: nothing to a remembered
+         * mq-deadline, one to a remembered none, three for a new trial */
+        memo = (TrialMemo) { .has_kept = true, .kept = t.kept };
+        ASSERT_EQ_INT(device_trial_again_needs(&t, &memo), 0);
+        memo.has_kept = false;
+        ASSERT_EQ_INT(device_trial_again_needs(&t, &memo), 1);
+        ASSERT_EQ_INT(device_trial_again_needs(&t, NULL), 3);
+        t.config.max_switches_per_hour = s.switches + 2;
+        ASSERT_TRUE(device_trial_may_switch(&t, now, 2) && !device_trial_may_switch(&t, now, 3));
+        ASSERT_TRUE(device_trial_may_switch(&t, now, 0));
+        ASSERT_TRUE(device_trial_may_switch(&t, now + 3600 * 1000, 3));
+}
+
+/* After a verdict on reads, writes are another workload once three
+ * windows of them are seen: not sooner, and not windows later. */
+TEST(a_change_of_workload_is_seen_after_three_windows) {
+        TrialPolicy p = config("mq-deadline");
+        DeviceTrial t;
+        Sim s = sim();
+        uint64_t now = 0, window = p.window_ms / TICK_MS;
+        unsigned ticks = 0;
+
+        ASSERT_EQ_INT(device_trial_init(&t, &p, false, 42), 0);
+        drive(&t, &s, &now, 20000);
+        ASSERT_TRUE(t.phase == TRIAL_PHASE_DONE);
+        ASSERT_TRUE(!device_trial_watch(&t, now, &s.stat));    /* the first look takes the shape */
+        for (unsigned i = 0; i < 10 * window; i++) {
+                run_second(&s, &t);
+                now += TICK_MS;
+                ASSERT_TRUE(!device_trial_watch(&t, now, &s.stat));
+        }
+        s.writes = true;
+        do {
+                run_second(&s, &t);
+                now += TICK_MS;
+                ticks++;
+        } while (!device_trial_watch(&t, now, &s.stat) && ticks < 100 * window);
+        ASSERT_TRUE(ticks >= 3 * window && ticks <= 4 * window);
+        ASSERT_TRUE(t.watch.last.read_share == 0);
 }
 
 /* A candidate that is what the policies chose already is skipped, with
@@ -165,10 +208,13 @@ TEST(stop_puts_the_incumbent_back) {
                 drive(&t, &s, &now, 1);
         }
         ASSERT_STREQ(device_trial_arm(&t)->name, "mq-deadline");
-        ASSERT_EQ_INT(device_trial_stop(&t, "paused"), 1);
+        ASSERT_EQ_INT(t.run.switches.n, s.switches);
+        ASSERT_EQ_INT(device_trial_stop(&t, "paused", now), 1);
         ASSERT_TRUE(t.phase == TRIAL_PHASE_STOPPED && device_trial_arm(&t) == NULL);
         ASSERT_TRUE(t.outcomes[0].stopped && strstr(t.outcomes[0].result.reason, "paused"));
-        ASSERT_EQ_INT(device_trial_stop(&t, "again"), 0);
+        ASSERT_EQ_INT(t.run.switches.n, s.switches + 1);       /* the way back is spent */
+        ASSERT_EQ_INT(device_trial_stop(&t, "again", now), 0);
+        ASSERT_EQ_INT(t.run.switches.n, s.switches + 1);
         ASSERT_EQ_INT(device_trial_tick(&t, now + 1000, &s.stat), 0);
         ASSERT_TRUE(device_trial_pending(&t) == NULL);
 }
