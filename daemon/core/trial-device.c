@@ -41,6 +41,13 @@ int device_trial_init(DeviceTrial *t, const TrialPolicy *config, bool by_hand, u
         return 0;
 }
 
+/* The same arm to a pass: both NULL (the policies'), or the same scheduler. */
+static bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b) {
+        if (!a || !b)
+                return a == b;
+        return sched_choice_equal(a, b);
+}
+
 void device_trial_carry_kept(DeviceTrial *t, const DeviceTrial *before) {
         if (before && before->has_kept) {
                 t->has_kept = true;
@@ -92,11 +99,6 @@ void device_trial_decide_input(const DeviceTrial *t, DecideInput *in) {
         in->trial_source = t && t->by_hand ? "blkpolicyctl trial" : "trial";
 }
 
-bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b) {
-        if (!a || !b)
-                return a == b;
-        return sched_choice_equal(a, b);
-}
 
 static const SchedChoice *kept_arm(const DeviceTrial *t) {
         return t->has_kept ? &t->kept : NULL;

@@ -110,8 +110,6 @@ void device_trial_decide_input(const DeviceTrial *t, DecideInput *in);
  * into t. */
 const SchedChoice *device_trial_arm(const DeviceTrial *t);
 
-/* The same arm to a pass: both NULL (the policies'), or the same scheduler. */
-bool device_trial_arm_same(const SchedChoice *a, const SchedChoice *b);
 
 /* The candidate to start at this tick, NULL when none waits. */
 const SchedChoice *device_trial_pending(const DeviceTrial *t);
