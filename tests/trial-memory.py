@@ -13,9 +13,11 @@ Nothing sleeps for synchronisation: the tests wait on the device's trial
 state, on status' tick count and on the fake sysfs."""
 import json
 import os
+import random
+import signal
 import time
 
-from blkptest.daemon import ctl, wait_for
+from blkptest.daemon import control_call, ctl, wait_for
 from blkptest.faketree import write
 # the fake disk and its daemon, trial.py's fixture
 from trial import FOUND, POLICY, done, host  # noqa: F401
@@ -180,3 +182,124 @@ def test_a_bad_file_a_trial_by_hand_and_no_memory(host):
         host.wait_trial(done, "the verdict, not remembered")
         host.ticks_after(5)
         assert not os.path.exists(host.trial_memory)
+
+
+IDLE = {"none": 0, "mq-deadline": 0, "kyber": 0, FOUND: 0}
+LOADS = {"read": (FAST_MQ, "read", 1000), "write": (FAST_NONE, "write", 1000), "idle": (IDLE, "read", 0)}
+WINDOW_TICKS = 10       # POLICY's window (0.5 s) at 50 ms ticks
+
+
+def scheduler_writes(text):
+    return [line for line in text.splitlines() if line.startswith("loop0: scheduler ")]
+
+
+def test_a_hostile_random_schedule_keeps_the_budget_and_loses_nothing(host):
+    """A seeded random schedule (BLKPOLICYD_ATTACK_SEED replays one) of
+    loads, reads (mq-deadline 2x faster), writes (mq-deadline 3x slower)
+    and idle, each from a third of a window to six windows, with operator
+    actions between them: pause and resume, `trial --stop`, a trial of
+    mq-deadline by hand, a reload of the same policy, and once a reload
+    that changes the [Trial] (another max_switches_per_hour). The budget
+    is small, 8 to 20.
+
+    The allowance, from the code: every switch a trial makes is spent in
+    the device's SwitchBudget (a run's switches, its last one, a stop's way
+    back, a re-trial's or a recall's switch in device_trial_follow). Only a
+    run's last switch (finish()) and a stop's way back are never held; all
+    the others (go_to(), trial_again_allowed()) need the hour to have fewer
+    than max_switches_per_hour spent. After the last held-checked switch of
+    the hour, at most one unheld one can follow: a finish or a stop ends
+    the run, and whatever starts next (a re-trial, a by-hand trial's
+    candidate) is checked. So the scheduler writes of an hour are at most
+    max_switches_per_hour + 1. Not spent, by design: the first pass (bfq ->
+    none), the resume that writes a paused stop's way back (spent at the
+    stop), and a reload that changes the [Trial]: the verdict it drops goes
+    back at once (one write, not held) and the new [Trial] starts a new
+    hour. So, with B1 the first budget and B2 the one after the change: the
+    writes before that reload <= B1 + 1, and all of them <= B1 + 1 + 1 + B2
+    + 1. The whole schedule takes well under an hour: one rolling hour.
+
+    Also: the daemon answers status after every step; while loop0 is
+    paused no scheduler is written (its log, and the fake sysfs); SIGTERM
+    puts back bfq and exits 0; after a SIGKILL, a restart in observe mode
+    puts back bfq too."""
+    seed = int(os.environ.get("BLKPOLICYD_ATTACK_SEED") or random.SystemRandom().randrange(1 << 32))
+    print(f"BLKPOLICYD_ATTACK_SEED={seed}")
+    rng = random.Random(seed)
+    budgets = [rng.randint(8, 20)]
+    host.set_policy(POLICY + f"max_switches_per_hour = {budgets[0]}\n")
+    actions = []
+    with host.feeder(FAST_MQ) as load:
+        d = host.start()
+        first_epoch_end = None
+
+        def alive(step):
+            assert d.proc.poll() is None, f"seed {seed}: the daemon died at {step}: {d.text()[-3000:]}"
+            st = host.call("status")
+            assert st["tick"]["count"] > 0, st
+
+        def run_load(ticks=None):
+            kind = rng.choice(sorted(LOADS))
+            service, mode, ios = LOADS[kind]
+            load.service, load.mode, load.ios = dict(service), mode, ios
+            ticks = ticks or rng.randint(WINDOW_TICKS // 3, 6 * WINDOW_TICKS)
+            actions.append(f"{kind} {ticks}")
+            host.ticks_after(ticks)
+
+        ticks_run = host.call("status")["tick"]["count"]
+        while host.call("status")["tick"]["count"] - ticks_run < 700:
+            roll = rng.random()
+            if roll < 0.7:
+                run_load()
+            elif roll < 0.78:
+                actions.append("pause")
+                host.call("pause", device="loop0")
+                host.ticks_after(2)     # a write in flight at the pause lands
+                before, live = len(scheduler_writes(d.text())), host.live("loop0", "scheduler")
+                for _ in range(rng.randint(1, 3)):
+                    run_load()
+                    assert host.live("loop0", "scheduler") == live, f"seed {seed}: a write while paused"
+                assert len(scheduler_writes(d.text())) == before, \
+                    f"seed {seed}: written while paused: {scheduler_writes(d.text())[before:]}"
+                actions.append("resume")
+                host.call("resume", device="loop0")
+            elif roll < 0.85:
+                actions.append("stop")
+                out = ctl(host.ctl, host.sock_path, "trial", "loop0", "--stop")
+                assert out.returncode in (0, 1), out.stdout + out.stderr
+            elif roll < 0.91:
+                actions.append("by hand")
+                out = ctl(host.ctl, host.sock_path, "trial", "loop0", "mq-deadline")
+                assert out.returncode == 0, out.stdout + out.stderr
+            elif roll < 0.97 or first_epoch_end is not None:
+                actions.append("reload")
+                d.reload()
+            else:
+                budgets.append(rng.randint(8, 20))
+                actions.append(f"reload max_switches_per_hour = {budgets[-1]}")
+                first_epoch_end = len(scheduler_writes(d.text()))
+                host.set_policy(POLICY + f"max_switches_per_hour = {budgets[-1]}\n")
+                d.reload()
+            alive(actions[-1])
+        host.ticks_after(3 * WINDOW_TICKS)
+        alive("the end")
+        writes = scheduler_writes(d.text())
+        what = f"seed {seed}, budgets {budgets}, actions {actions}, writes {writes}"
+        print(what)
+        assert writes[0].startswith("loop0: scheduler bfq -> none "), what
+        if first_epoch_end is not None:
+            assert first_epoch_end - 1 <= budgets[0] + 1, what
+        allowance = sum(b + 1 for b in budgets) + len(budgets) - 1
+        assert len(writes) - 1 <= allowance, f"{len(writes) - 1} switches > {allowance}: {what}"
+        stop(host, d)
+        assert host.live("loop0", "scheduler") == FOUND, f"SIGTERM puts back the found value: {what}"
+        # again, then a SIGKILL with the daemon's setting in force: observe puts back
+        d = host.start(append_log=True)
+        wait_for(lambda: host.live("loop0", "scheduler") != FOUND, 30, "a setting of the daemon's in force")
+        d.signal(signal.SIGKILL)
+        d.proc.wait(timeout=10)
+        host.running.remove(d)
+        d = host.start("tick_interval_ms = 50\nmode = observe\n", append_log=True)
+        wait_for(lambda: host.live("loop0", "scheduler") == FOUND, 30, "the found value back in observe mode")
+        stop(host, d)
+    assert host.live("loop0", "scheduler") == FOUND and host.live("loop1", "scheduler") == FOUND
