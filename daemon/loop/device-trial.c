@@ -227,7 +227,9 @@ static int trial_keep_watch(DeviceContext *c, Device *d, DeviceTrial *t, const D
         char shape[64];
         TrialShape now;
 
-        if (t->by_hand || t->phase != TRIAL_PHASE_DONE || d->job)
+        /* nor where no trial may run now (paused, overridden): a re-trial
+         * there would be stopped at once, and the verdict lost with it */
+        if (t->by_hand || t->phase != TRIAL_PHASE_DONE || d->job || trial_why_not(c, d, device_plan(d)))
                 return 0;
         if (t->watching && now_ms - t->decided_ms > t->config.max_age_ms) {
                 if (!trial_again_allowed(d, t, NULL, now_ms, "its trial's verdict is older than max_age"))
