@@ -303,3 +303,24 @@ def test_a_hostile_random_schedule_keeps_the_budget_and_loses_nothing(host):
         wait_for(lambda: host.live("loop0", "scheduler") == FOUND, 30, "the found value back in observe mode")
         stop(host, d)
     assert host.live("loop0", "scheduler") == FOUND and host.live("loop1", "scheduler") == FOUND
+
+
+def test_a_paused_device_keeps_its_verdict_through_a_change_of_workload(host):
+    """Paused, a device is left as it is: a workload that changes its
+    shape meanwhile does not take the verdict again (a re-trial there would
+    be stopped at once by the pause, and the verdict lost for good). The
+    watch sees the change after the resume."""
+    with host.feeder(FAST_MQ) as load:
+        host.start()
+        host.wait_trial(done, "the verdict on reads")
+        wait_for(lambda: host.live("loop0", "scheduler") == "mq-deadline", 30, "the winner written")
+        host.call("pause", device="loop0")
+        load.service, load.mode = dict(FAST_NONE), "write"
+        host.ticks_after(6 * WINDOW_TICKS)
+        t = host.trial()
+        assert t["phase"] == "done" and t["retrials"] == 0 and t["kept"] == "mq-deadline", t
+        assert host.live("loop0", "scheduler") == "mq-deadline"
+        host.call("resume", device="loop0")
+        t = host.wait_trial(lambda t: t["retrials"] == 1 and t["phase"] == "done", "the verdict on writes")
+        assert t["outcomes"][0]["kept"] == "none", t
+        wait_for(lambda: host.live("loop0", "scheduler") == "none", 30, "none on writes")
