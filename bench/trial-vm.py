@@ -488,6 +488,26 @@ def parse(serial, kernel, kver):
     return [recs[k] for k in sorted(recs, key=lambda k: (k[0], k[1]))]
 
 
+def retrial_base(t):
+    """The re-trial count the write half began with: a verdict of the
+    workload's change is one of a trial counted above it (a first-half
+    trial that ends in the second half is not)."""
+    half1 = [ev for ev in t.get("events", []) if ev["half"] == 1]
+    return half1[-1]["retrials"] if half1 else 0
+
+
+def first_decision_half2(t):
+    """Seconds from the workload's change to the re-trial's first
+    candidate decided (its trial may go on with the next candidate: the
+    goal's time is for arms that differ, and each candidate is its own
+    pair), None when none came in the half."""
+    base = retrial_base(t)
+    for ev in t.get("events", []):
+        if ev["half"] == 2 and ev["retrials"] > base and any(v != "undecided" for v in ev["verdicts"]):
+            return ev["t_half2"]
+    return None
+
+
 def phase_trial_cost(t, rs, best):
     """A phase cell's trial cost in bytes: the spans a trial decides in,
     against the best static over the same spans: from the load's start to
@@ -504,7 +524,7 @@ def phase_trial_cost(t, rs, best):
     v1 = next((v for v in vts if v["half"] == 1), None)
     t1, b1 = (v1["t"], v1["bytes"]) if v1 else (t["half1_s"], t["half1_Bps"] * t["half1_s"])
     (c_t, c_b), (e_t, e_b) = t["half2_start"], t["half2_end"]
-    v2 = next((v for v in vts if v["half"] == 2), None)
+    v2 = next((v for v in vts if v["half"] == 2 and v["retrials"] > retrial_base(t)), None)
     t2, b2 = (v2["t"], v2["bytes"]) if v2 else (e_t, e_b)
     return (rate[1] * t1 - b1) + (rate[2] * (t2 - c_t) - (b2 - c_b))
 
@@ -567,8 +587,7 @@ def summarize(recs, kernel):
                 row.setdefault("run_shortfall", []).append((bestB * t["span_s"] - t["bytes"]) / (bestB * 600))
                 # the verdict that matters is the write half's: its time
                 # from that half's start (the workload's change)
-                vt = [v["t_half2"] for v in t["verdict_times"] if v["half"] == 2]
-                row["t_v"].append(vt[0] if vt else None)
+                row["t_v"].append(first_decision_half2(t))
                 row["retrials"].append(len(outs))
                 row["switches"].append(t["switches"])
                 row.setdefault("phase_rounds", []).append(
